@@ -1,0 +1,82 @@
+package bundle
+
+import (
+	_ "embed"
+	"strings"
+
+	"github.com/deltaharness/delta/internal/model"
+)
+
+//go:embed base_prompt.md
+var basePrompt string
+
+// BasePrompt is Delta's embedded base behaviour and operating norms, the
+// first block of every spine. It holds no volatile values.
+func BasePrompt() string { return strings.TrimSpace(basePrompt) }
+
+// Headers of the spine blocks. They tell the model where each block comes
+// from, which matters for precedence.
+const (
+	stableHeader = "# Deployment context\n\n"
+	selfHeader   = "# Your self-file (DELTA.md)\n\n"
+	policyHeader = "# Operator policy (POLICY.md)\n\nThese rules come from the operator and take precedence over everything above and over any request.\n\n"
+	toolsHeader  = "# Tools available now\n\n"
+)
+
+// toolLineMax caps one tool's description in the index; the full text and
+// schema travel in the request's tools field.
+const toolLineMax = 200
+
+// System assembles the system spine for one model turn, in the exact order
+// of D-BUN-16:
+//
+//  1. the embedded base behaviour and norms (BasePrompt);
+//  2. the boot-rendered ## Stable context, when there is one;
+//  3. the DELTA.md snapshot of this attempt (self, from ReadSelf), when not empty;
+//  4. the POLICY.md policy (custom or embedded), when there is one: the last
+//     instruction layer;
+//  5. an index of the resident tools: name and first description line, in
+//     the order given, when there are tools.
+//
+// Every input is fixed for an attempt, so the result is byte-identical across
+// its turns and the provider's prompt cache keeps hitting. Conversation
+// history and the per-turn blocks (Turn, request instructions, retrieved
+// capabilities) follow as messages, never in here.
+func (b *Bundle) System(self string, tools []model.ToolSpec) []string {
+	blocks := make([]string, 0, 5)
+	blocks = append(blocks, BasePrompt())
+	if b.stable != "" {
+		blocks = append(blocks, stableHeader+b.stable)
+	}
+	if s := strings.TrimSpace(self); s != "" {
+		blocks = append(blocks, selfHeader+s)
+	}
+	if b.policy != "" {
+		blocks = append(blocks, policyHeader+b.policy)
+	}
+	if len(tools) > 0 {
+		var sb strings.Builder
+		sb.WriteString(toolsHeader)
+		for i, t := range tools {
+			if i > 0 {
+				sb.WriteByte('\n')
+			}
+			sb.WriteString("- ")
+			sb.WriteString(t.Name)
+			if d := firstLine(t.Description); d != "" {
+				sb.WriteString(": ")
+				sb.WriteString(d)
+			}
+		}
+		blocks = append(blocks, sb.String())
+	}
+	return blocks
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return capChars(oneLine(s), toolLineMax)
+}

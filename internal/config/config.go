@@ -1,0 +1,281 @@
+// Package config turns the process environment into a typed, validated
+// Config. It is the only package in Delta that reads environment variables:
+// everything else receives its settings as arguments.
+//
+// Load takes a lookup function (os.LookupEnv in production, a map in tests)
+// so that what the daemon reads is explicit and testable. Every problem is
+// reported as a *FieldError naming the variable; several problems are joined
+// with errors.Join so an operator fixes them in one pass. The value of a
+// secret (a name ending in _KEY, _TOKEN, _SECRET or _AUTH) never appears in
+// an error.
+//
+// Where the seed guide documents fail-open behaviour we fail closed: an
+// unknown DELTA_PROFILE, a negative or non-numeric price, and a garbage budget
+// value all refuse to boot, and an exported-but-empty budget variable means
+// "unset", not zero.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// Defaults. Vars renders them for the README; Load applies them.
+const (
+	DefaultPort               = 8080
+	DefaultBind               = "127.0.0.1"
+	DefaultDB                 = "data/delta.db"
+	DefaultWorkspace          = "workspace"
+	DefaultMaxConcurrency     = 8
+	MinConcurrency            = 1
+	MaxConcurrency            = 256
+	DefaultModelBaseURL       = "https://openrouter.ai/api/v1"
+	DefaultModelPrimary       = "anthropic/claude-sonnet-4.5"
+	DefaultUtilityModel       = "anthropic/claude-haiku-4.5"
+	DefaultModelTimeout       = 300 * time.Second
+	DefaultToolTimeout        = 120 * time.Second
+	DefaultToolResultMaxBytes = 20000
+	DefaultPolicyMaxTokens    = 800
+	DefaultSelfMaxTokens      = 800
+	DefaultMaxBodyBytes       = 1 << 20
+)
+
+// Wire formats selected by MODEL_API.
+const (
+	APIChat      = "chat"      // OpenAI-compatible Chat Completions (any MODEL_API value but the two below)
+	APIAnthropic = "anthropic" // native Anthropic Messages
+	APIResponses = "responses" // OpenAI Responses
+)
+
+// Config is the daemon's whole environment-derived configuration. The field
+// tag `env` names the variable(s) each field comes from; Vars documents them.
+type Config struct {
+	// Port the HTTP API listens on (PORT, 1–65535, default 8080).
+	Port int `env:"PORT"`
+	// Bind is the listen address (DELTA_BIND). Default 127.0.0.1: safer than
+	// the seed's all-interfaces default; set 0.0.0.0 deliberately, with
+	// DELTA_CONTROL_TOKEN, to expose the daemon.
+	Bind string `env:"DELTA_BIND"`
+	// DB is the SQLite database path (DELTA_DB, default data/delta.db).
+	DB string `env:"DELTA_DB"`
+	// Workspace is the agent's workspace directory, which also holds the
+	// bundle files (DELTA_WORKSPACE, default workspace).
+	Workspace string `env:"DELTA_WORKSPACE"`
+	// AgentID is the stable agent identity that scopes local memory
+	// (DELTA_AGENT_ID, default none).
+	AgentID string `env:"DELTA_AGENT_ID"`
+	// Build is the build label reported by /healthz (DELTA_BUILD; empty =
+	// omitted).
+	Build string `env:"DELTA_BUILD"`
+	// MaxConcurrency is how many sessions run at once (DELTA_MAX_CONCURRENCY,
+	// default 8, clamped to 1–256; a non-integer is an error).
+	MaxConcurrency int `env:"DELTA_MAX_CONCURRENCY"`
+
+	// ModelAPIKey is the primary provider credential: MODEL_API_KEY, else
+	// OPENROUTER_API_KEY. A defined-but-empty MODEL_API_KEY suppresses the
+	// fallback. OPENAI_API_KEY and ANTHROPIC_API_KEY are never read.
+	ModelAPIKey string `env:"MODEL_API_KEY,OPENROUTER_API_KEY"`
+	// ModelBaseURL is the primary provider endpoint (MODEL_BASE_URL, default
+	// https://openrouter.ai/api/v1; must be an absolute http(s) URL).
+	ModelBaseURL string `env:"MODEL_BASE_URL"`
+	// ModelAPI is the wire format: APIAnthropic, APIResponses or APIChat
+	// (MODEL_API; any other value, or none, selects Chat Completions).
+	ModelAPI string `env:"MODEL_API"`
+	// ModelPrimary is the main model ID (DELTA_MODEL_PRIMARY, else the legacy
+	// DELTA_MODEL, default anthropic/claude-sonnet-4.5).
+	ModelPrimary string `env:"DELTA_MODEL_PRIMARY,DELTA_MODEL"`
+	// ModelFallbacks are more model IDs tried on the same endpoint
+	// (DELTA_MODEL_FALLBACKS, comma-separated, blanks dropped).
+	ModelFallbacks []string `env:"DELTA_MODEL_FALLBACKS"`
+	// ModelTimeout bounds one wire attempt (DELTA_MODEL_TIMEOUT_MS, default
+	// 300000; 0 = no timeout).
+	ModelTimeout time.Duration `env:"DELTA_MODEL_TIMEOUT_MS"`
+	// ModelPrices overrides the price table, dollars per million tokens
+	// (DELTA_MODEL_PRICES, JSON {"model":{"in","out","cacheRead","cacheWrite"}}).
+	// Negative or non-numeric prices refuse to boot.
+	ModelPrices map[string]model.Price `env:"DELTA_MODEL_PRICES"`
+	// ReasoningEffort is the default reasoning effort, trimmed and lowercased
+	// (DELTA_REASONING_EFFORT; empty = provider default).
+	ReasoningEffort string `env:"DELTA_REASONING_EFFORT"`
+	// UtilityModel serves compaction, reflection and judging
+	// (DELTA_UTILITY_MODEL, default anthropic/claude-haiku-4.5; set empty to
+	// use the main cascade).
+	UtilityModel string `env:"DELTA_UTILITY_MODEL"`
+
+	// ToolTimeout bounds one ordinary tool call (DELTA_TOOL_TIMEOUT_MS,
+	// default 120000; 0 = no timeout).
+	ToolTimeout time.Duration `env:"DELTA_TOOL_TIMEOUT_MS"`
+	// ToolResultMaxBytes is the inline size of a tool result before it spills
+	// to a file (DELTA_TOOL_RESULT_MAX_BYTES, default 20000).
+	ToolResultMaxBytes int `env:"DELTA_TOOL_RESULT_MAX_BYTES"`
+
+	// Profile is the daemon's tier ceiling, ProfileTrusted or ProfileSafe
+	// (DELTA_PROFILE; aliases work→trusted, chat→safe; default trusted; any
+	// other value refuses to boot).
+	Profile string `env:"DELTA_PROFILE"`
+	// MaxSteps overrides the ceiling profile's step budget (DELTA_MAX_STEPS;
+	// fractions floored, values below 1 become 1; nil = profile default).
+	MaxSteps *int `env:"DELTA_MAX_STEPS"`
+	// MaxTokens overrides the ceiling profile's fresh-token budget
+	// (DELTA_MAX_TOKENS, integer ≥ 0; nil = profile default).
+	MaxTokens *int64 `env:"DELTA_MAX_TOKENS"`
+	// MaxCostUSD overrides the ceiling profile's dollar budget
+	// (DELTA_MAX_COST_USD, number ≥ 0; nil = profile default).
+	MaxCostUSD *float64 `env:"DELTA_MAX_COST_USD"`
+
+	// PolicyMaxTokens caps a custom POLICY.md (DELTA_POLICY_MAX_TOKENS,
+	// default 800; over it the daemon refuses to boot).
+	PolicyMaxTokens int `env:"DELTA_POLICY_MAX_TOKENS"`
+	// SelfMaxTokens caps DELTA.md (DELTA_SELF_MAX_TOKENS, default 800, i.e.
+	// a 3,200-byte ceiling at 4 bytes per token).
+	SelfMaxTokens int `env:"DELTA_SELF_MAX_TOKENS"`
+	// Vocab is raw vocabulary JSON that wins over vocab.json (DELTA_VOCAB);
+	// package bundle parses it.
+	Vocab string `env:"DELTA_VOCAB"`
+	// MemoryNamespace overrides the namespace derived from vocab writeNoun
+	// (DELTA_MEMORY_NAMESPACE).
+	MemoryNamespace string `env:"DELTA_MEMORY_NAMESPACE"`
+
+	// ControlToken is the bearer required on run-driving endpoints
+	// (DELTA_CONTROL_TOKEN; empty = open).
+	ControlToken string `env:"DELTA_CONTROL_TOKEN"`
+	// InspectToken is the bearer required on inspection endpoints
+	// (DELTA_INSPECT_TOKEN; empty = open).
+	InspectToken string `env:"DELTA_INSPECT_TOKEN"`
+	// Inspect enables /dev and the inspection API (DELTA_INSPECT; off, 0,
+	// false or no disables).
+	Inspect bool `env:"DELTA_INSPECT"`
+	// InspectWrite enables edits and self-file revert through inspection
+	// (DELTA_INSPECT_WRITE, boolean, default off; delta dev turns it on).
+	InspectWrite bool `env:"DELTA_INSPECT_WRITE"`
+	// CaptureCalls stores normalized model calls locally
+	// (DELTA_CAPTURE_CALLS, boolean, default off; delta dev turns it on).
+	CaptureCalls bool `env:"DELTA_CAPTURE_CALLS"`
+	// StrictTenant enforces owner scoping strictly (DELTA_STRICT_TENANT,
+	// boolean, default off).
+	StrictTenant bool `env:"DELTA_STRICT_TENANT"`
+	// MaxBodyBytes caps an HTTP request body; larger bodies get 413
+	// (DELTA_MAX_BODY_BYTES, default 1 MiB). Our addition to the seed.
+	MaxBodyBytes int64 `env:"DELTA_MAX_BODY_BYTES"`
+	// LeaseHolder identifies this process in the single-writer lease
+	// (DELTA_LEASE_HOLDER, default FLY_MACHINE_ID, then the host name).
+	LeaseHolder string `env:"DELTA_LEASE_HOLDER,FLY_MACHINE_ID"`
+
+	// Warnings are non-fatal findings, such as removed variables that are
+	// still set. The daemon logs them at boot.
+	Warnings []string
+}
+
+// FieldError is one invalid variable.
+type FieldError struct {
+	Var   string // the environment variable
+	Value string // the offending value; always empty for a secret
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	if IsSecret(e.Var) || e.Value == "" {
+		return e.Var + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s=%q: %v", e.Var, clip(e.Value, 120), e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// IsSecret reports whether a variable holds a credential whose value must
+// never be logged or echoed.
+func IsSecret(name string) bool {
+	return strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_TOKEN") ||
+		strings.HasSuffix(name, "_SECRET") || strings.HasSuffix(name, "_AUTH")
+}
+
+// ErrInvalid is wrapped by every FieldError about a malformed value, so a
+// caller can tell configuration problems from I/O failures.
+var ErrInvalid = errors.New("invalid value")
+
+// FromOS loads the configuration from the process environment.
+func FromOS() (Config, error) { return Load(os.LookupEnv) }
+
+// ClientTokens returns the bearer tokens a local client command (delta send,
+// delta watch) presents: they come from that command's own environment,
+// never from a bundle's delta.env.
+func ClientTokens(lookup func(string) (string, bool)) (control, inspect string) {
+	control, _ = lookup("DELTA_CONTROL_TOKEN")
+	inspect, _ = lookup("DELTA_INSPECT_TOKEN")
+	return strings.TrimSpace(control), strings.TrimSpace(inspect)
+}
+
+// removedVars were dropped by the five-file bundle; setting one is a
+// migration warning, not an error.
+var removedVars = []string{
+	"DELTA_PLAYBOOK_FILE", "DELTA_STEERING_FILE", "DELTA_CHARTER_FILES",
+	"DELTA_CHARTER_TOOL", "DELTA_PLAYBOOK_MAX_TOKENS", "DELTA_STEERING_MAX_TOKENS",
+}
+
+// Load reads every variable through lookup, applies defaults and validates.
+// On error the returned Config is the zero value.
+func Load(lookup func(string) (string, bool)) (Config, error) {
+	l := &loader{lookup: lookup}
+	c := Config{
+		Port:               l.intRange("PORT", DefaultPort, 1, 65535),
+		Bind:               l.str("DELTA_BIND", DefaultBind),
+		DB:                 l.str("DELTA_DB", DefaultDB),
+		Workspace:          l.str("DELTA_WORKSPACE", DefaultWorkspace),
+		AgentID:            l.str("DELTA_AGENT_ID", ""),
+		Build:              l.str("DELTA_BUILD", ""),
+		MaxConcurrency:     l.intClamp("DELTA_MAX_CONCURRENCY", DefaultMaxConcurrency, MinConcurrency, MaxConcurrency),
+		ModelAPIKey:        l.apiKey(),
+		ModelBaseURL:       l.baseURL("MODEL_BASE_URL", DefaultModelBaseURL),
+		ModelAPI:           l.modelAPI("MODEL_API"),
+		ModelPrimary:       l.primary(),
+		ModelFallbacks:     l.csv("DELTA_MODEL_FALLBACKS"),
+		ModelTimeout:       l.millis("DELTA_MODEL_TIMEOUT_MS", DefaultModelTimeout),
+		ModelPrices:        l.prices("DELTA_MODEL_PRICES"),
+		ReasoningEffort:    strings.ToLower(l.str("DELTA_REASONING_EFFORT", "")),
+		UtilityModel:       l.utilityModel(),
+		ToolTimeout:        l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
+		ToolResultMaxBytes: l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
+		Profile:            l.profile("DELTA_PROFILE"),
+		MaxSteps:           l.steps("DELTA_MAX_STEPS"),
+		MaxTokens:          l.tokens("DELTA_MAX_TOKENS"),
+		MaxCostUSD:         l.cost("DELTA_MAX_COST_USD"),
+		PolicyMaxTokens:    l.intRange("DELTA_POLICY_MAX_TOKENS", DefaultPolicyMaxTokens, 1, 1<<20),
+		SelfMaxTokens:      l.intRange("DELTA_SELF_MAX_TOKENS", DefaultSelfMaxTokens, 1, 1<<18),
+		Vocab:              l.str("DELTA_VOCAB", ""),
+		MemoryNamespace:    l.str("DELTA_MEMORY_NAMESPACE", ""),
+		ControlToken:       l.str("DELTA_CONTROL_TOKEN", ""),
+		InspectToken:       l.str("DELTA_INSPECT_TOKEN", ""),
+		Inspect:            l.inspect("DELTA_INSPECT"),
+		InspectWrite:       l.boolean("DELTA_INSPECT_WRITE"),
+		CaptureCalls:       l.boolean("DELTA_CAPTURE_CALLS"),
+		StrictTenant:       l.boolean("DELTA_STRICT_TENANT"),
+		MaxBodyBytes:       int64(l.intRange("DELTA_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40)),
+		LeaseHolder:        l.leaseHolder(),
+	}
+	for _, name := range removedVars {
+		if _, ok := lookup(name); ok {
+			c.Warnings = append(c.Warnings, fmt.Sprintf(
+				"%s is no longer read: the five-file bundle (DELTA.md, POLICY.md, PROMPT_CONTEXT.md, vocab.json, delta.env) replaces it", name))
+		}
+	}
+	if len(l.errs) > 0 {
+		return Config{}, errors.Join(l.errs...)
+	}
+	return c, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

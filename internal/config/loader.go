@@ -1,0 +1,265 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// loader reads variables and collects every problem instead of stopping at
+// the first, so one boot attempt reports all of them.
+type loader struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func (l *loader) fail(name, value string, format string, a ...any) {
+	if IsSecret(name) {
+		value = ""
+	}
+	l.errs = append(l.errs, &FieldError{Var: name, Value: value, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)})
+}
+
+// get returns the trimmed value and whether the variable is set to something
+// other than blanks. An exported empty variable counts as unset.
+func (l *loader) get(name string) (string, bool) {
+	v, ok := l.lookup(name)
+	if !ok {
+		return "", false
+	}
+	v = strings.TrimSpace(v)
+	return v, v != ""
+}
+
+func (l *loader) str(name, def string) string {
+	if v, ok := l.get(name); ok {
+		return v
+	}
+	return def
+}
+
+func (l *loader) integer(name string) (int64, string, bool) {
+	v, ok := l.get(name)
+	if !ok {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		l.fail(name, v, "want an integer")
+		return 0, v, false
+	}
+	return n, v, true
+}
+
+func (l *loader) intRange(name string, def, lo, hi int) int {
+	n, v, ok := l.integer(name)
+	if !ok {
+		return def
+	}
+	if n < int64(lo) || n > int64(hi) {
+		l.fail(name, v, "want an integer from %d to %d", lo, hi)
+		return def
+	}
+	return int(n)
+}
+
+func (l *loader) intClamp(name string, def, lo, hi int) int {
+	n, _, ok := l.integer(name)
+	if !ok {
+		return def
+	}
+	return int(min(max(n, int64(lo)), int64(hi)))
+}
+
+// millis reads a non-negative millisecond count; 0 means no timeout.
+func (l *loader) millis(name string, def time.Duration) time.Duration {
+	n, v, ok := l.integer(name)
+	if !ok {
+		return def
+	}
+	const maxMS = math.MaxInt64 / int64(time.Millisecond)
+	if n < 0 || n > maxMS {
+		l.fail(name, v, "want milliseconds ≥ 0 (0 = no timeout)")
+		return def
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+func (l *loader) csv(name string) []string {
+	v, ok := l.get(name)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for part := range strings.SplitSeq(v, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// boolean accepts 1/true/yes/on and 0/false/no/off/"" (any case).
+func (l *loader) boolean(name string) bool {
+	v, _ := l.get(name)
+	b, err := parseBool(v)
+	if err != nil {
+		l.fail(name, v, "%v", err)
+	}
+	return b
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("want a boolean: 1, true, yes, on, or 0, false, no, off")
+}
+
+// inspect is on unless explicitly turned off.
+func (l *loader) inspect(name string) bool {
+	v, ok := l.get(name)
+	if !ok {
+		return true
+	}
+	b, err := parseBool(v)
+	if err != nil {
+		l.fail(name, v, "want off to disable inspection (or on)")
+		return true
+	}
+	return b
+}
+
+func (l *loader) apiKey() string {
+	// Presence, not content, decides: an exported empty MODEL_API_KEY
+	// deliberately suppresses the OpenRouter fallback.
+	if v, ok := l.lookup("MODEL_API_KEY"); ok {
+		return strings.TrimSpace(v)
+	}
+	v, _ := l.lookup("OPENROUTER_API_KEY")
+	return strings.TrimSpace(v)
+}
+
+func (l *loader) baseURL(name, def string) string {
+	v, ok := l.get(name)
+	if !ok {
+		return def
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		l.fail(name, v, "want an absolute http or https URL")
+		return def
+	}
+	return v
+}
+
+func (l *loader) modelAPI(name string) string {
+	v, _ := l.get(name)
+	switch strings.ToLower(v) {
+	case APIAnthropic:
+		return APIAnthropic
+	case APIResponses:
+		return APIResponses
+	}
+	return APIChat
+}
+
+func (l *loader) primary() string {
+	if v, ok := l.get("DELTA_MODEL_PRIMARY"); ok {
+		return v
+	}
+	return l.str("DELTA_MODEL", DefaultModelPrimary)
+}
+
+func (l *loader) utilityModel() string {
+	// An explicitly empty value means "use the main cascade".
+	v, ok := l.lookup("DELTA_UTILITY_MODEL")
+	if !ok {
+		return DefaultUtilityModel
+	}
+	return strings.TrimSpace(v)
+}
+
+func (l *loader) profile(name string) string {
+	v, ok := l.get(name)
+	if !ok {
+		return ProfileTrusted
+	}
+	p, known := CanonicalProfile(v)
+	if !known {
+		// The seed falls open to the widest tier here; we refuse to boot.
+		l.fail(name, v, "want trusted or safe (aliases work, chat)")
+		return ProfileSafe
+	}
+	return p
+}
+
+func (l *loader) number(name string) (float64, string, bool) {
+	v, ok := l.get(name)
+	if !ok {
+		return 0, "", false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		l.fail(name, v, "want a number")
+		return 0, v, false
+	}
+	return f, v, true
+}
+
+func (l *loader) steps(name string) *int {
+	f, _, ok := l.number(name)
+	if !ok {
+		return nil
+	}
+	// A zero-step budget would fail every run before its first call, so the
+	// floor is 1; fractions floor; absurd values are held to int32.
+	n := int(min(max(math.Floor(f), 1), math.MaxInt32))
+	return &n
+}
+
+func (l *loader) tokens(name string) *int64 {
+	n, v, ok := l.integer(name)
+	if !ok {
+		return nil
+	}
+	if n < 0 {
+		l.fail(name, v, "want an integer ≥ 0")
+		return nil
+	}
+	return &n
+}
+
+func (l *loader) cost(name string) *float64 {
+	f, v, ok := l.number(name)
+	if !ok {
+		return nil
+	}
+	if f < 0 {
+		l.fail(name, v, "want dollars ≥ 0")
+		return nil
+	}
+	return &f
+}
+
+func (l *loader) leaseHolder() string {
+	if v, ok := l.get("DELTA_LEASE_HOLDER"); ok {
+		return v
+	}
+	if v, ok := l.get("FLY_MACHINE_ID"); ok {
+		return v
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "delta"
+	}
+	return h
+}

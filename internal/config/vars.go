@@ -1,0 +1,63 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// VarDoc documents one environment variable for the README table.
+type VarDoc struct {
+	Name    string
+	Default string // "" = none
+	Doc     string // one line
+}
+
+// Vars lists every variable Load reads, in Config field order. It is the
+// single source of truth for the README's configuration table; a test checks
+// that every Config field's variables appear here and that Load reads each.
+func Vars() []VarDoc {
+	ms := func(d interface{ Milliseconds() int64 }) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	return []VarDoc{
+		{"PORT", strconv.Itoa(DefaultPort), "HTTP port, 1–65535 (delta dev: --port or a free port)."},
+		{"DELTA_BIND", DefaultBind, "Listen address. Loopback by default (the seed binds all interfaces); expose deliberately, with DELTA_CONTROL_TOKEN."},
+		{"DELTA_DB", DefaultDB, "SQLite database path (delta dev: <bundle>/.delta/delta.db)."},
+		{"DELTA_WORKSPACE", DefaultWorkspace, "Workspace directory holding the bundle files (delta dev: the bundle directory)."},
+		{"DELTA_AGENT_ID", "", "Stable agent identity; scopes local memory. Keep it for the life of the agent."},
+		{"DELTA_BUILD", "", "Build label reported by /healthz; omitted when unset."},
+		{"DELTA_MAX_CONCURRENCY", strconv.Itoa(DefaultMaxConcurrency), "Sessions run at once, clamped to 1–256; a non-integer refuses to boot."},
+		{"MODEL_API_KEY", "", "Primary provider credential; wins over OPENROUTER_API_KEY even when set empty."},
+		{"OPENROUTER_API_KEY", "", "Fallback credential when MODEL_API_KEY is not defined. OPENAI_API_KEY and ANTHROPIC_API_KEY are never read."},
+		{"MODEL_BASE_URL", DefaultModelBaseURL, "Primary provider endpoint (absolute http or https URL)."},
+		{"MODEL_API", APIChat, "Wire format: anthropic, responses, anything else = Chat Completions."},
+		{"DELTA_MODEL_PRIMARY", DefaultModelPrimary, "Main model ID."},
+		{"DELTA_MODEL", "", "Legacy alias of DELTA_MODEL_PRIMARY, used only when the primary is unset."},
+		{"DELTA_MODEL_FALLBACKS", "", "Comma-separated model IDs tried next on the same endpoint."},
+		{"DELTA_MODEL_TIMEOUT_MS", ms(DefaultModelTimeout), "Timeout of one model wire attempt in ms; 0 = none."},
+		{"DELTA_MODEL_PRICES", "", `Price overrides, $/M tokens: {"model":{"in":2,"out":10,"cacheRead":0.2,"cacheWrite":2.5}}; negative or non-numeric refuses to boot.`},
+		{"DELTA_REASONING_EFFORT", "", "Default reasoning effort (trimmed, lowercased); empty = provider default."},
+		{"DELTA_UTILITY_MODEL", DefaultUtilityModel, "Model for compaction, reflection and judging; set empty to use the main cascade."},
+		{"DELTA_TOOL_TIMEOUT_MS", ms(DefaultToolTimeout), "Timeout of one ordinary tool call in ms; 0 = none."},
+		{"DELTA_TOOL_RESULT_MAX_BYTES", strconv.Itoa(DefaultToolResultMaxBytes), "Tool result size kept inline; larger results spill to a file."},
+		{"DELTA_PROFILE", ProfileTrusted, "Tier ceiling: trusted or safe (aliases work, chat); any other value refuses to boot."},
+		{"DELTA_MAX_STEPS", profileDoc(func(b Budget) string { return strconv.Itoa(b.Steps) }), "Step budget override: fractions floor, below 1 becomes 1; empty = profile default."},
+		{"DELTA_MAX_TOKENS", profileDoc(func(b Budget) string { return strconv.FormatInt(b.Tokens, 10) }), "Fresh-token budget override, integer ≥ 0; empty = profile default."},
+		{"DELTA_MAX_COST_USD", profileDoc(func(b Budget) string { return strconv.FormatFloat(b.CostUSD, 'f', -1, 64) }), "Model-dollar budget override, ≥ 0; empty = profile default."},
+		{"DELTA_POLICY_MAX_TOKENS", strconv.Itoa(DefaultPolicyMaxTokens), "Token cap of a custom POLICY.md (≈4 bytes/token); over it the daemon refuses to boot."},
+		{"DELTA_SELF_MAX_TOKENS", strconv.Itoa(DefaultSelfMaxTokens), "Token cap of DELTA.md; the byte ceiling is 4× (3,200 bytes by default)."},
+		{"DELTA_VOCAB", "", "Vocabulary JSON that wins over vocab.json; malformed falls back to neutral defaults."},
+		{"DELTA_MEMORY_NAMESPACE", "", "Memory namespace; default derived from the vocabulary's writeNoun."},
+		{"DELTA_CONTROL_TOKEN", "", "Bearer token required on run-driving endpoints; empty = open."},
+		{"DELTA_INSPECT_TOKEN", "", "Bearer token required on inspection endpoints; empty = open."},
+		{"DELTA_INSPECT", "on", "Set off to remove /dev and the inspection API."},
+		{"DELTA_INSPECT_WRITE", "off", "Boolean: allow edits and self-file revert through inspection (delta dev: on)."},
+		{"DELTA_CAPTURE_CALLS", "off", "Boolean: store normalized model calls locally (delta dev: on)."},
+		{"DELTA_STRICT_TENANT", "off", "Boolean: enforce owner scoping strictly."},
+		{"DELTA_MAX_BODY_BYTES", strconv.Itoa(DefaultMaxBodyBytes), "HTTP request body cap; larger bodies get 413."},
+		{"DELTA_LEASE_HOLDER", "", "Single-writer lease holder ID; default FLY_MACHINE_ID, then the host name."},
+		{"FLY_MACHINE_ID", "", "Read only as the default lease holder."},
+	}
+}
+
+func profileDoc(f func(Budget) string) string {
+	return fmt.Sprintf("trusted %s / safe %s", f(profileBudgets[ProfileTrusted]), f(profileBudgets[ProfileSafe]))
+}

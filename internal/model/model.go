@@ -1,0 +1,153 @@
+// Package model holds the provider-neutral shape of one model call: the
+// request Delta assembles each turn, the streamed reply, the usage it cost,
+// and the Provider interface every wire client implements.
+//
+// Wire clients live in subpackages named after the API they speak
+// (model/openai for Chat Completions); model/modeltest holds a scripted fake
+// server that speaks those wires for tests and for `delta demo`.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// Role of a conversation message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one function call the model asked for.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // raw JSON text as the model produced it (may be invalid)
+}
+
+// Message is one entry of the conversation sent to the model.
+type Message struct {
+	Role       Role       `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant only
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool only
+	Name       string     `json:"name,omitempty"`         // tool only: the tool's name
+}
+
+// ToolSpec is a tool's advertised name, description and JSON Schema.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one main-loop model call.
+type Request struct {
+	Model           string
+	System          []string  // system spine blocks, in order; sent as system-role content
+	Messages        []Message // history then per-turn user blocks
+	Tools           []ToolSpec
+	ReasoningEffort string // "" = provider default
+}
+
+// Usage is what one call cost.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`  // gross input, cache reads included
+	OutputTokens     int64   `json:"output_tokens"` //
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	CostReported     bool    `json:"-"` // CostUSD came from the provider, not the price table
+}
+
+// Fresh is the token count a budget charges: fresh input plus output.
+func (u Usage) Fresh() int64 {
+	in := u.InputTokens - u.CacheReadTokens
+	if in < 0 {
+		in = 0
+	}
+	return in + u.OutputTokens
+}
+
+// Add sums two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		CostUSD:          u.CostUSD + o.CostUSD,
+		CostReported:     u.CostReported || o.CostReported,
+	}
+}
+
+// Response is a completed model call.
+type Response struct {
+	Model        string // the model that actually served the call
+	Text         string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Usage        Usage
+}
+
+// Stream receives incremental output while a call is in flight. Either field may be nil.
+type Stream struct {
+	OnText      func(delta string)
+	OnReasoning func(delta string)
+}
+
+// Provider performs one model call. Implementations must honour ctx
+// cancellation, must not retry on their own (the harness owns retry and
+// fallback), and must return an *Error for HTTP-level failures.
+type Provider interface {
+	Complete(ctx context.Context, req Request, s Stream) (Response, error)
+}
+
+// Error is a failed call with the HTTP status the endpoint answered (0 for a
+// network failure before any status).
+type Error struct {
+	Status    int
+	Message   string
+	Retriable bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return "model call: http " + strconv.Itoa(e.Status) + ": " + e.Message
+	}
+	return "model call: " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetriable reports whether err is worth another attempt on the same model.
+func IsRetriable(err error) bool {
+	var me *Error
+	if errors.As(err, &me) {
+		return me.Retriable
+	}
+	return false
+}
+
+// Price is dollars per million tokens for one model.
+type Price struct {
+	In         float64 `json:"in"`
+	Out        float64 `json:"out"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"` // 0 = 1.25 × In
+}
+
+// ProviderFunc adapts a function to Provider (in-process scripted providers).
+type ProviderFunc func(ctx context.Context, req Request, s Stream) (Response, error)
+
+// Complete calls f.
+func (f ProviderFunc) Complete(ctx context.Context, req Request, s Stream) (Response, error) {
+	return f(ctx, req, s)
+}

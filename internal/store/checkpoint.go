@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// Intent is a tool call journalled before it runs.
+type Intent struct {
+	CallID   string
+	Name     string
+	Args     json.RawMessage
+	ReadOnly bool
+}
+
+// JournalEntry is one call's journal state.
+type JournalEntry struct {
+	Intent
+	Done    bool
+	Result  string
+	IsError bool
+}
+
+// Step is one successful model call's checkpoint: the assistant message, the
+// intents of every tool call it asked for, and its usage.
+type Step struct {
+	RunID     string
+	SessionID string
+	Message   model.Message // role assistant
+	Intents   []Intent
+	Usage     model.Usage
+	Model     string
+	Events    []event.Event // written in the same transaction; IDs are filled in
+}
+
+// CommitStep writes a step atomically and returns its events with IDs.
+func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := insertMessage(ctx, tx, st.SessionID, st.RunID, st.Message); err != nil {
+			return err
+		}
+		for _, in := range st.Intents {
+			_, err := tx.ExecContext(ctx, `INSERT INTO tool_journal (run_id, call_id, name, args, read_only, status, created_at)
+				VALUES (?, ?, ?, ?, ?, 'intent', ?)`, st.RunID, in.CallID, in.Name, string(in.Args), in.ReadOnly, now())
+			if err != nil {
+				return fmt.Errorf("journal intent %s: %w", in.CallID, err)
+			}
+		}
+		u := st.Usage
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
+			WHERE id = ? AND status = 'running'`, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
+		}
+		var step int
+		if err := tx.QueryRowContext(ctx, "SELECT steps FROM runs WHERE id = ?", st.RunID).Scan(&step); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO usage (run_id, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.RunID, step, st.Model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, now()); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, st.Events)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
+	}
+	return st.Events, nil
+}
+
+// ToolResult is one finished tool call.
+type ToolResult struct {
+	RunID     string
+	SessionID string
+	CallID    string
+	Name      string
+	Text      string
+	IsError   bool
+	Events    []event.Event
+}
+
+// CommitToolResult records a call's result in the journal and appends the
+// tool message to the conversation in one transaction. A call already done
+// is left as it is (ErrAlreadyFinal): its first result stands.
+func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Event, error) {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE tool_journal SET status = 'done', result = ?, is_error = ?, finished_at = ?
+			WHERE run_id = ? AND call_id = ? AND status = 'intent'`, tr.Text, tr.IsError, now(), tr.RunID, tr.CallID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("call %s: %w", tr.CallID, ErrAlreadyFinal)
+		}
+		m := model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
+		if err := insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, tr.Events)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint result of call %s: %w", tr.CallID, err)
+	}
+	return tr.Events, nil
+}
+
+// Journal returns the tool journal of a run by call id.
+func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEntry, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT call_id, name, args, read_only, status, COALESCE(result,''), is_error
+		FROM tool_journal WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("read journal of %s: %w", runID, err)
+	}
+	defer rows.Close()
+	out := make(map[string]JournalEntry)
+	for rows.Next() {
+		var e JournalEntry
+		var args, status string
+		if err := rows.Scan(&e.CallID, &e.Name, &args, &e.ReadOnly, &status, &e.Result, &e.IsError); err != nil {
+			return nil, err
+		}
+		e.Args = json.RawMessage(args)
+		e.Done = status == "done"
+		out[e.CallID] = e
+	}
+	return out, rows.Err()
+}
+
+// Messages returns a session's conversation in order.
+func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,'')
+		FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []model.Message
+	for rows.Next() {
+		var m model.Message
+		var role, calls string
+		if err := rows.Scan(&role, &m.Content, &calls, &m.ToolCallID, &m.Name); err != nil {
+			return nil, err
+		}
+		m.Role = model.Role(role)
+		if calls != "" {
+			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("read messages of %s: tool calls: %w", sessionID, err)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
+	var calls, callID, name any
+	if len(m.ToolCalls) > 0 {
+		b, err := json.Marshal(m.ToolCalls)
+		if err != nil {
+			return err
+		}
+		calls = string(b)
+	}
+	if m.ToolCallID != "" {
+		callID = m.ToolCallID
+	}
+	if m.Name != "" {
+		name = m.Name
+	}
+	if m.Role != model.RoleUser && m.Role != model.RoleAssistant && m.Role != model.RoleTool {
+		return errors.New("insert message: role " + string(m.Role) + " is not stored")
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, now())
+	return err
+}

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/deltaharness/delta/internal/event"
+)
+
+func insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) error {
+	var data any
+	if len(e.Data) > 0 {
+		data = string(e.Data)
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO events (run_id, session_id, name, data, created_at) VALUES (?, ?, ?, ?, ?)",
+		e.RunID, e.SessionID, e.Name, data, e.Time.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("insert event %s: %w", e.Name, err)
+	}
+	e.ID, err = res.LastInsertId()
+	return err
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
+	for i := range evs {
+		if err := insertEvent(ctx, tx, &evs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddEvents stores events that are not part of a state change (retries,
+// warnings) and fills in their IDs.
+func (s *Store) AddEvents(ctx context.Context, evs []event.Event) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return insertEvents(ctx, tx, evs) })
+}
+
+// EventFilter selects stored events. Zero fields match everything.
+type EventFilter struct {
+	RunID     string
+	SessionID string
+	Since     int64 // events with ID > Since
+	Limit     int   // 0 = 500
+}
+
+// Events reads stored events in ID order.
+func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 500
+	}
+	q := "SELECT id, run_id, session_id, name, COALESCE(data,''), created_at FROM events WHERE id > ?"
+	args := []any{f.Since}
+	if f.RunID != "" {
+		q += " AND run_id = ?"
+		args = append(args, f.RunID)
+	}
+	if f.SessionID != "" {
+		q += " AND session_id = ?"
+		args = append(args, f.SessionID)
+	}
+	q += " ORDER BY id LIMIT ?"
+	args = append(args, f.Limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	var out []event.Event
+	for rows.Next() {
+		var e event.Event
+		var data string
+		var ms int64
+		if err := rows.Scan(&e.ID, &e.RunID, &e.SessionID, &e.Name, &data, &ms); err != nil {
+			return nil, err
+		}
+		if data != "" {
+			e.Data = json.RawMessage(data)
+		}
+		e.Time = time.UnixMilli(ms).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// Run statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusDone      = "done"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// ErrUnknownPrevious means previous_response_id names no run at all.
+var ErrUnknownPrevious = errors.New("unknown previous_response_id")
+
+// Terminal reports whether status ends a run.
+func Terminal(status string) bool {
+	return status == StatusDone || status == StatusFailed || status == StatusCancelled
+}
+
+// Run is one response id: a request and its execution.
+type Run struct {
+	Seq             int64
+	ID              string
+	SessionID       string
+	Owner           string
+	Status          string
+	Request         json.RawMessage
+	PreviousID      string
+	IdempotencyKey  string
+	InputAppended   bool
+	CancelRequested bool
+	Attempts        int
+	Steps           int
+	Usage           model.Usage
+	Model           string
+	Error           string
+	Result          json.RawMessage
+	CreatedAt       time.Time
+	StartedAt       time.Time // zero until started
+	FinishedAt      time.Time // zero until terminal
+}
+
+// NewRun is what CreateRun needs.
+type NewRun struct {
+	ID                  string
+	SessionID           string // used when a new session is created
+	Owner               string
+	Request             json.RawMessage
+	PreviousID          string
+	IdempotencyKey      string
+	IdempotencyTerminal bool // re-POSTing the key re-attaches to the run even once it is terminal
+}
+
+const runCols = `seq, id, session_id, owner, status, request, COALESCE(previous_id,''), COALESCE(idempotency_key,''),
+	input_appended, cancel_requested, attempts, steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+	cost_usd, model, error, result, created_at, started_at, finished_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (Run, error) {
+	var r Run
+	var req string
+	var result sql.NullString
+	var created int64
+	var started, finished sql.NullInt64
+	err := sc.Scan(&r.Seq, &r.ID, &r.SessionID, &r.Owner, &r.Status, &req, &r.PreviousID, &r.IdempotencyKey,
+		&r.InputAppended, &r.CancelRequested, &r.Attempts, &r.Steps, &r.Usage.InputTokens, &r.Usage.OutputTokens,
+		&r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens, &r.Usage.CostUSD, &r.Model, &r.Error, &result,
+		&created, &started, &finished)
+	if err != nil {
+		return Run{}, err
+	}
+	r.Request = json.RawMessage(req)
+	if result.Valid {
+		r.Result = json.RawMessage(result.String)
+	}
+	r.CreatedAt = time.UnixMilli(created).UTC()
+	if started.Valid {
+		r.StartedAt = time.UnixMilli(started.Int64).UTC()
+	}
+	if finished.Valid {
+		r.FinishedAt = time.UnixMilli(finished.Int64).UTC()
+	}
+	return r, nil
+}
+
+func getRun(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string) (Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// Run reads one run.
+func (s *Store) Run(ctx context.Context, id string) (Run, error) { return getRun(ctx, s.r, id) }
+
+// CreateRun durably queues a run and its run.queued event. It returns the
+// existing run (created=false) when the owner's idempotency key is already
+// bound to a live run, or to a terminal one and IdempotencyTerminal is set.
+func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool, ev event.Event, err error) {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if nr.IdempotencyKey != "" {
+			existing, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE owner = ? AND idempotency_key = ?", nr.Owner, nr.IdempotencyKey))
+			switch {
+			case err == nil && (!Terminal(existing.Status) || nr.IdempotencyTerminal):
+				run = existing
+				return nil
+			case err == nil:
+				// A terminal run frees its key: this dispatch runs fresh.
+				if _, err := tx.ExecContext(ctx, "UPDATE runs SET idempotency_key = NULL WHERE seq = ?", existing.Seq); err != nil {
+					return err
+				}
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		sessionID := nr.SessionID
+		if nr.PreviousID != "" {
+			prev, err := getRun(ctx, tx, nr.PreviousID)
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("%s: %w", nr.PreviousID, ErrUnknownPrevious)
+			}
+			if err != nil {
+				return err
+			}
+			var owner string
+			if err := tx.QueryRowContext(ctx, "SELECT owner FROM sessions WHERE id = ?", prev.SessionID).Scan(&owner); err != nil {
+				return err
+			}
+			if owner != nr.Owner {
+				// Cross-owner continuation looks exactly like an unknown id.
+				return fmt.Errorf("previous_response_id %s: %w", nr.PreviousID, ErrNotFound)
+			}
+			sessionID = prev.SessionID
+		} else {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO sessions (id, owner, created_at) VALUES (?, ?, ?)", sessionID, nr.Owner, now()); err != nil {
+				return err
+			}
+		}
+		var key any
+		if nr.IdempotencyKey != "" {
+			key = nr.IdempotencyKey
+		}
+		var prevID any
+		if nr.PreviousID != "" {
+			prevID = nr.PreviousID
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, session_id, owner, status, request, previous_id, idempotency_key, created_at)
+			VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`, nr.ID, sessionID, nr.Owner, string(nr.Request), prevID, key, now())
+		if err != nil {
+			return err
+		}
+		ev = event.New(nr.ID, sessionID, event.RunQueued, nil)
+		if err := insertEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		run, err = getRun(ctx, tx, nr.ID)
+		created = true
+		return err
+	})
+	if err != nil {
+		return Run{}, false, event.Event{}, fmt.Errorf("create run: %w", err)
+	}
+	return run, created, ev, nil
+}
+
+// Start marks a run as executing. For a queued run it appends input (the
+// request's user messages) to the session history in the same transaction
+// and emits run.started; for a run left running by a crash it emits
+// run.resumed. A terminal run gives ErrAlreadyFinal.
+func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Run, event.Event, error) {
+	var run Run
+	var ev event.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case StatusQueued:
+			ev = event.New(id, r.SessionID, event.RunStarted, nil)
+		case StatusRunning:
+			ev = event.New(id, r.SessionID, event.RunResumed, map[string]int{"attempt": r.Attempts + 1})
+		default:
+			return ErrAlreadyFinal
+		}
+		if !r.InputAppended {
+			for _, m := range input {
+				if err := insertMessage(ctx, tx, r.SessionID, id, m); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
+			started_at = COALESCE(started_at, ?) WHERE id = ?`, now(), id)
+		if err != nil {
+			return err
+		}
+		if err := insertEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		run, err = getRun(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return Run{}, event.Event{}, fmt.Errorf("start run %s: %w", id, err)
+	}
+	return run, ev, nil
+}
+
+// Finish moves a live run to a terminal status with its result and writes
+// the one run.finished event in the same transaction. A run already terminal
+// gives ErrAlreadyFinal and no second event.
+func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMessage, errText string) (event.Event, error) {
+	if !Terminal(status) {
+		return event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
+	}
+	var ev event.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if Terminal(r.Status) {
+			return ErrAlreadyFinal
+		}
+		var res any
+		if result != nil {
+			res = string(result)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?`,
+			status, res, errText, now(), id); err != nil {
+			return err
+		}
+		data := map[string]any{"status": status}
+		if errText != "" {
+			data["error"] = errText
+		}
+		ev = event.New(id, r.SessionID, event.RunFinished, data)
+		return insertEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return event.Event{}, fmt.Errorf("finish run %s: %w", id, err)
+	}
+	return ev, nil
+}
+
+// RequestCancel records a cancel request for a live run.
+func (s *Store) RequestCancel(ctx context.Context, id string) error {
+	_, err := s.w.ExecContext(ctx, "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status IN ('queued','running')", id)
+	if err != nil {
+		return fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	return nil
+}
+
+// RunsByStatus lists runs with status in queue order.
+func (s *Store) RunsByStatus(ctx context.Context, status string) ([]Run, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+runCols+" FROM runs WHERE status = ? ORDER BY seq", status)
+	if err != nil {
+		return nil, fmt.Errorf("list %s runs: %w", status, err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Counts returns how many runs are running and queued.
+func (s *Store) Counts(ctx context.Context) (running, queued int, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(status = 'running'), 0), COALESCE(SUM(status = 'queued'), 0) FROM runs WHERE status IN ('running','queued')`).Scan(&running, &queued)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count runs: %w", err)
+	}
+	return running, queued, nil
+}
+
+// SessionOwner returns the owner of a session.
+func (s *Store) SessionOwner(ctx context.Context, sessionID string) (string, error) {
+	var owner string
+	err := s.r.QueryRowContext(ctx, "SELECT owner FROM sessions WHERE id = ?", sessionID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("session %s: %w", sessionID, ErrNotFound)
+	}
+	return owner, err
+}
+
+func now() int64 { return time.Now().UnixMilli() }

@@ -1,0 +1,185 @@
+// Package store keeps Delta's durable state in one SQLite file: sessions,
+// runs, conversation messages, the tool journal, usage and events.
+//
+// The database runs in WAL mode with foreign keys, a 5 s busy timeout and
+// immediate transactions (no read→write upgrade deadlocks). Writes go through
+// a single connection so SQLite's one writer never waits on itself; reads use
+// a pool. Schema changes are numbered, embedded migrations applied in one
+// transaction each and tracked in PRAGMA user_version; a database written by a
+// newer binary is refused rather than guessed at.
+//
+// Every state transition that has an event writes that event in the same
+// transaction, so the event log never disagrees with the run table.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrSchemaNewer  = errors.New("database schema is newer than this binary")
+	ErrNotTerminal  = errors.New("run is not terminal")
+	ErrAlreadyFinal = errors.New("run already finished")
+)
+
+// Store is an open Delta database.
+type Store struct {
+	w    *sql.DB // the single writer
+	r    *sql.DB // readers (== w for in-memory databases)
+	path string
+}
+
+// Open opens (creating if needed) the database at path and migrates it.
+// path ":memory:" opens a private in-memory database (used by `delta run`).
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == ":memory:" {
+		// One connection: every connection to :memory: is a different database.
+		db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)&_txlock=immediate")
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+		db.SetMaxOpenConns(1)
+		s := &Store{w: db, r: db, path: path}
+		if err := s.migrate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + strings.Join([]string{
+		"_pragma=busy_timeout(5000)",
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous(NORMAL)",
+		"_pragma=foreign_keys(1)",
+		"_txlock=immediate",
+	}, "&")
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &Store{w: w, r: r, path: path}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// SchemaVersion is the newest migration this binary knows.
+func SchemaVersion() int {
+	ms, _ := migrations()
+	if len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number", e.Name())
+		}
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	var current int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("open store %s: read schema version: %w", s.path, err)
+	}
+	if latest := SchemaVersion(); current > latest {
+		return fmt.Errorf("open store %s: schema version %d, this binary knows %d: %w", s.path, current, latest, ErrSchemaNewer)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		err := s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate %s to %s: %w", s.path, m.name, err)
+		}
+	}
+	return nil
+}
+
+// tx runs fn in one immediate write transaction.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

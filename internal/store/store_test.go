@@ -1,0 +1,194 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+
+	_ "modernc.org/sqlite"
+)
+
+func open(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "delta.db")
+	s, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func TestOpenMigratesAndRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	s, path := open(t)
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != store.SchemaVersion() || v < 1 {
+		t.Fatalf("user_version = %d, want %d", v, store.SchemaVersion())
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q (%v), want wal", mode, err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = store.Open(ctx, path)
+	if !errors.Is(err, store.ErrSchemaNewer) {
+		t.Fatalf("Open of a newer schema = %v, want ErrSchemaNewer", err)
+	}
+}
+
+func newRun(t *testing.T, s *store.Store, nr store.NewRun) store.Run {
+	t.Helper()
+	if nr.Request == nil {
+		nr.Request = json.RawMessage(`{}`)
+	}
+	r, _, _, err := s.CreateRun(context.Background(), nr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestContinuationRules(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	first := newRun(t, s, store.NewRun{ID: "resp_1", SessionID: "sess_1", Owner: "alice"})
+	next := newRun(t, s, store.NewRun{ID: "resp_2", SessionID: "sess_x", Owner: "alice", PreviousID: "resp_1"})
+	if next.SessionID != first.SessionID {
+		t.Fatalf("continuation session = %s, want %s", next.SessionID, first.SessionID)
+	}
+	_, _, _, err := s.CreateRun(ctx, store.NewRun{ID: "resp_3", SessionID: "sess_3", Owner: "alice", PreviousID: "resp_nope", Request: json.RawMessage(`{}`)})
+	if !errors.Is(err, store.ErrUnknownPrevious) {
+		t.Fatalf("unknown previous = %v, want ErrUnknownPrevious", err)
+	}
+	_, _, _, err = s.CreateRun(ctx, store.NewRun{ID: "resp_4", SessionID: "sess_4", Owner: "mallory", PreviousID: "resp_1", Request: json.RawMessage(`{}`)})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-owner previous = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Run(ctx, "resp_4"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused run must not be stored: %v", err)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	a := newRun(t, s, store.NewRun{ID: "resp_a", SessionID: "s_a", Owner: "o", IdempotencyKey: "k"})
+	again, created, _, err := s.CreateRun(ctx, store.NewRun{ID: "resp_b", SessionID: "s_b", Owner: "o", IdempotencyKey: "k", Request: json.RawMessage(`{}`)})
+	if err != nil || created || again.ID != a.ID {
+		t.Fatalf("live key: got %s created=%v err=%v, want re-attach to %s", again.ID, created, err, a.ID)
+	}
+	other := newRun(t, s, store.NewRun{ID: "resp_c", SessionID: "s_c", Owner: "p", IdempotencyKey: "k"})
+	if other.ID != "resp_c" {
+		t.Fatalf("keys are scoped per owner")
+	}
+	if _, _, err := s.Start(ctx, "resp_a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Finish(ctx, "resp_a", store.StatusDone, json.RawMessage(`{}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	att, created, _, err := s.CreateRun(ctx, store.NewRun{ID: "resp_d", SessionID: "s_d", Owner: "o", IdempotencyKey: "k", IdempotencyTerminal: true, Request: json.RawMessage(`{}`)})
+	if err != nil || created || att.ID != "resp_a" {
+		t.Fatalf("idempotency_terminal: got %s created=%v err=%v, want resp_a", att.ID, created, err)
+	}
+	fresh, created, _, err := s.CreateRun(ctx, store.NewRun{ID: "resp_e", SessionID: "s_e", Owner: "o", IdempotencyKey: "k", Request: json.RawMessage(`{}`)})
+	if err != nil || !created || fresh.ID != "resp_e" {
+		t.Fatalf("terminal run frees its key: got %s created=%v err=%v", fresh.ID, created, err)
+	}
+}
+
+func TestFinishWritesExactlyOneTerminalEvent(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_f", SessionID: "s_f"})
+	if _, err := s.Finish(ctx, "resp_f", store.StatusCancelled, json.RawMessage(`{"status":"cancelled"}`), "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Finish(ctx, "resp_f", store.StatusDone, nil, ""); !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("second Finish = %v, want ErrAlreadyFinal", err)
+	}
+	if _, _, err := s.Start(ctx, "resp_f", nil); !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("Start of a terminal run = %v, want ErrAlreadyFinal", err)
+	}
+	evs, err := s.Events(ctx, store.EventFilter{RunID: "resp_f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	terminal := 0
+	for _, e := range evs {
+		names = append(names, e.Name)
+		if e.Name == event.RunFinished {
+			terminal++
+		}
+	}
+	if terminal != 1 || len(evs) != 2 {
+		t.Fatalf("events = %v, want run.queued then one run.finished", names)
+	}
+	r, _ := s.Run(ctx, "resp_f")
+	if r.Status != store.StatusCancelled || r.FinishedAt.IsZero() || r.Error != "cancelled" {
+		t.Fatalf("run = %+v", r)
+	}
+}
+
+func TestCheckpointJournal(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_j", SessionID: "s_j"})
+	if _, _, err := s.Start(ctx, "resp_j", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A resumed start must not append the input twice.
+	if _, _, err := s.Start(ctx, "resp_j", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := []model.ToolCall{{ID: "c1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a"}`)}, {ID: "c2", Name: "write_file", Arguments: json.RawMessage(`{}`)}}
+	_, err := s.CommitStep(ctx, store.Step{RunID: "resp_j", SessionID: "s_j", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, ToolCalls: calls},
+		Intents: []store.Intent{{CallID: "c1", Name: "read_file", Args: calls[0].Arguments, ReadOnly: true}, {CallID: "c2", Name: "write_file", Args: calls[1].Arguments}},
+		Usage:   model.Usage{InputTokens: 100, OutputTokens: 10, CacheReadTokens: 40, CostUSD: 0.01},
+		Events:  []event.Event{event.New("resp_j", "s_j", event.ModelCall, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_j", SessionID: "s_j", CallID: "c1", Name: "read_file", Text: "data"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_j", SessionID: "s_j", CallID: "c1", Name: "read_file", Text: "again"}); !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("second result for one call = %v, want ErrAlreadyFinal", err)
+	}
+	j, err := s.Journal(ctx, "resp_j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j["c1"].Done || j["c1"].Result != "data" || !j["c1"].ReadOnly || j["c2"].Done {
+		t.Fatalf("journal = %+v", j)
+	}
+	msgs, _ := s.Messages(ctx, "s_j")
+	if len(msgs) != 3 || msgs[0].Content != "hi" || len(msgs[1].ToolCalls) != 2 || msgs[2].ToolCallID != "c1" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+	r, _ := s.Run(ctx, "resp_j")
+	if r.Steps != 1 || r.Usage.InputTokens != 100 || r.Usage.Fresh() != 70 || r.Attempts != 2 {
+		t.Fatalf("run after step = steps %d usage %+v attempts %d", r.Steps, r.Usage, r.Attempts)
+	}
+}
