@@ -1,0 +1,47 @@
+// Package tool defines the shape every tool Delta offers a model has, and the
+// registry the daemon assembles explicitly at boot.
+//
+// A tool's failures that the model can act on (a missing file, a refused
+// path) are Results with IsError set; a returned error is an infrastructure
+// fault, which the engine also hands to the model as an error result. A tool
+// never panics the daemon: the engine recovers and reports a panic the same way.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// Call is one invocation of a tool.
+type Call struct {
+	RunID  string          // the run that asked; used to name spill files
+	CallID string          // the model's tool-call id
+	Args   json.RawMessage // the model's arguments, raw
+}
+
+// Result is what the model sees.
+type Result struct {
+	Text    string
+	IsError bool
+}
+
+// Tool is one capability a model can call.
+type Tool interface {
+	Spec() model.ToolSpec
+	// ReadOnly reports that re-running the tool after an interruption is
+	// safe (no side effect, or an idempotent one). The journal replays
+	// interrupted read-only calls and refuses to re-fire the others.
+	ReadOnly() bool
+	Run(ctx context.Context, c Call) (Result, error)
+}
+
+// Text is a successful result.
+func Text(s string) Result { return Result{Text: s} }
+
+// Errorf is a failed result the model sees and can act on.
+func Errorf(format string, a ...any) Result {
+	return Result{Text: "error: " + fmt.Sprintf(format, a...), IsError: true}
+}

@@ -1,0 +1,54 @@
+package workspace
+
+import (
+	"strings"
+	"testing"
+)
+
+func BenchmarkResolve(b *testing.B) {
+	root, _ := fixture(b)
+	for b.Loop() {
+		if _, err := root.Resolve("c1/sub/back"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckWritable(b *testing.B) {
+	root, _ := fixture(b)
+	for b.Loop() {
+		if err := root.CheckWritable("dir/sub/notes.md"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWriteFile(b *testing.B) {
+	root, _ := fixture(b)
+	data := []byte(strings.Repeat("x", 4096))
+	for b.Loop() {
+		if err := root.WriteFile("dir/bench.txt", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSpillUnderCap(b *testing.B) {
+	root, _ := fixture(b)
+	text := strings.Repeat("y", 19_000)
+	for b.Loop() {
+		if _, err := root.Spill("r", "c", text, 20_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSpillOverCap(b *testing.B) {
+	root, _ := fixture(b)
+	text := strings.Repeat("z", 200_000)
+	for b.Loop() {
+		if _, err := root.Spill("r", "c", text, 20_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
