@@ -1,0 +1,150 @@
+// Package api is Delta's HTTP surface: an OpenAI-Responses-compatible
+// endpoint, durable tasks with live and paged events, and the inspection
+// stream. The route table is in routes; errors become HTTP answers only in
+// writeError; every handled error is {"error":{"message":…}} with a 4xx.
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/engine"
+)
+
+// Options configures a Server.
+type Options struct {
+	Service      *engine.Service
+	ControlToken string // bearer for /v1/* except /v1/dev/*; "" = open
+	InspectToken string // bearer for /v1/dev/*; "" = loopback clients only
+	InspectOff   bool   // DELTA_INSPECT=off: /v1/dev/* and /dev answer 404
+	MaxBodyBytes int64
+	Version      string
+	Build        string
+	Placement    func(requested string) string // request profile → effective tier
+	Heartbeat    time.Duration                 // SSE keep-alive comment interval (default 15s)
+	Logger       *slog.Logger
+}
+
+// Server handles HTTP.
+type Server struct {
+	o   Options
+	mux *http.ServeMux
+}
+
+// New builds the handler.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Second
+	}
+	if o.Placement == nil {
+		o.Placement = func(string) string { return "trusted" }
+	}
+	s := &Server{o: o, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.Handle("POST /v1/responses", s.control(s.createResponse))
+	s.mux.Handle("POST /v1/tasks", s.control(s.createTask))
+	s.mux.Handle("GET /v1/tasks/{id}", s.control(s.getTask))
+	s.mux.Handle("DELETE /v1/tasks/{id}", s.control(s.cancelTask))
+	s.mux.Handle("GET /v1/tasks/{id}/events", s.control(s.taskEvents))
+	s.mux.Handle("GET /v1/busy", s.control(s.busy))
+	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
+	s.mux.Handle("/v1/", s.control(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	}))
+}
+
+// ServeHTTP implements http.Handler; it caps every request body.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	body := map[string]any{"ok": true, "version": s.o.Version}
+	if s.o.Build != "" {
+		body["build"] = s.o.Build
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// control requires the control bearer when one is configured.
+func (s *Server) control(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.o.ControlToken != "" && !bearerOK(r, s.o.ControlToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="delta"`)
+			writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "missing or wrong bearer token"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// inspect gates /v1/dev/*: the inspect bearer when configured, otherwise
+// loopback clients only.
+func (s *Server) inspect(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.o.InspectOff:
+			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "inspection is disabled (DELTA_INSPECT=off)"})
+			return
+		case s.o.InspectToken != "":
+			if !bearerOK(r, s.o.InspectToken) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="delta-inspect"`)
+				writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "missing or wrong inspection bearer token"})
+				return
+			}
+		case !loopback(r):
+			writeError(w, s.o.Logger, &requestError{status: http.StatusForbidden, msg: "inspection is served to loopback clients only unless DELTA_INSPECT_TOKEN is set"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// bearerOK compares digests in constant time, so neither the token's
+// content nor its length leaks through timing.
+func bearerOK(r *http.Request, want string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		got, ok = strings.CutPrefix(r.Header.Get("Authorization"), "bearer ")
+	}
+	if !ok {
+		return false
+	}
+	g, w := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+func loopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// owner is the tenancy principal asserted by a trusted gateway.
+func owner(r *http.Request) string {
+	o := strings.TrimSpace(r.Header.Get("X-Delta-User"))
+	if len(o) > 256 {
+		o = o[:256]
+	}
+	return o
+}

@@ -1,0 +1,256 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/api"
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/queue"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// echoProvider answers every turn with the last real user text, streamed in
+// two deltas.
+var echoProvider = model.ProviderFunc(func(_ context.Context, req model.Request, s model.Stream) (model.Response, error) {
+	text := ""
+	for _, m := range req.Messages {
+		if m.Role == model.RoleUser && !strings.HasPrefix(m.Content, "<delta:") {
+			text = m.Content
+		}
+	}
+	out := "echo: " + text
+	if s.OnText != nil {
+		s.OnText(out[:len(out)/2])
+		s.OnText(out[len(out)/2:])
+	}
+	return model.Response{Model: "test-model", Text: out, Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
+})
+
+func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Load(bundle.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tool.NewRegistry()
+	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"test-model"}, Prompt: b, Tools: reg,
+		ToolNames: func(string) []string { return nil },
+		Budget:    func(string) engine.Budget { return engine.Budget{Steps: 10, Tokens: 1e9, CostUSD: 100} }})
+	q := queue.New(st, eng.Execute, 4, nil)
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	o.Service = &engine.Service{Store: st, Queue: q, Engine: eng}
+	srv := httptest.NewServer(api.New(o))
+	t.Cleanup(func() {
+		srv.Close()
+		q.Close(context.Background())
+		st.Close()
+	})
+	return srv
+}
+
+func do(t *testing.T, method, url, body string, hdr map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s %s: body is not a JSON object: %q", method, url, b)
+	}
+	return resp.StatusCode, m
+}
+
+func errMessage(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	s, _ := e["message"].(string)
+	return s
+}
+
+func TestBadInputIsA4xxEnvelope(t *testing.T) {
+	srv := newServer(t, api.Options{MaxBodyBytes: 4096}, echoProvider)
+	huge := `{"input":"` + strings.Repeat("x", 5000) + `"}`
+	for _, tt := range []struct {
+		name, method, path, body string
+		status                   int
+		msg                      string
+	}{
+		{"null root", "POST", "/v1/responses", `null`, 400, "JSON object"},
+		{"number root", "POST", "/v1/responses", `42`, 400, "JSON object"},
+		{"string root", "POST", "/v1/tasks", `"x"`, 400, "JSON object"},
+		{"array root", "POST", "/v1/tasks", `[]`, 400, "JSON object"},
+		{"empty body", "POST", "/v1/tasks", ``, 400, "empty"},
+		{"malformed", "POST", "/v1/responses", `{"input":`, 400, "not valid JSON"},
+		{"input wrong type", "POST", "/v1/responses", `{"input":5}`, 400, "input"},
+		{"input missing", "POST", "/v1/responses", `{}`, 400, "input is required"},
+		{"input blank", "POST", "/v1/tasks", `{"input":"   "}`, 400, "empty"},
+		{"stream wrong type", "POST", "/v1/responses", `{"input":"hi","stream":"yes"}`, 400, "stream"},
+		{"metadata wrong type", "POST", "/v1/responses", `{"input":"hi","metadata":[]}`, 400, "metadata"},
+		{"context wrong type", "POST", "/v1/tasks", `{"input":"hi","metadata":{"context":"x"}}`, 400, "context"},
+		{"previous wrong type", "POST", "/v1/responses", `{"input":"hi","previous_response_id":7}`, 400, "previous_response_id"},
+		{"unknown previous", "POST", "/v1/responses", `{"input":"hi","previous_response_id":"resp_nope"}`, 400, "previous_response_id"},
+		{"assistant input item", "POST", "/v1/tasks", `{"input":[{"role":"assistant","content":"x"}]}`, 400, "previous_response_id"},
+		{"bad content part", "POST", "/v1/tasks", `{"input":[{"role":"user","content":[{"type":"input_image"}]}]}`, 400, "input_image"},
+		{"oversized", "POST", "/v1/tasks", huge, 413, "limit"},
+		{"unknown task", "GET", "/v1/tasks/resp_nope", ``, 404, "not found"},
+		{"cancel unknown", "DELETE", "/v1/tasks/resp_nope", ``, 404, "not found"},
+		{"events unknown", "GET", "/v1/tasks/resp_nope/events?since=0", ``, 404, "not found"},
+		{"unknown route", "GET", "/v1/nothing", ``, 404, "no such endpoint"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, m := do(t, tt.method, srv.URL+tt.path, tt.body, nil)
+			if status != tt.status || !strings.Contains(errMessage(m), tt.msg) {
+				t.Fatalf("%d %v, want %d with message containing %q", status, m, tt.status, tt.msg)
+			}
+		})
+	}
+}
+
+func TestControlTokenGate(t *testing.T) {
+	srv := newServer(t, api.Options{ControlToken: "s3cret"}, echoProvider)
+	if s, _ := do(t, "POST", srv.URL+"/v1/tasks", `{"input":"hi"}`, nil); s != 401 {
+		t.Fatalf("no token: %d", s)
+	}
+	if s, _ := do(t, "POST", srv.URL+"/v1/tasks", `{"input":"hi"}`, map[string]string{"Authorization": "Bearer s3cre"}); s != 401 {
+		t.Fatalf("wrong token: %d", s)
+	}
+	if s, m := do(t, "POST", srv.URL+"/v1/tasks", `{"input":"hi"}`, map[string]string{"Authorization": "Bearer s3cret"}); s != 202 || m["status"] != "queued" {
+		t.Fatalf("right token: %d %v", s, m)
+	}
+	if s, m := do(t, "GET", srv.URL+"/healthz", ``, nil); s != 200 || m["ok"] != true {
+		t.Fatalf("healthz must stay public: %d %v", s, m)
+	}
+}
+
+func TestResponsesContinueAndOwnership(t *testing.T) {
+	srv := newServer(t, api.Options{}, echoProvider)
+	alice := map[string]string{"X-Delta-User": "alice"}
+	s, first := do(t, "POST", srv.URL+"/v1/responses", `{"input":"one"}`, alice)
+	if s != 200 || first["status"] != "completed" || first["output_text"] != "echo: one" || first["object"] != "response" {
+		t.Fatalf("first: %d %v", s, first)
+	}
+	id := first["id"].(string)
+	s, next := do(t, "POST", srv.URL+"/v1/responses", `{"input":[{"role":"user","content":[{"type":"input_text","text":"two"}]}],"previous_response_id":"`+id+`"}`, alice)
+	if s != 200 || next["previous_response_id"] != id || next["output_text"] != "echo: two" {
+		t.Fatalf("continuation: %d %v", s, next)
+	}
+	if s, m := do(t, "POST", srv.URL+"/v1/responses", `{"input":"x","previous_response_id":"`+id+`"}`, map[string]string{"X-Delta-User": "mallory"}); s != 404 {
+		t.Fatalf("cross-owner continuation: %d %v", s, m)
+	}
+	if s, _ := do(t, "GET", srv.URL+"/v1/tasks/"+id, ``, map[string]string{"X-Delta-User": "mallory"}); s != 404 {
+		t.Fatalf("cross-owner task read: %d", s)
+	}
+	s, task := do(t, "GET", srv.URL+"/v1/tasks/"+id, ``, alice)
+	if s != 200 || task["status"] != "done" || task["started_at"] == nil || task["finished_at"] == nil || task["result"] == nil {
+		t.Fatalf("task view: %d %v", s, task)
+	}
+}
+
+func TestTaskEventsPageAndLiveDone(t *testing.T) {
+	srv := newServer(t, api.Options{}, echoProvider)
+	_, resp := do(t, "POST", srv.URL+"/v1/responses", `{"input":"hello"}`, nil)
+	id := resp["id"].(string)
+	s, page := do(t, "GET", srv.URL+"/v1/tasks/"+id+"/events?since=0&limit=2", ``, nil)
+	evs, _ := page["events"].([]any)
+	if s != 200 || len(evs) != 2 || page["done"] != false {
+		t.Fatalf("first page: %d %v", s, page)
+	}
+	cursor := int(page["cursor"].(float64))
+	_, page = do(t, "GET", srv.URL+"/v1/tasks/"+id+"/events?since="+itoa(cursor), ``, nil)
+	evs, _ = page["events"].([]any)
+	last := evs[len(evs)-1].(map[string]any)
+	if page["done"] != true || last["name"] != "run.finished" {
+		t.Fatalf("last page: %v", page)
+	}
+	if s, m := do(t, "GET", srv.URL+"/v1/tasks/"+id+"/events?since=-1", ``, nil); s != 400 {
+		t.Fatalf("negative since: %d %v", s, m)
+	}
+	// Live stream of a terminal task: one done frame at once.
+	r, err := http.Get(srv.URL + "/v1/tasks/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if !strings.Contains(string(b), "event: done\n") || !strings.Contains(string(b), `"status":"done"`) {
+		t.Fatalf("live stream of terminal task: %q", b)
+	}
+}
+
+func TestStreamingDeltasThenOneCompleted(t *testing.T) {
+	srv := newServer(t, api.Options{}, echoProvider)
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/responses", strings.NewReader(`{"input":"stream me","stream":true}`))
+	req.Header.Set("Accept", "text/event-stream")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var names []string
+	var text string
+	var completed map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			var f map[string]any
+			if err := json.Unmarshal([]byte(d), &f); err != nil {
+				t.Fatalf("frame %q: %v", d, err)
+			}
+			names = append(names, f["type"].(string))
+			if f["type"] == "response.output_text.delta" {
+				text += f["delta"].(string)
+			}
+			if f["type"] == "response.completed" {
+				completed = f["response"].(map[string]any)
+			}
+		}
+	}
+	if len(names) < 3 || names[0] != "response.created" || names[len(names)-1] != "response.completed" {
+		t.Fatalf("frames %v", names)
+	}
+	if text != "echo: stream me" || completed["output_text"] != "echo: stream me" || completed["status"] != "completed" {
+		t.Fatalf("deltas %q completed %v", text, completed)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	srv := newServer(t, api.Options{}, echoProvider)
+	s, m := do(t, "GET", srv.URL+"/v1/busy", ``, nil)
+	if s != 200 || m["busy"] != false || m["running"] != float64(0) {
+		t.Fatalf("%d %v", s, m)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// submission validates a create body and turns it into a Submission.
+func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest, error) {
+	var body createRequest
+	if err := decodeBody(r, &body); err != nil {
+		return engine.Submission{}, nil, err
+	}
+	msgs, sys, err := inputMessages(body.Input)
+	if err != nil {
+		return engine.Submission{}, nil, err
+	}
+	req := engine.Request{Input: msgs, Store: body.Store == nil || *body.Store}
+	var parts []string
+	if body.Instructions != nil && strings.TrimSpace(*body.Instructions) != "" {
+		parts = append(parts, *body.Instructions)
+	}
+	if sys != "" {
+		parts = append(parts, sys)
+	}
+	req.Instructions = strings.Join(parts, "\n\n")
+	requested := ""
+	if md := body.Metadata; md != nil {
+		req.Context = md.Context
+		if md.Profile != nil {
+			requested = *md.Profile
+		}
+		if md.ReasoningEffort != nil {
+			req.ReasoningEffort = strings.ToLower(strings.TrimSpace(*md.ReasoningEffort))
+		}
+	}
+	req.Profile = s.o.Placement(requested)
+	sub := engine.Submission{Owner: owner(r), Request: req}
+	if body.PreviousResponseID != nil {
+		sub.PreviousID = strings.TrimSpace(*body.PreviousResponseID)
+		if sub.PreviousID == "" {
+			return engine.Submission{}, nil, badRequest("field previous_response_id is empty")
+		}
+	}
+	if body.IdempotencyKey != nil {
+		sub.IdempotencyKey = *body.IdempotencyKey
+	}
+	if k := r.Header.Get("Idempotency-Key"); k != "" && sub.IdempotencyKey == "" {
+		sub.IdempotencyKey = k
+	}
+	if len(sub.IdempotencyKey) > 256 {
+		return engine.Submission{}, nil, badRequest("idempotency key is longer than 256 characters")
+	}
+	sub.IdempotencyTerminal = body.IdempotencyTerminal != nil && *body.IdempotencyTerminal
+	return sub, &body, nil
+}
+
+// createResponse runs a request synchronously (or streams it).
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+	sub, body, err := s.submission(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	if body.Stream != nil && *body.Stream {
+		s.streamResponse(w, r, sub)
+		return
+	}
+	run, err := s.o.Service.Submit(r.Context(), sub)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	// The run is durable: if this client goes away it still finishes.
+	run, err = s.o.Service.Wait(r.Context(), run.ID)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, run.Result)
+}
+
+func writeRaw(w http.ResponseWriter, status int, b json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	_, _ = w.Write([]byte("\n"))
+}
+
+// streamResponse sends response.output_text.delta frames, then one
+// authoritative response.completed with the full response.
+func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engine.Submission) {
+	var runID atomic.Value
+	runID.Store("")
+	// Subscribe before submitting so no delta is missed; events of other
+	// runs that arrive before the id is known are filtered below.
+	bsub := s.o.Service.Broker().Subscribe(4096, func(e event.Event) bool {
+		id := runID.Load().(string)
+		return (id == "" || e.RunID == id) && (e.Name == event.TextDelta || e.Terminal())
+	})
+	defer s.o.Service.Broker().Unsubscribe(bsub)
+	run, err := s.o.Service.Submit(r.Context(), sub)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	runID.Store(run.ID)
+	sse := newSSE(w)
+	seq := 0
+	itemID := "msg_" + strings.TrimPrefix(run.ID, "resp_")
+	created := engine.BuildResponse(run, "", "", "")
+	created.Status = "in_progress"
+	created.Output = []engine.OutputItem{}
+	sse.send("response.created", map[string]any{"type": "response.created", "sequence_number": seq, "response": created})
+	finish := func() {
+		final, err := s.o.Service.Store.Run(r.Context(), run.ID)
+		if err != nil {
+			return
+		}
+		seq++
+		sse.send("response.completed", map[string]any{"type": "response.completed", "sequence_number": seq, "response": json.RawMessage(final.Result)})
+	}
+	// A run already terminal (idempotent re-attach) completes at once.
+	if cur, err := s.o.Service.Store.Run(r.Context(), run.ID); err == nil && store.Terminal(cur.Status) {
+		finish()
+		return
+	}
+	hb := time.NewTicker(s.o.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-hb.C:
+			sse.comment("ping")
+		case e, ok := <-bsub.C:
+			if !ok {
+				// Dropped as a slow consumer: deltas are lost, the final answer is not.
+				if _, err := s.o.Service.Wait(r.Context(), run.ID); err == nil {
+					finish()
+				}
+				return
+			}
+			if e.RunID != run.ID {
+				continue
+			}
+			if e.Terminal() {
+				finish()
+				return
+			}
+			var d struct {
+				Delta string `json:"delta"`
+			}
+			_ = json.Unmarshal(e.Data, &d)
+			seq++
+			sse.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": seq,
+				"item_id": itemID, "output_index": 0, "content_index": 0, "delta": d.Delta})
+		}
+	}
+}

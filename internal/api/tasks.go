@@ -1,0 +1,240 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// taskView is the body of GET /v1/tasks/{id}.
+type taskView struct {
+	ID         string          `json:"id"`
+	Object     string          `json:"object"`
+	Status     string          `json:"status"`
+	SessionID  string          `json:"session_id"`
+	CreatedAt  *string         `json:"created_at"`
+	StartedAt  *string         `json:"started_at"`
+	FinishedAt *string         `json:"finished_at"`
+	Error      *string         `json:"error"`
+	Result     json.RawMessage `json:"result"`
+}
+
+func stamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return &s
+}
+
+func viewOf(r store.Run) taskView {
+	v := taskView{ID: r.ID, Object: "task", Status: r.Status, SessionID: r.SessionID,
+		CreatedAt: stamp(r.CreatedAt), StartedAt: stamp(r.StartedAt), FinishedAt: stamp(r.FinishedAt), Result: json.RawMessage("null")}
+	if store.Terminal(r.Status) {
+		if len(r.Result) > 0 {
+			v.Result = r.Result
+		}
+		if r.Status != store.StatusDone && r.Error != "" {
+			e := r.Error
+			v.Error = &e
+		}
+	}
+	return v
+}
+
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
+	sub, _, err := s.submission(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	run, err := s.o.Service.Submit(r.Context(), sub)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	// Acknowledged only now: the run row is committed.
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "object": "task", "status": run.Status, "session_id": run.SessionID})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	run, err := s.o.Service.Get(r.Context(), owner(r), r.PathValue("id"))
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(run))
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
+	run, err := s.o.Service.Cancel(r.Context(), owner(r), r.PathValue("id"))
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(run))
+}
+
+func (s *Server) busy(w http.ResponseWriter, r *http.Request) {
+	running, queued, err := s.o.Service.Busy(r.Context())
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"busy": running+queued > 0, "running": running, "queued": queued})
+}
+
+// pageParams reads ?since= and ?limit= (default 200, max 500).
+func pageParams(r *http.Request) (since int64, limit int, err error) {
+	q := r.URL.Query()
+	if v := q.Get("since"); v != "" {
+		since, err = strconv.ParseInt(v, 10, 64)
+		if err != nil || since < 0 {
+			return 0, 0, badRequest("since must be a non-negative event id")
+		}
+	}
+	limit = 200
+	if v := q.Get("limit"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 {
+			return 0, 0, badRequest("limit must be a positive integer (at most 500)")
+		}
+		limit = min(limit, 500)
+	}
+	return since, limit, nil
+}
+
+// taskEvents is a JSON page with ?since=, otherwise a live SSE stream.
+func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	run, err := s.o.Service.Get(r.Context(), owner(r), id)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	if r.URL.Query().Has("since") || r.URL.Query().Has("limit") {
+		since, limit, err := pageParams(r)
+		if err != nil {
+			writeError(w, s.o.Logger, err)
+			return
+		}
+		evs, err := s.o.Service.Store.Events(r.Context(), store.EventFilter{RunID: id, Since: since, Limit: limit})
+		if err != nil {
+			writeError(w, s.o.Logger, err)
+			return
+		}
+		cursor := since
+		if len(evs) > 0 {
+			cursor = evs[len(evs)-1].ID
+		}
+		// Re-read the status after the events: done only when nothing can follow.
+		if cur, err := s.o.Service.Store.Run(r.Context(), id); err == nil {
+			run = cur
+		}
+		if evs == nil {
+			evs = []event.Event{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"events": evs, "cursor": cursor, "done": store.Terminal(run.Status) && len(evs) < limit})
+		return
+	}
+	coarse := r.URL.Query().Get("coarse") == "1"
+	sub := s.o.Service.Broker().Subscribe(2048, func(e event.Event) bool {
+		return e.RunID == id && !(coarse && e.Ephemeral())
+	})
+	defer s.o.Service.Broker().Unsubscribe(sub)
+	sse := newSSE(w)
+	done := func() {
+		if cur, err := s.o.Service.Store.Run(r.Context(), id); err == nil {
+			sse.send("done", viewOf(cur))
+		}
+	}
+	if cur, err := s.o.Service.Store.Run(r.Context(), id); err == nil && store.Terminal(cur.Status) {
+		done()
+		return
+	}
+	hb := time.NewTicker(s.o.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-hb.C:
+			sse.comment("ping")
+		case e, ok := <-sub.C:
+			if !ok {
+				return // too slow: the client re-reads with ?since=
+			}
+			sse.sendID(e.ID, e.Name, e)
+			if e.Terminal() {
+				done()
+				return
+			}
+		}
+	}
+}
+
+// devStream replays stored events after ?since= (filtered by ?run= and
+// ?session=), then follows live unless live=0. A client that falls 2,048
+// frames behind is disconnected and resumes from its last id.
+func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
+	since, _, err := pageParams(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	q := r.URL.Query()
+	runID, sessionID := q.Get("run"), q.Get("session")
+	live := q.Get("live") != "0" && !strings.EqualFold(q.Get("live"), "false")
+	match := func(e event.Event) bool {
+		return (runID == "" || e.RunID == runID) && (sessionID == "" || e.SessionID == sessionID)
+	}
+	var sub *event.Sub
+	if live {
+		sub = s.o.Service.Broker().Subscribe(2048, match)
+		defer s.o.Service.Broker().Unsubscribe(sub)
+	}
+	sse := newSSE(w)
+	last := since
+	for {
+		evs, err := s.o.Service.Store.Events(r.Context(), store.EventFilter{RunID: runID, SessionID: sessionID, Since: last, Limit: 500})
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			sse.sendID(e.ID, e.Name, e)
+			last = e.ID
+		}
+		if len(evs) < 500 {
+			break
+		}
+	}
+	if !live {
+		return
+	}
+	hb := time.NewTicker(s.o.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-hb.C:
+			sse.comment("ping")
+		case e, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if e.ID != 0 && e.ID <= last {
+				continue // already replayed
+			}
+			sse.sendID(e.ID, e.Name, e)
+			if e.ID > last {
+				last = e.ID
+			}
+		}
+	}
+}

@@ -1,0 +1,159 @@
+// Package daemon is Delta's composition root: it builds the store, bundle,
+// workspace, tools, provider, engine, queue and HTTP API from a Config, runs
+// them, and tears them down in reverse order. Nothing else wires packages
+// together; main only parses the command line.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/deltaharness/delta/internal/api"
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/openai"
+	"github.com/deltaharness/delta/internal/queue"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/tool/file"
+	"github.com/deltaharness/delta/internal/version"
+	"github.com/deltaharness/delta/internal/workspace"
+)
+
+// trashRetention is how long deleted workspace files stay in the trash; the
+// sweep runs once at start.
+const trashRetention = 7 * 24 * time.Hour
+
+// parts is everything a running harness holds, for Serve and RunOnce.
+type parts struct {
+	store   *store.Store
+	queue   *queue.Queue
+	service *engine.Service
+}
+
+// build wires the harness over the database at dbPath.
+func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.Logger) (*parts, error) {
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
+	ws, err := workspace.Open(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace %s: %w", cfg.Workspace, err)
+	}
+	if err := ws.SweepTrash(trashRetention); err != nil {
+		logger.Warn("sweep workspace trash", "err", err)
+	}
+	reg := tool.NewRegistry()
+	reg.Add(file.All(ws)...)
+
+	b, err := bundle.Load(bundle.Options{
+		Dir: cfg.Workspace, PolicyMaxTokens: cfg.PolicyMaxTokens, SelfMaxTokens: cfg.SelfMaxTokens,
+		VocabOverride: cfg.Vocab, EngineVersion: version.Version, AgentID: cfg.AgentID, Profile: cfg.Profile,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load bundle: %w", err)
+	}
+	for _, w := range b.Warnings() {
+		logger.Warn(w)
+	}
+	provider, err := newProvider(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	broker := event.NewBroker()
+	eng := engine.New(engine.Options{
+		Store: st, Broker: broker, Provider: provider,
+		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
+		Prompt: b, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
+		ToolNames: func(profile string) []string { return tierTools(reg, profile) },
+		Budget: func(profile string) engine.Budget {
+			bu := cfg.Budget(profile)
+			return engine.Budget{Steps: bu.Steps, Tokens: bu.Tokens, CostUSD: bu.CostUSD}
+		},
+		Prices:      model.Prices(cfg.ModelPrices),
+		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes,
+		Logger: logger,
+	})
+	q := queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
+	return &parts{store: st, queue: q, service: &engine.Service{Store: st, Queue: q, Engine: eng}}, nil
+}
+
+// tierTools is the tool set of a tier: trusted gets every tool, safe only
+// the read-only ones.
+func tierTools(reg *tool.Registry, profile string) []string {
+	names := reg.Names()
+	if profile == config.ProfileTrusted {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		if t, ok := reg.Get(n); ok && t.ReadOnly() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func newProvider(cfg config.Config) (model.Provider, error) {
+	switch cfg.ModelAPI {
+	case config.APIChat:
+		return openai.New(openai.Options{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Timeout: cfg.ModelTimeout}), nil
+	default:
+		return nil, fmt.Errorf("MODEL_API=%s: this build speaks only the Chat Completions wire (unset MODEL_API)", cfg.ModelAPI)
+	}
+}
+
+// Serve runs the daemon until ctx is done. The port is bound before any
+// work resumes, so a duplicate start fails before touching running rows.
+func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	p, err := build(ctx, cfg, cfg.DB, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer p.store.Close()
+	handler := api.New(api.Options{
+		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
+	})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	if err := p.queue.Open(); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("delta listening", "addr", ln.Addr().String(), "version", version.Version, "db", cfg.DB, "workspace", cfg.Workspace)
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	// Interrupt-style shutdown: stop taking requests, interrupt runs (they
+	// resume on the next start), close the database.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	qerr := p.queue.Close(sctx)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, qerr)
+}

@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// RunOnce executes one request without HTTP, MCP or crash recovery: the
+// conversation lives in an in-memory database, while workspace writes and
+// DELTA.md changes persist. It prints the final text and returns an error
+// when the run did not complete.
+func RunOnce(ctx context.Context, cfg config.Config, input string, stdout io.Writer, logger *slog.Logger) error {
+	p, err := build(ctx, cfg, ":memory:", logger)
+	if err != nil {
+		return err
+	}
+	defer p.store.Close()
+	if err := p.queue.Open(); err != nil {
+		return err
+	}
+	defer p.queue.Close(context.WithoutCancel(ctx))
+	run, err := p.service.Submit(ctx, engine.Submission{Request: engine.Request{
+		Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: cfg.Placement(""), Store: true,
+	}})
+	if err != nil {
+		return err
+	}
+	run, err = p.service.Wait(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	var resp engine.Response
+	if err := json.Unmarshal(run.Result, &resp); err != nil {
+		return fmt.Errorf("read result: %w", err)
+	}
+	fmt.Fprintln(stdout, resp.OutputText)
+	if run.Status != store.StatusDone {
+		return fmt.Errorf("run %s %s: %s", run.ID, run.Status, run.Error)
+	}
+	return nil
+}

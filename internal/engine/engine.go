@@ -1,0 +1,348 @@
+// Package engine runs Delta's model loop: for one run it assembles the prompt
+// spine, calls the model, runs every tool call of the turn concurrently,
+// checkpoints each step, and repeats until a final answer, a cancel, an
+// exhausted budget or a failure — then writes exactly one terminal result.
+//
+// Durability contract (with package store): an assistant message and all its
+// tool intents commit together; each tool result and its conversation message
+// commit together; the terminal status and the run.finished event commit
+// together. On a resumed run a call whose result is journalled is never
+// re-run, an interrupted read-only call runs again, and an interrupted
+// mutating call gets an [interrupted] result telling the model to verify.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// Prompt is what the engine needs from the bundle.
+type Prompt interface {
+	ReadSelf() string
+	System(self string, tools []model.ToolSpec) []string
+	Turn(modelName string, now time.Time, reqContext map[string]any) string
+}
+
+// Spiller keeps oversized tool results on disk (the workspace).
+type Spiller interface {
+	Spill(runID, callID, text string, max int) (string, error)
+}
+
+// Tools looks tools up by name.
+type Tools interface {
+	Get(name string) (tool.Tool, bool)
+}
+
+// Budget is a run's ceiling on steps, fresh tokens and dollars.
+type Budget struct {
+	Steps   int
+	Tokens  int64
+	CostUSD float64
+}
+
+// Options wires an Engine.
+type Options struct {
+	Store     *store.Store
+	Broker    *event.Broker
+	Provider  model.Provider
+	Models    []string // primary first, then fallbacks on the same endpoint
+	Prompt    Prompt
+	Tools     Tools
+	Spill     Spiller
+	ToolNames func(profile string) []string // tools a tier may use, in index order
+	Budget    func(profile string) Budget
+	Prices    map[string]model.Price
+
+	ToolTimeout   time.Duration // 0 = none
+	ResultMax     int           // inline tool result cap in characters
+	Attempts      int           // wire attempts per model (default 3)
+	RetryBackoff  time.Duration // first retry wait (default 250ms, doubling)
+	Logger        *slog.Logger
+	Now           func() time.Time
+	WorkspaceDir  string // where the handoff looks for this run's spill files
+}
+
+// Engine executes runs.
+type Engine struct {
+	o Options
+}
+
+// New fills defaults.
+func New(o Options) *Engine {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 3
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = 250 * time.Millisecond
+	}
+	if o.ResultMax <= 0 {
+		o.ResultMax = 20000
+	}
+	if o.Broker == nil {
+		o.Broker = event.NewBroker()
+	}
+	return &Engine{o: o}
+}
+
+// Openings of the per-turn user-role blocks; a block always starts with
+// one, so tools (and scripted test providers) can tell them from the user's
+// own words.
+const (
+	TurnBlockPrefix         = "<delta:turn>"
+	InstructionsBlockPrefix = "<delta:instructions>"
+)
+
+// errCancelled ends a run as cancelled.
+var errCancelled = errors.New("cancelled")
+
+// budgetError ends a run as failed with a handoff.
+type budgetError struct{ diag string }
+
+func (e *budgetError) Error() string { return "budget exhausted: " + e.diag }
+
+// Execute runs (or resumes) one run to a terminal state. It never panics and
+// always leaves the run terminal unless the process dies or ctx is cancelled
+// by shutdown (then the run stays running and resumes on the next start).
+// cancel reports whether a ctx cancellation is a user cancel (true) or a
+// shutdown (false).
+func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bool) {
+	logger := e.o.Logger.With(event.KeyRun, runID)
+	var x *execution
+	defer func() {
+		if p := recover(); p != nil {
+			logger.Error("run panicked", "panic", p, "stack", string(debug.Stack()))
+			e.finish(context.WithoutCancel(ctx), x, runID, store.StatusFailed, "", fmt.Sprintf("internal error: %v", p))
+		}
+	}()
+	var req Request
+	run, err := e.o.Store.Run(ctx, runID)
+	if err == nil {
+		err = json.Unmarshal(run.Request, &req)
+	}
+	if err != nil {
+		logger.Error("load run", "err", err)
+		e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusFailed, "", "load run: "+err.Error())
+		return
+	}
+	run, startEv, err := e.o.Store.Start(ctx, runID, req.Input)
+	if errors.Is(err, store.ErrAlreadyFinal) {
+		return
+	}
+	if err != nil {
+		logger.Error("start run", "err", err)
+		if ctx.Err() == nil {
+			e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusFailed, "", "start run: "+err.Error())
+		}
+		return
+	}
+	e.o.Broker.Publish(startEv)
+	x = &execution{e: e, run: run, req: req, logger: logger}
+	if run.CancelRequested {
+		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusCancelled, "", "cancelled before start")
+		return
+	}
+	text, err := x.loop(ctx)
+	switch {
+	case err == nil:
+		e.finish(ctx, x, runID, store.StatusDone, text, "")
+	case ctx.Err() != nil && !userCancel():
+		logger.Info("run interrupted by shutdown; it resumes on next start")
+	case errors.Is(err, errCancelled) || ctx.Err() != nil:
+		x.settleOpenCalls(context.WithoutCancel(ctx), "[cancelled] the run was cancelled before this call finished; verify any side effect before repeating it")
+		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusCancelled, text, "cancelled by request")
+	default:
+		var be *budgetError
+		if errors.As(err, &be) {
+			e.finish(ctx, x, runID, store.StatusFailed, x.handoff(), be.Error())
+			return
+		}
+		logger.Warn("run failed", "err", err)
+		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusFailed, "", err.Error())
+	}
+}
+
+// finish writes the terminal state and publishes run.finished.
+func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, errText string) {
+	run, err := e.o.Store.Run(ctx, runID)
+	if err != nil {
+		e.o.Logger.Error("finish: read run", event.KeyRun, runID, "err", err)
+		return
+	}
+	switch status {
+	case store.StatusFailed:
+		text = strings.TrimSpace(MarkerFailed + " " + firstNonEmpty(text, errText))
+	case store.StatusCancelled:
+		text = strings.TrimSpace(MarkerCancelled + " " + firstNonEmpty(text, errText))
+	}
+	if x != nil && x.lastModel != "" {
+		run.Model = x.lastModel
+	}
+	if run.Model == "" && len(e.o.Models) > 0 {
+		run.Model = e.o.Models[0]
+	}
+	resp := BuildResponse(run, status, text, errText)
+	b, _ := json.Marshal(resp)
+	ev, err := e.o.Store.Finish(ctx, runID, status, b, errText)
+	if errors.Is(err, store.ErrAlreadyFinal) {
+		return
+	}
+	if err != nil {
+		e.o.Logger.Error("finish run", event.KeyRun, runID, "err", err)
+		return
+	}
+	e.o.Broker.Publish(ev)
+}
+
+func firstNonEmpty(a, b string) string {
+	if strings.TrimSpace(a) != "" {
+		return a
+	}
+	return b
+}
+
+// execution is the state of one execution attempt of a run.
+type execution struct {
+	e         *Engine
+	run       store.Run
+	req       Request
+	logger    *slog.Logger
+	self      string // DELTA.md snapshot for this attempt
+	lastModel string
+	lastText  string
+	callStats callStats
+}
+
+func (x *execution) publish(evs ...event.Event) {
+	for _, ev := range evs {
+		x.e.o.Broker.Publish(ev)
+	}
+}
+
+func (x *execution) loop(ctx context.Context) (string, error) {
+	e := x.e
+	x.self = e.o.Prompt.ReadSelf()
+	names := e.o.ToolNames(x.req.Profile)
+	var specs []model.ToolSpec
+	for _, n := range names {
+		if t, ok := e.o.Tools.Get(n); ok {
+			specs = append(specs, t.Spec())
+		}
+	}
+	system := e.o.Prompt.System(x.self, specs)
+	budget := e.o.Budget(x.req.Profile)
+	x.lastModel = x.run.Model
+
+	// Recovery: settle the calls a previous attempt left in doubt.
+	if err := x.recoverCalls(ctx); err != nil {
+		return "", err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return x.lastText, errCancelled
+		}
+		run, err := e.o.Store.Run(ctx, x.run.ID)
+		if err != nil {
+			return "", err
+		}
+		x.run = run
+		if err := checkBudget(run, budget); err != nil {
+			return "", err
+		}
+		history, err := e.o.Store.Messages(ctx, run.SessionID)
+		if err != nil {
+			return "", err
+		}
+		msgs := sanitize(history)
+		modelName := x.lastModel
+		if modelName == "" && len(e.o.Models) > 0 {
+			modelName = e.o.Models[0]
+		}
+		// Request-scoped text rides in delimited user-role blocks after the
+		// history: it can specialise the task but never becomes system policy.
+		if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
+		}
+		if x.req.Instructions != "" {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
+		}
+		resp, err := x.callModel(ctx, model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort})
+		if err != nil {
+			return x.lastText, err
+		}
+		x.lastModel = resp.Model
+		if strings.TrimSpace(resp.Text) != "" {
+			x.lastText = resp.Text
+		}
+		if err := x.checkpoint(ctx, resp); err != nil {
+			return x.lastText, err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return resp.Text, nil
+		}
+		x.runTools(ctx, resp.ToolCalls)
+	}
+}
+
+// checkBudget refuses another model call once a ceiling is reached. A
+// zero ceiling is reached at once: budgets fail closed.
+func checkBudget(r store.Run, b Budget) error {
+	var over []string
+	if r.Steps >= b.Steps {
+		over = append(over, "steps")
+	}
+	if r.Usage.Fresh() >= b.Tokens {
+		over = append(over, "tokens")
+	}
+	if r.Usage.CostUSD >= b.CostUSD {
+		over = append(over, "cost")
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	return &budgetError{diag: fmt.Sprintf("%d/%d steps, %d/%d tokens, $%.4f/$%.2f (%s)",
+		r.Steps, b.Steps, r.Usage.Fresh(), b.Tokens, r.Usage.CostUSD, b.CostUSD, strings.Join(over, ", "))}
+}
+
+// sanitize makes a stored history valid for a provider: an assistant tool
+// call without a result (a crash or cancel between intent and result) gets a
+// synthetic interrupted result so the wire never sees a dangling call.
+func sanitize(history []model.Message) []model.Message {
+	answered := make(map[string]bool)
+	for _, m := range history {
+		if m.Role == model.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	out := make([]model.Message, 0, len(history))
+	for _, m := range history {
+		out = append(out, m)
+		if m.Role != model.RoleAssistant {
+			continue
+		}
+		for _, c := range m.ToolCalls {
+			if answered[c.ID] {
+				continue
+			}
+			out = append(out, model.Message{Role: model.RoleTool, ToolCallID: c.ID, Name: c.Name,
+				Content: "[interrupted] this call has no recorded result; verify its effect before relying on it"})
+		}
+	}
+	return out
+}

@@ -1,0 +1,405 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/queue"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// harness is a real store, bundle, registry, engine, queue and service
+// around a scripted in-process provider.
+type harness struct {
+	st   *store.Store
+	svc  *engine.Service
+	eng  *engine.Engine
+	reg  *tool.Registry
+	dir  string
+	opts engine.Options
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func newHarness(t *testing.T, p model.ProviderFunc, budget engine.Budget, tools ...tool.Tool) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := bundle.Load(bundle.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tool.NewRegistry()
+	reg.Add(tools...)
+	opts := engine.Options{
+		Store: st, Broker: event.NewBroker(), Provider: p, Models: []string{"primary", "fallback"},
+		Prompt: b, Tools: reg, WorkspaceDir: dir,
+		ToolNames:    func(string) []string { return reg.Names() },
+		Budget:       func(string) engine.Budget { return budget },
+		RetryBackoff: time.Millisecond,
+	}
+	eng := engine.New(opts)
+	q := queue.New(st, eng.Execute, 4, nil)
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close(context.Background()) })
+	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts,
+		svc: &engine.Service{Store: st, Queue: q, Engine: eng}}
+}
+
+var big = engine.Budget{Steps: 100, Tokens: 1 << 40, CostUSD: 1000}
+
+func (h *harness) run(t *testing.T, input string) (store.Run, engine.Response) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{
+		Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted", Store: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = h.svc.Wait(ctx, r.ID)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	var resp engine.Response
+	if err := json.Unmarshal(r.Result, &resp); err != nil {
+		t.Fatalf("result %q: %v", r.Result, err)
+	}
+	return r, resp
+}
+
+func (h *harness) eventNames(t *testing.T, runID string) []string {
+	evs, err := h.st.Events(context.Background(), store.EventFilter{RunID: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range evs {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+func count(names []string, n string) int {
+	c := 0
+	for _, x := range names {
+		if x == n {
+			c++
+		}
+	}
+	return c
+}
+
+// toolThenAnswer: the script calls a tool on a fresh user turn and answers once
+// it sees a tool result.
+func toolThenAnswer(calls ...model.ToolCall) model.ProviderFunc {
+	return func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role == model.RoleTool {
+				if s.OnText != nil {
+					s.OnText("done: ")
+					s.OnText(req.Messages[i].Content)
+				}
+				return model.Response{Model: req.Model, Text: "done: " + req.Messages[i].Content, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+			}
+			if req.Messages[i].Role == model.RoleAssistant {
+				break
+			}
+		}
+		return model.Response{Model: req.Model, ToolCalls: calls, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	}
+}
+
+func TestRunCallsToolAndFinishesOnce(t *testing.T) {
+	var got atomic.Value
+	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		got.Store(a.Text)
+		return tool.Text("echoed " + a.Text), nil
+	})
+	h := newHarness(t, toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}), big, echo)
+	r, resp := h.run(t, "please echo")
+	if r.Status != store.StatusDone || resp.Status != "completed" || resp.OutputText != "done: echoed hi" {
+		t.Fatalf("run %s / %s: %q", r.Status, resp.Status, resp.OutputText)
+	}
+	if got.Load() != "hi" {
+		t.Fatalf("tool saw %v", got.Load())
+	}
+	if r.Steps != 2 || r.Usage.InputTokens != 20 || resp.Usage.TotalTokens != 30 {
+		t.Fatalf("steps %d usage %+v resp usage %+v", r.Steps, r.Usage, resp.Usage)
+	}
+	names := h.eventNames(t, r.ID)
+	want := []string{event.RunQueued, event.RunStarted, event.ModelCall, event.ToolCall, event.ToolResult, event.ModelCall, event.RunFinished}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("events = %v, want %v", names, want)
+	}
+}
+
+func TestToolsOfOneTurnRunConcurrently(t *testing.T) {
+	// Each call waits until both have started: serial execution never finishes.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	barrier := tool.Func("barrier", "waits for its sibling", true, func(ctx context.Context, _ tool.Call, _ echoArgs) (tool.Result, error) {
+		wg.Done()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+			return tool.Text("met"), nil
+		case <-time.After(5 * time.Second):
+			return tool.Errorf("sibling never started: calls ran one after another"), nil
+		}
+	})
+	h := newHarness(t, toolThenAnswer(
+		model.ToolCall{ID: "a", Name: "barrier", Arguments: json.RawMessage(`{"text":"1"}`)},
+		model.ToolCall{ID: "b", Name: "barrier", Arguments: json.RawMessage(`{"text":"2"}`)},
+	), big, barrier)
+	r, resp := h.run(t, "go")
+	if r.Status != store.StatusDone || !strings.Contains(resp.OutputText, "met") {
+		t.Fatalf("status %s output %q", r.Status, resp.OutputText)
+	}
+	msgs, _ := h.st.Messages(context.Background(), r.SessionID)
+	for _, m := range msgs {
+		if m.Role == model.RoleTool && m.Content != "met" {
+			t.Fatalf("tool result %q", m.Content)
+		}
+	}
+}
+
+func TestBudgetExhaustionHandsOff(t *testing.T) {
+	loop := tool.Func("echo", "echo", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) { return tool.Text("again"), nil })
+	// The model never stops calling tools; two steps are allowed.
+	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		return model.Response{Model: req.Model, Text: "I have found two sources so far.", ToolCalls: []model.ToolCall{{ID: fmt.Sprint(len(req.Messages)), Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`)}}}, nil
+	})
+	h := newHarness(t, p, engine.Budget{Steps: 2, Tokens: 1 << 40, CostUSD: 100}, loop)
+	r, resp := h.run(t, "research forever")
+	if r.Status != store.StatusFailed || resp.Status != "failed" {
+		t.Fatalf("status %s/%s", r.Status, resp.Status)
+	}
+	if r.Steps != 2 {
+		t.Fatalf("steps = %d, want 2", r.Steps)
+	}
+	if !strings.HasPrefix(resp.OutputText, engine.MarkerFailed) || !strings.Contains(resp.OutputText, "two sources so far") || !strings.Contains(resp.OutputText, "narrow") {
+		t.Fatalf("handoff = %q", resp.OutputText)
+	}
+	if !strings.HasPrefix(r.Error, "budget exhausted: 2/2 steps") {
+		t.Fatalf("runs.error = %q", r.Error)
+	}
+}
+
+func TestZeroTokenBudgetFailsClosed(t *testing.T) {
+	called := false
+	p := model.ProviderFunc(func(context.Context, model.Request, model.Stream) (model.Response, error) {
+		called = true
+		return model.Response{Text: "hi"}, nil
+	})
+	h := newHarness(t, p, engine.Budget{Steps: 10, Tokens: 0, CostUSD: 10})
+	r, _ := h.run(t, "hi")
+	if r.Status != store.StatusFailed || called {
+		t.Fatalf("status %s, model called %v", r.Status, called)
+	}
+}
+
+func TestToolPanicBecomesErrorResult(t *testing.T) {
+	boom := tool.Func("boom", "panics", false, func(context.Context, tool.Call, echoArgs) (tool.Result, error) { panic("kaboom") })
+	h := newHarness(t, toolThenAnswer(model.ToolCall{ID: "c1", Name: "boom", Arguments: json.RawMessage(`{"text":""}`)}), big, boom)
+	r, resp := h.run(t, "explode")
+	if r.Status != store.StatusDone || !strings.Contains(resp.OutputText, "internal error") {
+		t.Fatalf("status %s output %q", r.Status, resp.OutputText)
+	}
+}
+
+func TestProviderPanicStillEndsWithOneTerminalEvent(t *testing.T) {
+	p := model.ProviderFunc(func(context.Context, model.Request, model.Stream) (model.Response, error) { panic("provider bug") })
+	h := newHarness(t, p, big)
+	r, resp := h.run(t, "hi")
+	if r.Status != store.StatusFailed || !strings.HasPrefix(resp.OutputText, engine.MarkerFailed) {
+		t.Fatalf("status %s output %q", r.Status, resp.OutputText)
+	}
+	if n := count(h.eventNames(t, r.ID), event.RunFinished); n != 1 {
+		t.Fatalf("run.finished count = %d", n)
+	}
+}
+
+func TestRetriesThenFallsBack(t *testing.T) {
+	var calls []string
+	var mu sync.Mutex
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		mu.Lock()
+		calls = append(calls, req.Model)
+		mu.Unlock()
+		if req.Model == "primary" {
+			return model.Response{}, &model.Error{Status: 503, Message: "overloaded", Retriable: true}
+		}
+		return model.Response{Model: req.Model, Text: "from fallback"}, nil
+	})
+	h := newHarness(t, p, big)
+	r, resp := h.run(t, "hi")
+	if r.Status != store.StatusDone || resp.OutputText != "from fallback" || resp.Model != "fallback" {
+		t.Fatalf("status %s output %q model %q", r.Status, resp.OutputText, resp.Model)
+	}
+	if strings.Join(calls, ",") != "primary,primary,primary,fallback" {
+		t.Fatalf("attempts = %v, want 3 on primary then fallback", calls)
+	}
+	if n := count(h.eventNames(t, r.ID), event.ModelRetry); n != 3 {
+		t.Fatalf("model.retry events = %d, want 3", n)
+	}
+}
+
+func TestNonRetriableErrorFailsWithReason(t *testing.T) {
+	p := model.ProviderFunc(func(context.Context, model.Request, model.Stream) (model.Response, error) {
+		return model.Response{}, &model.Error{Status: 401, Message: "bad key"}
+	})
+	h := newHarness(t, p, big)
+	r, resp := h.run(t, "hi")
+	if r.Status != store.StatusFailed || !strings.Contains(r.Error, "bad key") || !strings.HasPrefix(resp.OutputText, engine.MarkerFailed) {
+		t.Fatalf("status %s error %q output %q", r.Status, r.Error, resp.OutputText)
+	}
+}
+
+func TestCancelRunningRun(t *testing.T) {
+	started := make(chan struct{})
+	p := model.ProviderFunc(func(ctx context.Context, _ model.Request, _ model.Stream) (model.Response, error) {
+		close(started)
+		<-ctx.Done()
+		return model.Response{}, ctx.Err()
+	})
+	h := newHarness(t, p, big)
+	ctx := context.Background()
+	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "slow"}}, Profile: "trusted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("model never called")
+	}
+	if _, err := h.svc.Cancel(ctx, "", r.ID); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err = h.svc.Wait(wctx, r.ID)
+	if err != nil || r.Status != store.StatusCancelled {
+		t.Fatalf("status %s err %v", r.Status, err)
+	}
+	var resp engine.Response
+	_ = json.Unmarshal(r.Result, &resp)
+	if !strings.HasPrefix(resp.OutputText, engine.MarkerCancelled) || resp.Status != "cancelled" {
+		t.Fatalf("result %+v", resp)
+	}
+	if _, err := h.svc.Get(ctx, "someone-else", r.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another owner sees the run: %v", err)
+	}
+}
+
+// TestResumeSettlesInDoubtCalls simulates a crash after the intents of a
+// step were committed: one call finished, one read-only and one mutating
+// call were in flight.
+func TestResumeSettlesInDoubtCalls(t *testing.T) {
+	var readRuns, writeRuns, doneRuns atomic.Int32
+	read := tool.Func("read", "read-only", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		readRuns.Add(1)
+		return tool.Text("fresh read"), nil
+	})
+	write := tool.Func("write", "mutating", false, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		writeRuns.Add(1)
+		return tool.Text("wrote"), nil
+	})
+	done := tool.Func("done", "mutating, finished before the crash", false, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		doneRuns.Add(1)
+		return tool.Text("again"), nil
+	})
+	var seen []model.Message
+	var mu sync.Mutex
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		mu.Lock()
+		seen = req.Messages
+		mu.Unlock()
+		return model.Response{Model: req.Model, Text: "verified"}, nil
+	})
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "do it"}}, Profile: "trusted"})
+	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_x", SessionID: "sess_x", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Start(ctx, "resp_x", []model.Message{{Role: model.RoleUser, Content: "do it"}}); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"text":"a"}`)
+	calls := []model.ToolCall{{ID: "r1", Name: "read", Arguments: args}, {ID: "w1", Name: "write", Arguments: args}, {ID: "d1", Name: "done", Arguments: args}}
+	if _, err := st.CommitStep(ctx, store.Step{RunID: "resp_x", SessionID: "sess_x", Model: "primary",
+		Message: model.Message{Role: model.RoleAssistant, ToolCalls: calls},
+		Intents: []store.Intent{{CallID: "r1", Name: "read", Args: args, ReadOnly: true}, {CallID: "w1", Name: "write", Args: args}, {CallID: "d1", Name: "done", Args: args}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CommitToolResult(ctx, store.ToolResult{RunID: "resp_x", SessionID: "sess_x", CallID: "d1", Name: "done", Text: "done before crash"}); err != nil {
+		t.Fatal(err)
+	}
+	// "Restart": a fresh engine and queue over the same database.
+	b, _ := bundle.Load(bundle.Options{Dir: dir})
+	reg := tool.NewRegistry()
+	reg.Add(read, write, done)
+	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"primary"}, Prompt: b, Tools: reg,
+		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big }})
+	q := queue.New(st, eng.Execute, 2, nil)
+	q.Open()
+	defer q.Close(ctx)
+	svc := &engine.Service{Store: st, Queue: q, Engine: eng}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := svc.Wait(wctx, "resp_x")
+	if err != nil || r.Status != store.StatusDone {
+		t.Fatalf("status %s err %v", r.Status, err)
+	}
+	if readRuns.Load() != 1 || writeRuns.Load() != 0 || doneRuns.Load() != 0 {
+		t.Fatalf("re-executions: read %d (want 1), write %d (want 0), done %d (want 0)", readRuns.Load(), writeRuns.Load(), doneRuns.Load())
+	}
+	results := map[string]string{}
+	users := 0
+	for _, m := range seen {
+		if m.Role == model.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+		if m.Role == model.RoleUser && m.Content == "do it" {
+			users++
+		}
+	}
+	if results["r1"] != "fresh read" || results["d1"] != "done before crash" || !strings.HasPrefix(results["w1"], "[interrupted]") {
+		t.Fatalf("results the model saw: %v", results)
+	}
+	if users != 1 {
+		t.Fatalf("user input appears %d times after resume", users)
+	}
+	if r.Attempts != 2 {
+		t.Fatalf("attempts = %d, want 2", r.Attempts)
+	}
+}

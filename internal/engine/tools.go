@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// runTools executes every call of one turn concurrently; each result
+// commits as soon as its call ends.
+func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) {
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := x.invoke(ctx, c)
+			if ctx.Err() != nil {
+				return // cancelled or shutting down: the intent stays open and is settled by the caller or on resume
+			}
+			x.commitResult(ctx, c.ID, c.Name, res)
+		}()
+	}
+	wg.Wait()
+}
+
+// invoke runs one tool call with the tool timeout, turning every failure,
+// including a panic, into a result the model sees.
+func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Result) {
+	t, ok := x.e.o.Tools.Get(c.Name)
+	if !ok || !x.allowed(c.Name) {
+		return tool.Errorf("no tool named %q is available in this run", c.Name)
+	}
+	if x.e.o.ToolTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, x.e.o.ToolTimeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			x.logger.Error("tool panicked", event.KeyTool, c.Name, "panic", p, "stack", string(debug.Stack()))
+			res = tool.Errorf("tool %s failed with an internal error", c.Name)
+		}
+	}()
+	start := time.Now()
+	res, err := t.Run(ctx, tool.Call{RunID: x.run.ID, CallID: c.ID, Args: c.Arguments})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return tool.Errorf("tool %s timed out after %s", c.Name, time.Since(start).Round(time.Millisecond))
+		}
+		x.logger.Warn("tool error", event.KeyTool, c.Name, "err", err)
+		return tool.Errorf("tool %s failed: %v", c.Name, err)
+	}
+	return res
+}
+
+func (x *execution) allowed(name string) bool {
+	for _, n := range x.e.o.ToolNames(x.req.Profile) {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// commitResult spills an oversized result, then journals it with its
+// conversation message.
+func (x *execution) commitResult(ctx context.Context, callID, name string, res tool.Result) {
+	text := res.Text
+	if x.e.o.Spill != nil {
+		inline, err := x.e.o.Spill.Spill(x.run.ID, callID, text, x.e.o.ResultMax)
+		if err != nil {
+			x.logger.Warn("spill result", event.KeyTool, name, "err", err)
+			inline = truncateRunes(text, x.e.o.ResultMax)
+		}
+		text = inline
+	}
+	ev := event.New(x.run.ID, x.run.SessionID, event.ToolResult, map[string]any{
+		"call_id": callID, "name": name, "is_error": res.IsError, "chars": len([]rune(res.Text)), "preview": truncate(text, 200),
+	})
+	evs, err := x.e.o.Store.CommitToolResult(ctx, store.ToolResult{
+		RunID: x.run.ID, SessionID: x.run.SessionID, CallID: callID, Name: name, Text: text, IsError: res.IsError,
+		Events: []event.Event{ev},
+	})
+	if err != nil {
+		if !errors.Is(err, store.ErrAlreadyFinal) {
+			x.logger.Error("commit tool result", event.KeyTool, name, "err", err)
+		}
+		return
+	}
+	x.publish(evs...)
+}
+
+// recoverCalls settles the calls an earlier attempt journalled but never
+// finished: read-only ones run again, the others get an [interrupted] result.
+func (x *execution) recoverCalls(ctx context.Context) error {
+	journal, err := x.e.o.Store.Journal(ctx, x.run.ID)
+	if err != nil {
+		return err
+	}
+	var rerun []model.ToolCall
+	for _, j := range journal {
+		if j.Done {
+			continue // replayed from the journal through the conversation; never re-executed
+		}
+		if j.ReadOnly {
+			rerun = append(rerun, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args})
+			continue
+		}
+		x.commitResult(ctx, j.CallID, j.Name, tool.Result{IsError: true, Text: fmt.Sprintf(
+			"[interrupted] %s was started but the daemon stopped before it reported a result. It may or may not have taken effect: verify the current state before repeating it.", j.Name)})
+	}
+	if len(rerun) > 0 {
+		x.runTools(ctx, rerun)
+	}
+	return ctx.Err()
+}
+
+// settleOpenCalls gives every still-open intent of the run a final result
+// (used on cancel, so the session's history stays well formed).
+func (x *execution) settleOpenCalls(ctx context.Context, text string) {
+	journal, err := x.e.o.Store.Journal(ctx, x.run.ID)
+	if err != nil {
+		return
+	}
+	for _, j := range journal {
+		if !j.Done {
+			x.commitResult(ctx, j.CallID, j.Name, tool.Result{IsError: true, Text: text})
+		}
+	}
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
