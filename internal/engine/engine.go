@@ -64,13 +64,13 @@ type Options struct {
 	Budget    func(profile string) Budget
 	Prices    map[string]model.Price
 
-	ToolTimeout   time.Duration // 0 = none
-	ResultMax     int           // inline tool result cap in characters
-	Attempts      int           // wire attempts per model (default 3)
-	RetryBackoff  time.Duration // first retry wait (default 250ms, doubling)
-	Logger        *slog.Logger
-	Now           func() time.Time
-	WorkspaceDir  string // where the handoff looks for this run's spill files
+	ToolTimeout  time.Duration // 0 = none
+	ResultMax    int           // inline tool result cap in characters
+	Attempts     int           // wire attempts per model (default 3)
+	RetryBackoff time.Duration // first retry wait (default 250ms, doubling)
+	Logger       *slog.Logger
+	Now          func() time.Time
+	WorkspaceDir string // where the handoff looks for this run's spill files
 }
 
 // Engine executes runs.
