@@ -139,6 +139,10 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	if err != nil {
 		return err
 	}
+	x.run.Steps++
+	x.run.Usage = x.run.Usage.Add(resp.Usage)
+	x.run.Model = resp.Model
+	x.remember(st.Message)
 	x.publish(evs...)
 	return nil
 }
@@ -148,4 +152,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// remember appends a committed message to the in-memory conversation.
+func (x *execution) remember(m model.Message) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.history != nil {
+		x.history = append(x.history, m)
+	}
 }

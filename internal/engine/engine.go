@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -227,6 +228,9 @@ type execution struct {
 	lastModel string
 	lastText  string
 	callStats callStats
+
+	mu      sync.Mutex      // guards history: tool results commit concurrently
+	history []model.Message // the session's conversation as committed
 }
 
 func (x *execution) publish(evs ...event.Event) {
@@ -257,19 +261,22 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return x.lastText, errCancelled
 		}
-		run, err := e.o.Store.Run(ctx, x.run.ID)
-		if err != nil {
+		// x.run's counters are kept current by checkpoint: no read per step.
+		if err := checkBudget(x.run, budget); err != nil {
 			return "", err
 		}
-		x.run = run
-		if err := checkBudget(run, budget); err != nil {
-			return "", err
+		if x.history == nil {
+			// Read the conversation once per attempt; later turns append to
+			// it in memory as they commit, so a step costs O(1) reads.
+			history, err := e.o.Store.Messages(ctx, x.run.SessionID)
+			if err != nil {
+				return "", err
+			}
+			x.history = append([]model.Message{}, history...)
 		}
-		history, err := e.o.Store.Messages(ctx, run.SessionID)
-		if err != nil {
-			return "", err
-		}
-		msgs := sanitize(history)
+		x.mu.Lock()
+		msgs := sanitize(x.history)
+		x.mu.Unlock()
 		modelName := x.lastModel
 		if modelName == "" && len(e.o.Models) > 0 {
 			modelName = e.o.Models[0]

@@ -36,7 +36,7 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
-func newHarness(t *testing.T, p model.ProviderFunc, budget engine.Budget, tools ...tool.Tool) *harness {
+func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools ...tool.Tool) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
@@ -69,7 +69,7 @@ func newHarness(t *testing.T, p model.ProviderFunc, budget engine.Budget, tools 
 
 var big = engine.Budget{Steps: 100, Tokens: 1 << 40, CostUSD: 1000}
 
-func (h *harness) run(t *testing.T, input string) (store.Run, engine.Response) {
+func (h *harness) run(t testing.TB, input string) (store.Run, engine.Response) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

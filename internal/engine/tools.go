@@ -96,6 +96,7 @@ func (x *execution) commitResult(ctx context.Context, callID, name string, res t
 		}
 		return
 	}
+	x.remember(model.Message{Role: model.RoleTool, Content: text, ToolCallID: callID, Name: name})
 	x.publish(evs...)
 }
 

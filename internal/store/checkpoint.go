@@ -42,35 +42,32 @@ type Step struct {
 // CommitStep writes a step atomically and returns its events with IDs.
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := insertMessage(ctx, tx, st.SessionID, st.RunID, st.Message); err != nil {
+		if err := s.insertMessage(ctx, tx, st.SessionID, st.RunID, st.Message); err != nil {
 			return err
 		}
 		for _, in := range st.Intents {
-			_, err := tx.ExecContext(ctx, `INSERT INTO tool_journal (run_id, call_id, name, args, read_only, status, created_at)
+			_, err := s.exec(ctx, tx, `INSERT INTO tool_journal (run_id, call_id, name, args, read_only, status, created_at)
 				VALUES (?, ?, ?, ?, ?, 'intent', ?)`, st.RunID, in.CallID, in.Name, string(in.Args), in.ReadOnly, now())
 			if err != nil {
 				return fmt.Errorf("journal intent %s: %w", in.CallID, err)
 			}
 		}
 		u := st.Usage
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		var step int
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
-			WHERE id = ? AND status = 'running'`, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID)
+			WHERE id = ? AND status = 'running' RETURNING steps`, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID).Scan(&step)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
-		}
-		var step int
-		if err := tx.QueryRowContext(ctx, "SELECT steps FROM runs WHERE id = ?", st.RunID).Scan(&step); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO usage (run_id, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
+		if _, err := s.exec(ctx, tx, `INSERT INTO usage (run_id, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.RunID, step, st.Model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, now()); err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, st.Events)
+		return s.insertEvents(ctx, tx, st.Events)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
@@ -94,7 +91,7 @@ type ToolResult struct {
 // is left as it is (ErrAlreadyFinal): its first result stands.
 func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Event, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tool_journal SET status = 'done', result = ?, is_error = ?, finished_at = ?
+		res, err := s.exec(ctx, tx, `UPDATE tool_journal SET status = 'done', result = ?, is_error = ?, finished_at = ?
 			WHERE run_id = ? AND call_id = ? AND status = 'intent'`, tr.Text, tr.IsError, now(), tr.RunID, tr.CallID)
 		if err != nil {
 			return err
@@ -103,10 +100,10 @@ func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Ev
 			return fmt.Errorf("call %s: %w", tr.CallID, ErrAlreadyFinal)
 		}
 		m := model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
-		if err := insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
+		if err := s.insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
 			return err
 		}
-		return insertEvents(ctx, tx, tr.Events)
+		return s.insertEvents(ctx, tx, tr.Events)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint result of call %s: %w", tr.CallID, err)
@@ -162,7 +159,7 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 	return out, rows.Err()
 }
 
-func insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
+func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
 	var calls, callID, name any
 	if len(m.ToolCalls) > 0 {
 		b, err := json.Marshal(m.ToolCalls)
@@ -180,7 +177,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m m
 	if m.Role != model.RoleUser && m.Role != model.RoleAssistant && m.Role != model.RoleTool {
 		return errors.New("insert message: role " + string(m.Role) + " is not stored")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, created_at)
+	_, err := s.exec(ctx, tx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, now())
 	return err
 }

@@ -10,12 +10,12 @@ import (
 	"github.com/deltaharness/delta/internal/event"
 )
 
-func insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) error {
+func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) error {
 	var data any
 	if len(e.Data) > 0 {
 		data = string(e.Data)
 	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO events (run_id, session_id, name, data, created_at) VALUES (?, ?, ?, ?, ?)",
+	res, err := s.exec(ctx, tx, "INSERT INTO events (run_id, session_id, name, data, created_at) VALUES (?, ?, ?, ?, ?)",
 		e.RunID, e.SessionID, e.Name, data, e.Time.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("insert event %s: %w", e.Name, err)
@@ -24,9 +24,9 @@ func insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) error {
 	return err
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
 	for i := range evs {
-		if err := insertEvent(ctx, tx, &evs[i]); err != nil {
+		if err := s.insertEvent(ctx, tx, &evs[i]); err != nil {
 			return err
 		}
 	}
@@ -36,7 +36,7 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
 // AddEvents stores events that are not part of a state change (retries,
 // warnings) and fills in their IDs.
 func (s *Store) AddEvents(ctx context.Context, evs []event.Event) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return insertEvents(ctx, tx, evs) })
+	return s.tx(ctx, func(tx *sql.Tx) error { return s.insertEvents(ctx, tx, evs) })
 }
 
 // EventFilter selects stored events. Zero fields match everything.

@@ -122,7 +122,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 				return nil
 			case err == nil:
 				// A terminal run frees its key: this dispatch runs fresh.
-				if _, err := tx.ExecContext(ctx, "UPDATE runs SET idempotency_key = NULL WHERE seq = ?", existing.Seq); err != nil {
+				if _, err := s.exec(ctx, tx, "UPDATE runs SET idempotency_key = NULL WHERE seq = ?", existing.Seq); err != nil {
 					return err
 				}
 			case !errors.Is(err, sql.ErrNoRows):
@@ -148,7 +148,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 			}
 			sessionID = prev.SessionID
 		} else {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO sessions (id, owner, created_at) VALUES (?, ?, ?)", sessionID, nr.Owner, now()); err != nil {
+			if _, err := s.exec(ctx, tx, "INSERT INTO sessions (id, owner, created_at) VALUES (?, ?, ?)", sessionID, nr.Owner, now()); err != nil {
 				return err
 			}
 		}
@@ -160,13 +160,13 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 		if nr.PreviousID != "" {
 			prevID = nr.PreviousID
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, session_id, owner, status, request, previous_id, idempotency_key, created_at)
+		_, err := s.exec(ctx, tx, `INSERT INTO runs (id, session_id, owner, status, request, previous_id, idempotency_key, created_at)
 			VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`, nr.ID, sessionID, nr.Owner, string(nr.Request), prevID, key, now())
 		if err != nil {
 			return err
 		}
 		ev = event.New(nr.ID, sessionID, event.RunQueued, nil)
-		if err := insertEvent(ctx, tx, &ev); err != nil {
+		if err := s.insertEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
 		run, err = getRun(ctx, tx, nr.ID)
@@ -201,17 +201,17 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		}
 		if !r.InputAppended {
 			for _, m := range input {
-				if err := insertMessage(ctx, tx, r.SessionID, id, m); err != nil {
+				if err := s.insertMessage(ctx, tx, r.SessionID, id, m); err != nil {
 					return err
 				}
 			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
+		_, err = s.exec(ctx, tx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
 			started_at = COALESCE(started_at, ?) WHERE id = ?`, now(), id)
 		if err != nil {
 			return err
 		}
-		if err := insertEvent(ctx, tx, &ev); err != nil {
+		if err := s.insertEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
 		run, err = getRun(ctx, tx, id)
@@ -243,7 +243,7 @@ func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMe
 		if result != nil {
 			res = string(result)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?`,
+		if _, err := s.exec(ctx, tx, `UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?`,
 			status, res, errText, now(), id); err != nil {
 			return err
 		}
@@ -252,7 +252,7 @@ func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMe
 			data["error"] = errText
 		}
 		ev = event.New(id, r.SessionID, event.RunFinished, data)
-		return insertEvent(ctx, tx, &ev)
+		return s.insertEvent(ctx, tx, &ev)
 	})
 	if err != nil {
 		return event.Event{}, fmt.Errorf("finish run %s: %w", id, err)
