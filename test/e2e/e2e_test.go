@@ -1,0 +1,408 @@
+// Package e2e runs the real delta binary as a child process on loopback,
+// against the scripted fake model endpoint, and checks what a user would:
+// artifacts on disk, API answers, streaming, task lifecycle, cancel, and
+// survival of kill -9 in the middle of a model call.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+var deltaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "delta-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	deltaBin = filepath.Join(dir, "delta")
+	build := exec.Command("go", "build", "-o", deltaBin, "github.com/deltaharness/delta/cmd/delta")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build delta:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is one running delta process.
+type daemon struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	url   string
+	env   []string
+	dir   string
+	log   *os.File
+	token string
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// newDaemon prepares a workspace and database in a temp dir and starts delta
+// pointed at the fake model.
+func newDaemon(t *testing.T, fake *modeltest.Server, extra ...string) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
+		t.Fatalf("delta init: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	d := &daemon{t: t, dir: dir, url: fmt.Sprintf("http://127.0.0.1:%d", port), token: "test-control-token"}
+	d.env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		fmt.Sprintf("PORT=%d", port),
+		"DELTA_DB=" + filepath.Join(dir, "state", "delta.db"),
+		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
+		"MODEL_BASE_URL=" + fake.URL(),
+		"MODEL_API_KEY=fake-key",
+		"DELTA_MODEL_PRIMARY=scripted/demo",
+		"DELTA_CONTROL_TOKEN=" + d.token,
+		"OPENAI_API_KEY=must-never-be-read",
+		"OPENAI_BASE_URL=http://127.0.0.1:1/never",
+	}, extra...)
+	d.start()
+	t.Cleanup(d.stop)
+	return d
+}
+
+func (d *daemon) start() {
+	t := d.t
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(d.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.log = f
+	d.cmd = exec.Command(deltaBin, "serve")
+	d.cmd.Env = d.env
+	d.cmd.Stdout, d.cmd.Stderr = f, f
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(d.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("daemon never became healthy; log:\n%s", d.logText())
+}
+
+func (d *daemon) logText() string {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.log"))
+	return string(b)
+}
+
+func (d *daemon) kill9() {
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	d.cmd.Wait()
+	d.log.Close()
+}
+
+func (d *daemon) stop() {
+	if d.cmd.ProcessState == nil {
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { d.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			d.cmd.Process.Kill()
+			<-done
+		}
+		d.log.Close()
+	}
+}
+
+func (d *daemon) call(method, path, body string) (int, map[string]any) {
+	d.t.Helper()
+	req, _ := http.NewRequest(method, d.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		d.t.Fatalf("%s %s: %d %q", method, path, resp.StatusCode, b)
+	}
+	return resp.StatusCode, m
+}
+
+func (d *daemon) waitStatus(id string, want ...string) map[string]any {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last map[string]any
+	for time.Now().Before(deadline) {
+		_, last = d.call("GET", "/v1/tasks/"+id, "")
+		for _, w := range want {
+			if last["status"] == w {
+				return last
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	d.t.Fatalf("task %s never reached %v: %v\nlog:\n%s", id, want, last, d.logText())
+	return nil
+}
+
+func startFake(t *testing.T) *modeltest.Server {
+	fake, err := modeltest.Start(modeltest.DemoScript())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.RequireKey("fake-key")
+	t.Cleanup(func() { fake.Close() })
+	return fake
+}
+
+func TestWriteFileRunProducesArtifactAndContinues(t *testing.T) {
+	fake := startFake(t)
+	d := newDaemon(t, fake)
+	s, first := d.call("POST", "/v1/responses", `{"input":"Write a brief about the otter survey."}`)
+	if s != 200 || first["status"] != "completed" {
+		t.Fatalf("first run: %d %v\nlog:\n%s", s, first, d.logText())
+	}
+	entries, _ := filepath.Glob(filepath.Join(d.dir, "ws", "*.md"))
+	var artifact string
+	for _, e := range entries {
+		b, _ := os.ReadFile(e)
+		if strings.Contains(string(b), "otter survey") {
+			artifact = e
+		}
+	}
+	if artifact == "" {
+		t.Fatalf("no artifact mentioning the request in %v; answer %q", entries, first["output_text"])
+	}
+	if !strings.Contains(first["output_text"].(string), filepath.Base(artifact)) {
+		t.Fatalf("answer %q does not name the artifact %s", first["output_text"], filepath.Base(artifact))
+	}
+	s, next := d.call("POST", "/v1/responses", `{"input":"Now a second brief about herons.","previous_response_id":"`+first["id"].(string)+`"}`)
+	if s != 200 || next["status"] != "completed" || next["previous_response_id"] != first["id"] {
+		t.Fatalf("continuation: %d %v", s, next)
+	}
+	// The model saw the first turn: the continuation request carries it.
+	reqs := fake.Requests()
+	lastReq := reqs[len(reqs)-1]
+	sawFirst := false
+	for _, m := range lastReq.Messages {
+		if m.Role == "user" && strings.Contains(m.Content, "otter survey") {
+			sawFirst = true
+		}
+	}
+	if !sawFirst {
+		t.Fatalf("continuation request lacks the first turn")
+	}
+	for _, r := range reqs {
+		if got := r.Header.Get("Authorization"); got != "Bearer fake-key" {
+			t.Fatalf("model request authorization %q: a stray OPENAI_API_KEY must never be used", got)
+		}
+	}
+}
+
+func TestStreamingDeltasThenCompleted(t *testing.T) {
+	fake := startFake(t)
+	d := newDaemon(t, fake)
+	req, _ := http.NewRequest("POST", d.url+"/v1/responses", strings.NewReader(`{"input":"Write a brief about streams.","stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var types []string
+	var deltas string
+	var final map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var f map[string]any
+		if err := json.Unmarshal([]byte(data), &f); err != nil {
+			t.Fatalf("frame %q: %v", data, err)
+		}
+		types = append(types, f["type"].(string))
+		if f["type"] == "response.output_text.delta" {
+			deltas += f["delta"].(string)
+		}
+		if f["type"] == "response.completed" {
+			final = f["response"].(map[string]any)
+		}
+	}
+	if len(types) < 3 || types[len(types)-1] != "response.completed" || types[1] != "response.output_text.delta" {
+		t.Fatalf("frame types %v", types)
+	}
+	if final["status"] != "completed" || !strings.Contains(deltas, final["output_text"].(string)) {
+		t.Fatalf("deltas %q vs final %v", deltas, final["output_text"])
+	}
+}
+
+func TestTaskLifecycle(t *testing.T) {
+	fake := startFake(t)
+	d := newDaemon(t, fake)
+	s, ack := d.call("POST", "/v1/tasks", `{"input":"Write a brief about queues."}`)
+	if s != 202 || ack["object"] != "task" || ack["status"] != "queued" || !strings.HasPrefix(ack["id"].(string), "resp_") {
+		t.Fatalf("ack: %d %v", s, ack)
+	}
+	v := d.waitStatus(ack["id"].(string), "done", "failed", "cancelled")
+	if v["status"] != "done" {
+		t.Fatalf("task ended %v", v)
+	}
+	created, _ := time.Parse(time.RFC3339Nano, v["created_at"].(string))
+	started, _ := time.Parse(time.RFC3339Nano, v["started_at"].(string))
+	finished, _ := time.Parse(time.RFC3339Nano, v["finished_at"].(string))
+	if created.IsZero() || started.Before(created) || finished.Before(started) {
+		t.Fatalf("lifecycle times out of order: %v", v)
+	}
+	res := v["result"].(map[string]any)
+	if res["status"] != "completed" || res["output_text"] == "" || v["error"] != nil {
+		t.Fatalf("result %v error %v", res, v["error"])
+	}
+}
+
+func TestCancelRunningTask(t *testing.T) {
+	fake := startFake(t)
+	fake.Hold()
+	d := newDaemon(t, fake)
+	_, ack := d.call("POST", "/v1/tasks", `{"input":"Write a brief that never comes."}`)
+	id := ack["id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := fake.WaitCalls(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if v := d.waitStatus(id, "running"); v["started_at"] == nil {
+		t.Fatalf("running task has no started_at: %v", v)
+	}
+	if s, v := d.call("DELETE", "/v1/tasks/"+id, ""); s != 200 {
+		t.Fatalf("cancel: %d %v", s, v)
+	}
+	v := d.waitStatus(id, "cancelled", "done", "failed")
+	fake.Release()
+	if v["status"] != "cancelled" {
+		t.Fatalf("status %v", v)
+	}
+	out := v["result"].(map[string]any)["output_text"].(string)
+	if !strings.HasPrefix(out, "[delta:cancelled]") {
+		t.Fatalf("cancelled output %q lacks the status marker", out)
+	}
+}
+
+// TestKillNineDuringModelCall: the daemon dies while a model call is in
+// flight; after a restart the acknowledged task finishes, once, and the
+// artifact is written once.
+func TestKillNineDuringModelCall(t *testing.T) {
+	fake := startFake(t)
+	fake.Hold()
+	d := newDaemon(t, fake)
+	_, ack := d.call("POST", "/v1/tasks", `{"input":"Write a brief about crash recovery."}`)
+	id := ack["id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := fake.WaitCalls(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	d.kill9()
+	fake.Release()
+	d.start()
+	v := d.waitStatus(id, "done", "failed", "cancelled")
+	if v["status"] != "done" {
+		t.Fatalf("after restart: %v\nlog:\n%s", v, d.logText())
+	}
+	_, page := d.call("GET", "/v1/tasks/"+id+"/events?since=0&limit=500", "")
+	counts := map[string]int{}
+	for _, e := range page["events"].([]any) {
+		counts[e.(map[string]any)["name"].(string)]++
+	}
+	if counts["run.finished"] != 1 || counts["tool.result"] != 1 || counts["run.resumed"] != 1 {
+		t.Fatalf("events after crash: %v (want one run.finished, one tool.result, one run.resumed)", counts)
+	}
+	matches, _ := filepath.Glob(filepath.Join(d.dir, "ws", "*.md"))
+	n := 0
+	for _, m := range matches {
+		b, _ := os.ReadFile(m)
+		if strings.Contains(string(b), "crash recovery") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d artifacts mention the request, want 1", n)
+	}
+}
+
+func TestRestartWithTokenAndBadInput(t *testing.T) {
+	fake := startFake(t)
+	d := newDaemon(t, fake)
+	req, _ := http.NewRequest("POST", d.url+"/v1/tasks", strings.NewReader(`{"input":"x"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("no bearer: %d", resp.StatusCode)
+	}
+	for _, body := range []string{`null`, `42`, `"x"`, `[]`, `{"input":`, `{"input":{}}`} {
+		s, m := d.call("POST", "/v1/responses", body)
+		if s != 400 || m["error"] == nil {
+			t.Fatalf("%s: %d %v", body, s, m)
+		}
+	}
+}
+
+func TestOfficialOpenAIClient(t *testing.T) {
+	peers, _ := filepath.Abs("../peers")
+	if _, err := os.Stat(filepath.Join(peers, "node_modules", "openai")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the openai npm client is not installed in %s: ./scripts/test installs it", peers)
+		}
+		t.Skipf("openai npm client not installed (run ./scripts/test, which installs it into %s)", peers)
+	}
+	fake := startFake(t)
+	d := newDaemon(t, fake)
+	cmd := exec.Command("node", filepath.Join(peers, "responses.mjs"))
+	cmd.Env = append(os.Environ(), "DELTA_URL="+d.url, "DELTA_CONTROL_TOKEN="+d.token)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("official client: %v\n%s\nlog:\n%s", err, out, d.logText())
+	}
+	if !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("client output %s", out)
+	}
+}
