@@ -102,6 +102,14 @@ type callStats struct {
 // model.call and tool.call events in one transaction.
 func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	e := x.e
+	// A model can emit arguments that are not JSON. Keep what it sent, as a
+	// JSON string, so the checkpoint stays valid JSON and the tool answers
+	// with an error the model can repair.
+	for i, c := range resp.ToolCalls {
+		if !json.Valid(c.Arguments) {
+			resp.ToolCalls[i].Arguments, _ = json.Marshal(string(c.Arguments))
+		}
+	}
 	st := store.Step{
 		RunID:     x.run.ID,
 		SessionID: x.run.SessionID,
@@ -123,10 +131,6 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 			readOnly = t.ReadOnly()
 		}
 		args := c.Arguments
-		if !json.Valid(args) {
-			// Keep what the model sent, as a JSON string, so the journal stays valid JSON.
-			args, _ = json.Marshal(string(c.Arguments))
-		}
 		st.Intents = append(st.Intents, store.Intent{CallID: c.ID, Name: c.Name, Args: args, ReadOnly: readOnly})
 		st.Events = append(st.Events, event.New(x.run.ID, x.run.SessionID, event.ToolCall, map[string]any{
 			"call_id": c.ID, "name": c.Name, "arguments": json.RawMessage(args),

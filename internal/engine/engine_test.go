@@ -403,3 +403,14 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 		t.Fatalf("attempts = %d, want 2", r.Attempts)
 	}
 }
+
+func TestInvalidToolArgumentsReachTheModelAsAnError(t *testing.T) {
+	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("echoed " + a.Text), nil
+	})
+	h := newHarness(t, toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text": unquoted`)}), big, echo)
+	r, resp := h.run(t, "please echo")
+	if r.Status != store.StatusDone || !strings.Contains(resp.OutputText, "error") {
+		t.Fatalf("status %s output %q", r.Status, resp.OutputText)
+	}
+}

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 // daemon is one running delta process.
 type daemon struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	url   string
 	env   []string
@@ -53,7 +53,7 @@ type daemon struct {
 	token string
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func freePort(t *testing.T) int {
 
 // newDaemon prepares a workspace and database in a temp dir and starts delta
 // pointed at the fake model.
-func newDaemon(t *testing.T, fake *modeltest.Server, extra ...string) *daemon {
+func newDaemon(t testing.TB, fake *modeltest.Server, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
@@ -178,7 +178,7 @@ func (d *daemon) waitStatus(id string, want ...string) map[string]any {
 	return nil
 }
 
-func startFake(t *testing.T) *modeltest.Server {
+func startFake(t testing.TB) *modeltest.Server {
 	fake, err := modeltest.Start(modeltest.DemoScript())
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,12 @@ const DefaultBriefPath = "brief.md"
 // end-to-end tests. It reads only the request, so the same conversation
 // always gets the same answer.
 //
-// Terms: the request text is the content of the last user message; a user
-// turn is a run of consecutive user messages, so a conversation of
-// user, assistant, tool, assistant, user has two.
+// Terms: harness blocks are user-role messages whose content starts with
+// "<delta:" (the per-turn and instructions blocks the engine appends after
+// the history on every step); DemoScript ignores them entirely. The request
+// text is the content of the last other user message; a user turn is a run
+// of consecutive such messages, so user, assistant, tool, assistant, user
+// has two. "The last message" is the last one that is not a harness block.
 //
 // When the last message is the user's:
 //   - if the request text contains the word "list" (any case) and the request
@@ -210,7 +213,7 @@ func clip(s string, n int) string {
 func conversation(msgs []ChatMessage) []ChatMessage {
 	out := make([]ChatMessage, 0, len(msgs))
 	for _, m := range msgs {
-		if m.Role == "user" && strings.HasPrefix(m.Content, "<delta:") {
+		if m.Role == "user" && strings.HasPrefix(strings.TrimSpace(m.Content), "<delta:") {
 			continue
 		}
 		out = append(out, m)
