@@ -1,0 +1,247 @@
+package browser
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/chromedp"
+)
+
+// ErrDownloadTooLarge is returned when a download exceeds its maxBytes; the
+// partial file is removed.
+var ErrDownloadTooLarge = errors.New("download exceeds maxBytes")
+
+// maxRedirects bounds the redirect hops of a download.
+const maxRedirects = 10
+
+// Download is the evidence of a completed download.
+type Download struct {
+	URL      string `json:"url"`
+	FinalURL string `json:"finalUrl"`
+	// SavedTo echoes the validated saveAs exactly as given.
+	SavedTo string `json:"savedTo"`
+	// Path is the absolute file written.
+	Path        string `json:"-"`
+	SHA256      string `json:"sha256"`
+	Bytes       int64  `json:"bytes"`
+	ContentType string `json:"contentType,omitempty"`
+	HTTPStatus  int    `json:"httpStatus"`
+}
+
+// DownloadPath validates saveAs against the downloads root: a local relative
+// path (subdirectories allowed, no ..) or an absolute path directly in the
+// root. It returns the absolute destination, or an error wrapping
+// ErrPolicyDenied (outside the root) or ErrInvalidArgument.
+func (r *Runtime) DownloadPath(saveAs string) (string, error) {
+	if r.opts.DownloadsDir == "" {
+		return "", invalidf("downloads are not configured (no downloads directory)")
+	}
+	if strings.TrimSpace(saveAs) == "" || strings.ContainsRune(saveAs, 0) {
+		return "", invalidf("saveAs is empty")
+	}
+	root, err := filepath.Abs(r.opts.DownloadsDir)
+	if err != nil {
+		return "", fmt.Errorf("downloads root: %w", err)
+	}
+	var dest string
+	if filepath.IsAbs(saveAs) {
+		dest = filepath.Clean(saveAs)
+		if filepath.Dir(dest) != root {
+			return "", fmt.Errorf("%w: saveAs %q is not directly under the downloads root", ErrPolicyDenied, saveAs)
+		}
+	} else {
+		if !filepath.IsLocal(saveAs) {
+			return "", fmt.Errorf("%w: saveAs %q leaves the downloads root", ErrPolicyDenied, saveAs)
+		}
+		dest = filepath.Join(root, saveAs)
+	}
+	if filepath.Base(dest) == "." || dest == root {
+		return "", invalidf("saveAs %q names no file", saveAs)
+	}
+	return dest, nil
+}
+
+// DownloadURL fetches rawURL with the session's cookies and user agent and
+// saves it to saveAs (see DownloadPath), at most maxBytes. Each redirect hop
+// is checked against the NavigationPolicy and AllowURL. The file appears
+// only when complete (written to a temporary name, then renamed).
+func (s *Session) DownloadURL(ctx context.Context, rawURL, saveAs string, maxBytes int64) (Download, error) {
+	d := Download{URL: rawURL, SavedTo: saveAs}
+	if maxBytes < 1 {
+		return d, fmt.Errorf("download: %w", invalidf("maxBytes %d must be at least 1", maxBytes))
+	}
+	dest, err := s.rt.DownloadPath(saveAs)
+	if err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	u, err := s.rt.checkURL(rawURL)
+	if err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return d, fmt.Errorf("download: %w: only http and https urls download", ErrPolicyDenied)
+	}
+	if err := s.err(); err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	s.touch()
+
+	cctx, cancel := s.inst.callCtx(ctx, s.rt.opts.ActionTimeout)
+	ver, err := chromedp.CallBrowser(cctx, browser.GetVersion, cdp.Empty{})
+	if err != nil {
+		cancel()
+		return d, fmt.Errorf("download: %w", s.inst.classify(err))
+	}
+	cookies, err := chromedp.CallBrowser(cctx, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: s.contextID})
+	cancel()
+	if err != nil {
+		return d, fmt.Errorf("download: read cookies: %w", s.inst.classify(err))
+	}
+
+	client := &http.Client{
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("more than %d redirects", maxRedirects)
+			}
+			if _, err := s.rt.checkURL(req.URL.String()); err != nil {
+				return err
+			}
+			setCookies(req, cookies.Cookies)
+			return nil
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return d, fmt.Errorf("download: %w", invalidf("%v", err))
+	}
+	req.Header.Set("User-Agent", ver.UserAgent)
+	setCookies(req, cookies.Cookies)
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrPolicyDenied) {
+			return d, fmt.Errorf("download: %w", ErrPolicyDenied)
+		}
+		return d, fmt.Errorf("download %s: %w", rawURL, err)
+	}
+	defer resp.Body.Close()
+	d.FinalURL = resp.Request.URL.String()
+	d.HTTPStatus = resp.StatusCode
+	d.ContentType = resp.Header.Get("Content-Type")
+	if resp.StatusCode >= 400 {
+		return d, fmt.Errorf("download %s: the server answered HTTP %d", rawURL, resp.StatusCode)
+	}
+	if resp.ContentLength > maxBytes {
+		return d, fmt.Errorf("download %s: %w (%d > %d bytes)", rawURL, ErrDownloadTooLarge, resp.ContentLength, maxBytes)
+	}
+
+	if err := insideRoot(s.rt.opts.DownloadsDir, filepath.Dir(dest)); err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), ".download-*")
+	if err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, maxBytes+1))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return d, fmt.Errorf("download %s: %w", rawURL, err)
+	}
+	if n > maxBytes {
+		return d, fmt.Errorf("download %s: %w (more than %d bytes)", rawURL, ErrDownloadTooLarge, maxBytes)
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return d, fmt.Errorf("download: %w", err)
+	}
+	d.Path = dest
+	d.Bytes = n
+	d.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return d, nil
+}
+
+// setCookies adds the browser cookies that apply to the request URL.
+func setCookies(req *http.Request, cookies []*network.Cookie) {
+	req.Header.Del("Cookie")
+	for _, c := range cookies {
+		if cookieApplies(c, req.URL) {
+			req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		}
+	}
+}
+
+// cookieApplies implements the domain, path and secure rules of RFC 6265.
+func cookieApplies(c *network.Cookie, u *url.URL) bool {
+	host := strings.ToLower(u.Hostname())
+	domain := strings.ToLower(strings.TrimPrefix(c.Domain, "."))
+	hostOnly := !strings.HasPrefix(c.Domain, ".")
+	switch {
+	case host == domain:
+	case !hostOnly && strings.HasSuffix(host, "."+domain):
+	default:
+		return false
+	}
+	if c.Secure && u.Scheme != "https" {
+		return false
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	cp := c.Path
+	if cp == "" {
+		cp = "/"
+	}
+	return p == cp || strings.HasPrefix(p, strings.TrimSuffix(cp, "/")+"/")
+}
+
+// insideRoot checks that dir, after resolving symlinks in its existing
+// part, stays inside root: a symlink in the downloads directory must not
+// lead a download elsewhere.
+func insideRoot(root, dir string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("downloads root: %w", err)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("downloads root: %w", err)
+	}
+	existing := dir
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", existing, err)
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+		return fmt.Errorf("%w: %s leads outside the downloads root", ErrPolicyDenied, dir)
+	}
+	return nil
+}

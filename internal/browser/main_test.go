@@ -1,0 +1,188 @@
+package browser
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// One Chromium serves the whole test binary (a launch costs ~0.5 s); tests
+// that kill or close a browser start their own Runtime.
+var (
+	shared  *Runtime
+	srv     *httptest.Server
+	srvStop = make(chan struct{})
+	// secretHits counts requests that reached /secret, the endpoint the
+	// network-policy tests refuse.
+	secretHits atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "browser-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	srv = httptest.NewServer(testHandler())
+	defer func() {
+		close(srvStop)
+		srv.Close()
+	}()
+
+	shared = New(Options{
+		DataDir:         dir,
+		Logger:          testLogger(),
+		NavigateTimeout: 10 * time.Second,
+		ActionTimeout:   10 * time.Second,
+		DownloadsDir:    filepath.Join(dir, "downloads"),
+	})
+	ctx := context.Background()
+	if err := shared.Open(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "the browser tests need Chromium (apt-get install -y chromium):", err)
+		return 1
+	}
+	code := m.Run()
+	if err := shared.Close(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "close shared runtime:", err)
+		code = 1
+	}
+	return code
+}
+
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testHandler serves testdata/ plus a few dynamic endpoints.
+func testHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir("testdata")))
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		select {
+		case <-time.After(time.Duration(min(ms, 5000)) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		case <-srvStop:
+			return
+		}
+		fmt.Fprint(w, "slow done")
+	})
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-srvStop:
+		}
+	})
+	mux.HandleFunc("/setcookie", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "sid", Value: "abc123", Path: "/"})
+		fmt.Fprint(w, "<!doctype html><p>cookie set</p>")
+	})
+	mux.HandleFunc("/echo-cookie", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<!doctype html><p id=c>[%s]</p>", html.EscapeString(r.Header.Get("Cookie")))
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/home.html", http.StatusFound)
+	})
+	mux.HandleFunc("/secret", func(w http.ResponseWriter, r *http.Request) {
+		secretHits.Add(1)
+		fmt.Fprint(w, "<!doctype html><p>secret</p>")
+	})
+	mux.HandleFunc("/redirect-secret", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/secret", http.StatusFound)
+	})
+	mux.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		w.Write(bytes.Repeat([]byte("x"), n))
+	})
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		for i := 0; i < n; i += 100 {
+			w.Write(bytes.Repeat([]byte("y"), min(100, n-i)))
+			w.(http.Flusher).Flush()
+		}
+	})
+	mux.HandleFunc("/error", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	})
+	return mux
+}
+
+// newSession opens a session in the shared runtime, closed at cleanup.
+func newSession(t testing.TB) *Session {
+	t.Helper()
+	s, err := shared.NewSession(context.Background(), "default", ExecutionPolicy{})
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := shared.CloseSession(context.Background(), s.ID); err != nil {
+			t.Errorf("CloseSession: %v", err)
+		}
+	})
+	return s
+}
+
+// testPage opens a page in a fresh session.
+func testPage(t testing.TB) *Page {
+	t.Helper()
+	p, err := newSession(t).NewPage(context.Background())
+	if err != nil {
+		t.Fatalf("NewPage: %v", err)
+	}
+	return p
+}
+
+// open navigates p to a path of the test server and fails on a failed outcome.
+func open(t testing.TB, p *Page, path string) {
+	t.Helper()
+	out := p.Navigate(context.Background(), srv.URL+path)
+	if !out.OK() {
+		t.Fatalf("Navigate(%s) = %+v (error %+v)", path, out, out.Error)
+	}
+}
+
+// eval evaluates expr and decodes the result into T.
+func eval[T any](t testing.TB, p *Page, expr string) T {
+	t.Helper()
+	raw, err := p.Evaluate(context.Background(), expr)
+	if err != nil {
+		t.Fatalf("Evaluate(%s): %v", expr, err)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("Evaluate(%s) = %s: decode: %v", expr, raw, err)
+	}
+	return v
+}
+
+// eventually polls cond until it holds; it fails the test after a generous
+// bound (this is a liveness check, not a timing assertion).
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

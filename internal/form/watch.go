@@ -1,0 +1,165 @@
+package form
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// watcher follows what a submit causes on the page: navigation of the main
+// frame and network requests. It subscribes before the click, so nothing the
+// click triggers is missed.
+type watcher struct {
+	main   cdp.FrameID
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // a buffered nudge on every event
+
+	mu sync.Mutex
+	st watchState
+}
+
+type watchState struct {
+	navRequested bool
+	navigated    bool
+	loaded       bool
+	requests     int
+	pending      map[network.RequestID]bool
+	lastActivity time.Time
+}
+
+// watch subscribes to the events of the page in ctx.
+func watch(ctx context.Context, main cdp.FrameID) *watcher {
+	wctx, cancel := context.WithCancel(ctx)
+	w := &watcher{main: main, cancel: cancel, kick: make(chan struct{}, 1)}
+	w.st.pending = map[network.RequestID]bool{}
+	w.st.lastActivity = time.Now()
+	// Each Events call subscribes when it returns; the ranging happens on
+	// goroutines that end when wctx is cancelled.
+	consume(w, chromedp.Events(wctx, network.RequestWillBeSent), func(st *watchState, e network.EventRequestWillBeSent) {
+		// Long-lived streams never finish; they must not hold quiet off.
+		if e.Type == network.ResourceTypeEventSource || e.Type == network.ResourceTypeWebSocket {
+			return
+		}
+		st.requests++
+		st.pending[e.RequestID] = true
+	})
+	consume(w, chromedp.Events(wctx, network.LoadingFinished), func(st *watchState, e network.EventLoadingFinished) {
+		delete(st.pending, e.RequestID)
+	})
+	consume(w, chromedp.Events(wctx, network.LoadingFailed), func(st *watchState, e network.EventLoadingFailed) {
+		delete(st.pending, e.RequestID)
+	})
+	consume(w, chromedp.Events(wctx, page.FrameRequestedNavigation), func(st *watchState, e page.EventFrameRequestedNavigation) {
+		if e.FrameID == w.main {
+			st.navRequested = true
+		}
+	})
+	consume(w, chromedp.Events(wctx, page.FrameStartedNavigating), func(st *watchState, e page.EventFrameStartedNavigating) {
+		if e.FrameID == w.main && e.NavigationType != page.FrameStartedNavigatingNavigationTypeSameDocument {
+			st.navRequested = true
+		}
+	})
+	consume(w, chromedp.Events(wctx, page.FrameNavigated), func(st *watchState, e page.EventFrameNavigated) {
+		if e.Frame != nil && (e.Frame.ID == w.main || e.Frame.ParentID == "") {
+			st.navigated = true
+			st.loaded = false
+		}
+	})
+	consume(w, chromedp.Events(wctx, page.NavigatedWithinDocument), func(st *watchState, e page.EventNavigatedWithinDocument) {
+		if e.FrameID == w.main {
+			st.navigated = true
+			st.loaded = true
+		}
+	})
+	consume(w, chromedp.Events(wctx, page.LoadEventFired), func(st *watchState, _ page.EventLoadEventFired) {
+		if st.navigated {
+			st.loaded = true
+		}
+	})
+	return w
+}
+
+// consume ranges over one event stream on its own goroutine.
+func consume[E any](w *watcher, events func(func(E, error) bool), apply func(*watchState, E)) {
+	w.wg.Go(func() {
+		for e, err := range events {
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			apply(&w.st, e)
+			w.st.lastActivity = time.Now()
+			w.mu.Unlock()
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+	})
+}
+
+// clicked restarts the quiet clock at the moment of the submit.
+func (w *watcher) clicked() {
+	w.mu.Lock()
+	w.st.lastActivity = time.Now()
+	w.mu.Unlock()
+}
+
+// snapshot copies the state.
+func (w *watcher) snapshot() watchState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.st
+	st.pending = nil
+	return st
+}
+
+func (w *watcher) pendingCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.st.pending)
+}
+
+// wait blocks until the submit settles: blocked by validation (invalid > 0
+// before any navigation starts), navigated and loaded, or, for
+// WaitNetworkQuiet, no request pending for v.QuietFor. timedOut reports
+// that v.Timeout passed first.
+func (w *watcher) wait(ctx context.Context, v Verify, invalid func() int) (blocked, timedOut bool, err error) {
+	deadline := time.NewTimer(v.Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st := w.snapshot()
+		pending := w.pendingCount()
+		switch {
+		case !st.navRequested && !st.navigated && invalid() > 0:
+			return true, false, nil
+		case st.navigated && st.loaded:
+			return false, false, nil
+		case v.WaitFor == WaitNetworkQuiet && !st.navRequested && !st.navigated && pending == 0 &&
+			time.Since(st.lastActivity) >= v.QuietFor:
+			return false, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, false, ctx.Err()
+		case <-deadline.C:
+			return false, true, nil
+		case <-tick.C:
+		case <-w.kick:
+		}
+	}
+}
+
+// stop ends the subscriptions and waits for their goroutines.
+func (w *watcher) stop() {
+	w.cancel()
+	w.wg.Wait()
+}

@@ -1,0 +1,413 @@
+package snapshot
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+)
+
+// Caps on one line, so one huge label cannot eat the byte budget.
+const (
+	maxNameRunes  = 160
+	maxValueRunes = 200
+	maxTextRunes  = 300
+)
+
+// transparent roles are structure an agent does not act on: the node is not
+// shown, its children move up to its depth.
+var transparent = map[string]bool{
+	"none": true, "presentation": true, "generic": true, "LabelText": true,
+	"strong": true, "emphasis": true, "paragraph": true, "Section": true,
+	"time": true, "mark": true, "code": true, "subscript": true, "superscript": true,
+	"insertion": true, "deletion": true, "Abbr": true, "Ruby": true, "Pre": true,
+	"blockquote": true, "Canvas": true, "rowgroup": true, "cell": true,
+	"MenuListPopup": true, "Legend": true, "caption": true, "Unknown": true,
+	"DescriptionList": true, "term": true, "definition": true, "Details": true,
+	"sectionheader": true, "sectionfooter": true,
+}
+
+// dropped roles never show, nor does anything under them.
+var dropped = map[string]bool{
+	"InlineTextBox": true, "ListMarker": true, "LineBreak": true,
+}
+
+// namedOnly roles show only when they carry a name: an unnamed region or
+// group is just a box.
+var namedOnly = map[string]bool{
+	"region": true, "group": true, "figure": true, "img": true, "image": true,
+	"article": true, "Section": true, "search": true,
+}
+
+// inline roles do not start a new text block: "You have <strong>2</strong>
+// items" collapses into one text line.
+var inline = map[string]bool{
+	"strong": true, "emphasis": true, "code": true, "mark": true, "subscript": true,
+	"superscript": true, "time": true, "Abbr": true, "insertion": true, "deletion": true,
+	"none": true, "presentation": true,
+}
+
+// valueRoles show their value after the line and hide their inner text.
+var valueRoles = map[string]bool{
+	"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true,
+	"slider": true, "progressbar": true, "meter": true, "scrollbar": true,
+	"Date": true, "DateTime": true, "InputTime": true, "ColorWell": true,
+}
+
+// opaque roles hide their children: date and time inputs hold their parts
+// (month, day, year, a picker button) in a user-agent shadow root, which are
+// internals, not page content.
+var opaque = map[string]bool{"Date": true, "DateTime": true, "InputTime": true, "ColorWell": true}
+
+// interesting roles survive Options.Interesting.
+var interesting = map[string]bool{
+	"banner": true, "navigation": true, "main": true, "contentinfo": true,
+	"complementary": true, "region": true, "search": true, "form": true,
+	"heading": true, "link": true, "button": true, "textbox": true, "searchbox": true,
+	"combobox": true, "listbox": true, "option": true, "checkbox": true, "radio": true,
+	"radiogroup": true, "switch": true, "slider": true, "spinbutton": true,
+	"menu": true, "menubar": true, "menuitem": true, "menuitemcheckbox": true,
+	"menuitemradio": true, "tab": true, "tablist": true, "tree": true, "treeitem": true,
+	"dialog": true, "alertdialog": true, "alert": true, "status": true, "iframe": true,
+	"group": true, "grid": true, "gridcell": true, "date": true, "datetime": true,
+	"time": true, "color": true,
+}
+
+// displayRole maps Chromium's internal role names to the names agents use.
+func displayRole(role string) string {
+	switch role {
+	case "RootWebArea", "WebArea":
+		return "document"
+	case "Iframe", "IframePresentational":
+		return "iframe"
+	case "StaticText":
+		return "text"
+	case "image":
+		return "img"
+	case "Date":
+		return "date"
+	case "DateTime":
+		return "datetime"
+	case "InputTime":
+		return "time"
+	case "ColorWell":
+		return "color"
+	case "DisclosureTriangle":
+		return "button"
+	case "MenuListOption", "ListBoxOption":
+		return "option"
+	}
+	return role
+}
+
+// flattener turns the tree into the shown nodes in document order.
+type flattener struct {
+	out         []Node
+	interesting bool
+	labels      map[cdp.BackendNodeID]bool // label elements that name a control
+	lastBlock   *axNode                    // block of the last text node shown
+	lastRaw     string                     // raw text of the last text node, spacing kept
+}
+
+type walkState struct {
+	depth  int
+	name   string // lower-cased name of the nearest shown ancestor
+	noText bool   // inside a control that shows its value instead
+	inLbl  bool   // inside a label that names a control
+	block  *axNode
+}
+
+// flatten returns the nodes to show under root. A scoped root is shown
+// itself; the page root (the document) is not.
+func flatten(tree *axTree, root *axNode, scoped, interestingOnly bool) []Node {
+	f := &flattener{interesting: interestingOnly, labels: map[cdp.BackendNodeID]bool{}}
+	tree.root.walk(func(n *axNode) bool {
+		for _, l := range n.labels {
+			f.labels[l] = true
+		}
+		return true
+	})
+	st := walkState{block: root}
+	if scoped {
+		f.visit(root, st, true)
+	} else {
+		for _, c := range root.children {
+			f.visit(c, st, false)
+		}
+	}
+	return f.out
+}
+
+func (f *flattener) visit(n *axNode, st walkState, force bool) {
+	if dropped[n.role] {
+		return
+	}
+	if n.labels == nil && f.labels[n.backend] {
+		st.inLbl = true
+	}
+	if n.role == "StaticText" {
+		f.text(n, st)
+		return
+	}
+	show := force || f.shows(n)
+	if !n.ignored && !inline[n.role] {
+		st.block = n
+	}
+	if show {
+		f.out = append(f.out, f.node(n, st.depth))
+		f.lastBlock = nil
+		st.depth++
+		st.name = strings.ToLower(normalize(n.name))
+		if valueRoles[n.role] {
+			st.noText = true
+			// A collapsed <select> lists its options in a popup; they belong
+			// to form_snapshot, not to every page snapshot.
+			if n.role == "combobox" && n.prop(accessibility.PropertyNameExpanded) != "true" {
+				return
+			}
+			if opaque[n.role] {
+				return
+			}
+		}
+	}
+	for _, c := range n.children {
+		f.visit(c, st, false)
+	}
+	if show || !inline[n.role] {
+		f.lastBlock = nil // a block ended: the next text starts a new line
+	}
+}
+
+// shows reports whether a node gets its own line.
+func (f *flattener) shows(n *axNode) bool {
+	if n.ignored || transparent[n.role] || n.role == "" {
+		return false
+	}
+	if namedOnly[n.role] && strings.TrimSpace(n.name) == "" {
+		return false
+	}
+	if f.interesting && !interesting[displayRole(n.role)] {
+		return false
+	}
+	return true
+}
+
+// text shows a static text node unless it repeats what is already shown:
+// the name of its control, the label of a control, or a field's value.
+func (f *flattener) text(n *axNode, st walkState) {
+	if f.interesting || st.noText || st.inLbl || n.ignored {
+		return
+	}
+	t := normalize(n.name)
+	if t == "" {
+		return
+	}
+	if st.name != "" && strings.Contains(st.name, strings.ToLower(t)) {
+		return
+	}
+	if last := len(f.out) - 1; last >= 0 && f.lastBlock == st.block && f.out[last].Role == "text" && f.out[last].Depth == st.depth {
+		// The raw pieces carry the page's own spacing: "You have " +
+		// "2 items" reads as written.
+		if len(f.lastRaw) < 4*maxTextRunes {
+			f.lastRaw += n.name
+		}
+		f.out[last].Name = clip(normalize(f.lastRaw), maxTextRunes)
+		return
+	}
+	f.out = append(f.out, Node{Role: "text", Name: clip(t, maxTextRunes), Depth: st.depth, FrameID: string(n.frame)})
+	f.lastBlock = st.block
+	f.lastRaw = n.name
+}
+
+// node builds the shown node for n.
+func (f *flattener) node(n *axNode, depth int) Node {
+	out := Node{
+		Role:    displayRole(n.role),
+		Name:    clip(normalize(n.name), maxNameRunes),
+		Depth:   depth,
+		FrameID: string(n.frame),
+	}
+	if n.backend != 0 {
+		out.Ref = RefOf(n.backend)
+	}
+	if valueRoles[n.role] || n.value != "" {
+		v := n.value
+		if isMasked(v) {
+			out.HasValue = true
+		} else if v != "" && v != n.name {
+			out.Value = clip(v, maxValueRunes)
+		}
+	}
+	out.States = states(n)
+	if lv, err := strconv.Atoi(n.prop(accessibility.PropertyNameLevel)); err == nil && n.role == "heading" {
+		out.Level = lv
+	}
+	if n.role == "link" {
+		out.URL = n.prop(accessibility.PropertyNameURL)
+	}
+	return out
+}
+
+// isMasked reports a password field's value: Chromium exposes it as one
+// bullet per character, so even its length must not leak.
+func isMasked(v string) bool {
+	if v == "" {
+		return false
+	}
+	for _, r := range v {
+		if r != '•' && r != '●' {
+			return false
+		}
+	}
+	return true
+}
+
+// states lists the boolean states worth showing, in a fixed order.
+func states(n *axNode) []string {
+	var out []string
+	add := func(s string) { out = append(out, s) }
+	switch n.prop(accessibility.PropertyNameChecked) {
+	case "true":
+		add("checked")
+	case "mixed":
+		add("mixed")
+	}
+	switch n.prop(accessibility.PropertyNamePressed) {
+	case "true":
+		add("pressed")
+	case "mixed":
+		add("mixed")
+	}
+	if n.prop(accessibility.PropertyNameSelected) == "true" {
+		add("selected")
+	}
+	switch n.prop(accessibility.PropertyNameExpanded) {
+	case "true":
+		add("expanded")
+	case "false":
+		add("collapsed")
+	}
+	if n.prop(accessibility.PropertyNameDisabled) == "true" {
+		add("disabled")
+	}
+	if n.prop(accessibility.PropertyNameReadonly) == "true" {
+		add("readonly")
+	}
+	if n.prop(accessibility.PropertyNameRequired) == "true" {
+		add("required")
+	}
+	if v := n.prop(accessibility.PropertyNameInvalid); v != "" && v != "false" {
+		add("invalid")
+	}
+	if n.prop(accessibility.PropertyNameFocused) == "true" && n.role != "RootWebArea" {
+		add("focused")
+	}
+	return out
+}
+
+// normalize collapses runs of white space and trims.
+func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip cuts s to n runes, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// line renders one node as text.
+func line(n Node) string {
+	var b strings.Builder
+	for range n.Depth {
+		b.WriteString("  ")
+	}
+	b.WriteString("- ")
+	if n.Role == "text" {
+		b.WriteString("text: ")
+		b.WriteString(n.Name)
+		return b.String()
+	}
+	b.WriteString(n.Role)
+	if n.Name != "" {
+		b.WriteString(" ")
+		b.WriteString(strconv.Quote(n.Name))
+	}
+	for _, s := range n.States {
+		b.WriteString(" [")
+		b.WriteString(s)
+		b.WriteString("]")
+	}
+	if n.Level > 0 {
+		b.WriteString(" [level=")
+		b.WriteString(strconv.Itoa(n.Level))
+		b.WriteString("]")
+	}
+	if n.HasValue {
+		b.WriteString(" [hasValue]")
+	}
+	if n.Ref != "" {
+		b.WriteString(" [ref=")
+		b.WriteString(n.Ref)
+		b.WriteString("]")
+	}
+	if n.Value != "" {
+		b.WriteString(": ")
+		b.WriteString(strconv.Quote(n.Value))
+	}
+	return b.String()
+}
+
+// repairTruncated is what a truncated snapshot tells the agent to do.
+const repairTruncated = `scope the snapshot with target (e.g. {"role":"main"} or a ref from this snapshot), ` +
+	`or raise maxNodes/maxBytes`
+
+// render applies the bounds and builds the snapshot text.
+func render(nodes []Node, opts Options) *Snapshot {
+	s := &Snapshot{TotalNodes: len(nodes)}
+	lines := make([]string, len(nodes))
+	total := 0
+	for i, n := range nodes {
+		lines[i] = line(n)
+		total += len(lines[i]) + 1
+	}
+	shown := len(nodes)
+	if shown > opts.MaxNodes || total > opts.MaxBytes {
+		s.Truncated = true
+		s.Repair = repairTruncated
+		// Room for the trailer line that repeats the repair for agents that
+		// read only the text.
+		budget := opts.MaxBytes - 320
+		size := 0
+		shown = 0
+		for shown < len(nodes) && shown < opts.MaxNodes && size+len(lines[shown])+1 <= budget {
+			size += len(lines[shown]) + 1
+			shown++
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines[:shown] {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if s.Truncated {
+		b.WriteString("# truncated: showing ")
+		b.WriteString(strconv.Itoa(shown))
+		b.WriteString(" of ")
+		b.WriteString(strconv.Itoa(len(nodes)))
+		b.WriteString(" nodes; ")
+		b.WriteString(repairTruncated)
+		b.WriteByte('\n')
+	}
+	s.Nodes = nodes[:shown:shown]
+	if s.Nodes == nil {
+		s.Nodes = []Node{}
+	}
+	s.ShownNodes = shown
+	s.Text = b.String()
+	s.Bytes = len(s.Text)
+	return s
+}
