@@ -96,10 +96,25 @@ type Response struct {
 	Usage        Usage
 }
 
-// Stream receives incremental output while a call is in flight. Either field may be nil.
+// Stream receives incremental output while a call is in flight. Any field may be nil.
 type Stream struct {
 	OnText      func(delta string)
 	OnReasoning func(delta string)
+	// OnRetry is told of every retry, re-auth, model switch and provider
+	// failover a cascading provider makes within one call.
+	OnRetry func(Retry)
+}
+
+// Retry describes one retry or switch inside a call.
+type Retry struct {
+	Reason       string `json:"reason"` // retry | reauth | model_switch | provider_failover
+	Provider     string `json:"provider,omitempty"`
+	Model        string `json:"model"`
+	NextProvider string `json:"next_provider,omitempty"`
+	NextModel    string `json:"next_model"`
+	Attempt      int    `json:"attempt"`
+	Status       int    `json:"status,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // Provider performs one model call. Implementations must honour ctx
