@@ -1,0 +1,91 @@
+// Package gateway is bobby's MCP surface: the tool table, capability
+// gating, phases, argument validation, command envelopes and outcomes,
+// workflow handles, retained context, resources, prompts, and the two
+// transports (stdio and streamable HTTP), over the browser runtime of
+// package browser and the snapshot/form engines of packages snapshot and
+// form.
+//
+// # Sessions, principals, servers
+//
+// Every MCP session gets its own *mcp.Server (stdio has one; streamable
+// HTTP creates one per Mcp-Session-Id through the SDK's getServer
+// callback), so tools/list and notifications/tools/list_changed are per
+// session and per principal. The server registers the tools the
+// principal's capabilities allow; a receiving middleware filters tools/list
+// by phase and answers every tools/call itself, so a tool hidden by the
+// phase stays callable and every call re-checks the caller's capabilities
+// (HTTP: the bearer of that very request). toolset_select re-registers one
+// tool, so the SDK sends exactly one list_changed, to this session only.
+// Each MCP session also has its own workflow-handle registry: a new
+// initialize (a new session) never sees the handles of another. Browser sessions and pages belong to the principal that created
+// them; anyone else gets notFound, the same answer as for an unknown ID.
+//
+// Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05 are
+// negotiated through initialize; 2026-07-28 (stateless, no initialize) is
+// refused so that Go clients fall back to initialize. An accepted initialize
+// starts a new generation of the session's handle registry.
+//
+// # Capabilities
+//
+// Static requirements decide advertisement and are re-checked per call;
+// dynamic ones depend on the arguments. Served as bobby://capabilities.
+//
+//	tool                      capability         dynamic                                  phases
+//	session_create            -                  fingerprint/humanize/zigzagzig caps      all
+//	session_list              -                                                           all
+//	session_close             -                                                           all
+//	page_open                 -                  url → browser:mutate                      all
+//	page_close                -                                                           all
+//	page_list                 -                                                           all
+//	page_activate             -                                                           all
+//	runtime_info              -                                                           all
+//	toolset_select            -                                                           all
+//	workflow_start            browser:mutate                                              all
+//	workflow_observe          browser:mutate     includeForms → page:read                  all
+//	navigate                  browser:mutate                                              explore act
+//	click                     browser:mutate                                              act
+//	type_text                 browser:mutate                                              act
+//	a11y_snapshot             page:read                                                   explore act verify
+//	form_snapshot             page:read                                                   explore intent verify
+//	control_action            browser:mutate     setFiles → file:upload                    act intent
+//	wait_for                  page:read                                                   act intent verify
+//	screenshot                artifact:capture   (artifact:// read needs artifact:read)    verify
+//	inspect                   page:read                                                   verify
+//	extract_structured        page:read                                                   verify
+//	context_ask               page:read                                                   explore intent verify
+//	evaluate_javascript       browser:mutate     session executionPolicy.javascriptEvaluation act
+//	dialog                    browser:mutate                                              act
+//	intent_locate             page:read                                                   intent
+//	intent_fill               browser:mutate                                              intent
+//	intent_complete_form      browser:mutate                                              explore intent
+//	intent_submit_and_verify  browser:mutate                                              explore intent
+//	command_execute           -                  the capability of the envelope's kind     act
+//
+// "-" means any authenticated principal. browser:fingerprint and
+// browser:humanize gate the execution-policy flags of the same names; the
+// godmode flag zigzagzig (both at once) is advertised only to principals
+// holding both.
+//
+// # Results
+//
+// Command tools (the flat browser tools, intent_* and command_execute) build
+// an envelope with a server-generated commandId and deadline and return a
+// CommandOutcome {status, commandId, workflowId, sessionId, pageId, kind,
+// evidence, error{code, message, repair{action, doc}}}. A status other than
+// completed sets isError. evidenceDetail "compact" (the default) leaves
+// timings out and never attaches a snapshot to an action; "full" adds
+// diagnostics and structured snapshot nodes. Arguments are validated here,
+// not by the SDK: a violation is a tool error whose structuredContent holds
+// {reason:"schemaViolation", pointer, constraint} naming the schema location
+// and keyword, never the submitted value; a malformed request (non-object
+// arguments, unknown tool) is JSON-RPC -32602 with the same data.
+//
+// # Resources and prompts
+//
+// bobby://failure-taxonomy (every code: meaning, repair, retry rule),
+// bobby://capabilities (the table above), bobby://phases (phase → tools),
+// bobby://schemas (every tool's input/output schema and each envelope
+// kind's input), and artifact://{id} for screenshots. Prompts:
+// fill_and_submit_form, extract_from_page, recover_workflow, each taking
+// sessionId and pageId.
+package gateway
