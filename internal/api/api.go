@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/web"
 )
 
 // Options configures a Server.
@@ -64,6 +65,11 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/tasks/{id}/events", s.control(s.taskEvents))
 	s.mux.Handle("GET /v1/busy", s.control(s.busy))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
+	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'")
+		_, _ = w.Write(web.Index)
+	}))
 	s.mux.Handle("/v1/", s.control(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	}))

@@ -254,3 +254,64 @@ func TestBusy(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestInspectionGate(t *testing.T) {
+	open := newServer(t, api.Options{}, echoProvider)
+	resp, err := http.Get(open.URL + "/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "/v1/dev/stream") {
+		t.Fatalf("/dev from loopback: %d", resp.StatusCode)
+	}
+	off := newServer(t, api.Options{InspectOff: true}, echoProvider)
+	if s, _ := do(t, "GET", off.URL+"/v1/dev/stream?live=0", ``, nil); s != 404 {
+		t.Fatalf("DELTA_INSPECT=off: %d", s)
+	}
+	gated := newServer(t, api.Options{InspectToken: "look", ControlToken: "drive"}, echoProvider)
+	if s, _ := do(t, "GET", gated.URL+"/v1/dev/stream?live=0", ``, map[string]string{"Authorization": "Bearer drive"}); s != 401 {
+		t.Fatalf("the control token must not grant inspection: %d", s)
+	}
+	r, err := http.NewRequest("GET", gated.URL+"/v1/dev/stream?live=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", "Bearer look")
+	resp, err = http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("inspect token: %d", resp.StatusCode)
+	}
+}
+
+func TestDevStreamReplayMatchesPagedEvents(t *testing.T) {
+	srv := newServer(t, api.Options{}, echoProvider)
+	_, first := do(t, "POST", srv.URL+"/v1/responses", `{"input":"a"}`, nil)
+	do(t, "POST", srv.URL+"/v1/responses", `{"input":"b"}`, nil)
+	id := first["id"].(string)
+	_, page := do(t, "GET", srv.URL+"/v1/tasks/"+id+"/events?since=0", ``, nil)
+	var want []string
+	for _, e := range page["events"].([]any) {
+		want = append(want, itoa(int(e.(map[string]any)["id"].(float64))))
+	}
+	resp, err := http.Get(srv.URL + "/v1/dev/stream?live=0&run=" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var got []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			got = append(got, v)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(got) < 4 {
+		t.Fatalf("dev stream ids %v, paged ids %v", got, want)
+	}
+}
