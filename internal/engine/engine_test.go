@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/workspace"
 )
 
 // harness is a real store, bundle, registry, engine, queue and service
@@ -50,9 +52,13 @@ func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools 
 	}
 	reg := tool.NewRegistry()
 	reg.Add(tools...)
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := engine.Options{
 		Store: st, Broker: event.NewBroker(), Provider: p, Models: []string{"primary", "fallback"},
-		Prompt: b, Tools: reg, WorkspaceDir: dir,
+		Prompt: b, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
 		ToolNames:    func(string) []string { return reg.Names() },
 		Budget:       func(string) engine.Budget { return budget },
 		RetryBackoff: time.Millisecond,
@@ -412,5 +418,41 @@ func TestInvalidToolArgumentsReachTheModelAsAnError(t *testing.T) {
 	r, resp := h.run(t, "please echo")
 	if r.Status != store.StatusDone || !strings.Contains(resp.OutputText, "error") {
 		t.Fatalf("status %s output %q", r.Status, resp.OutputText)
+	}
+}
+
+func TestLargeResultSpillsToWorkspace(t *testing.T) {
+	huge := strings.Repeat("0123456789", 5000) + "THE-END"
+	big := tool.Func("big", "returns a lot", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		return tool.Text(huge), nil
+	})
+	var seen string
+	var mu sync.Mutex
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		for _, m := range req.Messages {
+			if m.Role == model.RoleTool {
+				mu.Lock()
+				seen = m.Content
+				mu.Unlock()
+				return model.Response{Model: req.Model, Text: "ok"}, nil
+			}
+		}
+		return model.Response{Model: req.Model, ToolCalls: []model.ToolCall{{ID: "call-1", Name: "big", Arguments: json.RawMessage(`{"text":""}`)}}}, nil
+	})
+	h := newHarness(t, p, engine.Budget{Steps: 10, Tokens: 1 << 40, CostUSD: 100}, big)
+	r, _ := h.run(t, "fetch it all")
+	if r.Status != store.StatusDone {
+		t.Fatalf("status %s: %s", r.Status, r.Error)
+	}
+	if n := len([]rune(seen)); n > 20000 || !strings.HasPrefix(seen, "0123456789") || !strings.HasSuffix(seen, "THE-END") {
+		t.Fatalf("inline result: %d runes, head/tail kept? %q…%q", n, seen[:20], seen[len(seen)-20:])
+	}
+	spill := filepath.Join(h.dir, ".delta", "spill", r.ID+".call-1.txt")
+	b, err := os.ReadFile(spill)
+	if err != nil || string(b) != huge {
+		t.Fatalf("spill file %s: %v (len %d)", spill, err, len(b))
+	}
+	if !strings.Contains(seen, ".delta/spill/"+r.ID+".call-1.txt") {
+		t.Fatalf("inline note does not name the spill path")
 	}
 }
