@@ -28,6 +28,7 @@ type Options struct {
 	Build        string
 	Placement    func(requested string) string // request profile → effective tier
 	Heartbeat    time.Duration                 // SSE keep-alive comment interval (default 15s)
+	Status       func() any                    // GET /v1/status body (secret-free); nil = 404
 	Logger       *slog.Logger
 }
 
@@ -64,6 +65,13 @@ func (s *Server) routes() {
 	s.mux.Handle("DELETE /v1/tasks/{id}", s.control(s.cancelTask))
 	s.mux.Handle("GET /v1/tasks/{id}/events", s.control(s.taskEvents))
 	s.mux.Handle("GET /v1/busy", s.control(s.busy))
+	s.mux.Handle("GET /v1/status", s.control(func(w http.ResponseWriter, _ *http.Request) {
+		if s.o.Status == nil {
+			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "status is not available"})
+			return
+		}
+		writeJSON(w, http.StatusOK, s.o.Status())
+	}))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
 	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

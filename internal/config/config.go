@@ -92,6 +92,15 @@ type Config struct {
 	// ModelFallbacks are more model IDs tried on the same endpoint
 	// (DELTA_MODEL_FALLBACKS, comma-separated, blanks dropped).
 	ModelFallbacks []string `env:"DELTA_MODEL_FALLBACKS"`
+	// Providers are the DELTA_PROVIDERS fallback endpoints (see
+	// ParseProviders); a null or malformed entry is skipped with a warning.
+	Providers []ProviderSpec `env:"DELTA_PROVIDERS"`
+	// ModelHeaders are extra static headers for the primary only
+	// (MODEL_HEADERS); reserved names refuse boot.
+	ModelHeaders map[string]string `env:"MODEL_HEADERS"`
+	// Broker is the primary's subscription broker (DELTA_BROKER_TOKEN_URL,
+	// DELTA_BROKER_AUTH, DELTA_BROKER_ALLOWED_HOSTS).
+	Broker BrokerSpec `env:"DELTA_BROKER_TOKEN_URL,DELTA_BROKER_AUTH,DELTA_BROKER_ALLOWED_HOSTS"`
 	// ModelTimeout bounds one wire attempt (DELTA_MODEL_TIMEOUT_MS, default
 	// 300000; 0 = no timeout).
 	ModelTimeout time.Duration `env:"DELTA_MODEL_TIMEOUT_MS"`
@@ -113,6 +122,16 @@ type Config struct {
 	// ToolResultMaxBytes is the inline size of a tool result before it spills
 	// to a file (DELTA_TOOL_RESULT_MAX_BYTES, default 20000).
 	ToolResultMaxBytes int `env:"DELTA_TOOL_RESULT_MAX_BYTES"`
+
+	// FetchAllowPrivate lets web_fetch reach loopback and private addresses
+	// (DELTA_FETCH_ALLOW_PRIVATE, boolean, default off): a development escape.
+	FetchAllowPrivate bool `env:"DELTA_FETCH_ALLOW_PRIVATE"`
+	// ExaAPIKey enables web_search (EXA_API_KEY; without it the tool is
+	// listed as unusable).
+	ExaAPIKey string `env:"EXA_API_KEY"`
+	// CodeCLI is the coding CLI the code tool runs, split on spaces
+	// (DELTA_CODE_CLI; empty = codex exec … with apps and plugins disabled).
+	CodeCLI string `env:"DELTA_CODE_CLI"`
 
 	// Profile is the daemon's tier ceiling, ProfileTrusted or ProfileSafe
 	// (DELTA_PROFILE; aliases work→trusted, chat→safe; default trusted; any
@@ -236,10 +255,15 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ModelFallbacks:     l.csv("DELTA_MODEL_FALLBACKS"),
 		ModelTimeout:       l.millis("DELTA_MODEL_TIMEOUT_MS", DefaultModelTimeout),
 		ModelPrices:        l.prices("DELTA_MODEL_PRICES"),
+		ModelHeaders:       l.modelHeaders("MODEL_HEADERS"),
+		Broker:             l.broker(),
 		ReasoningEffort:    strings.ToLower(l.str("DELTA_REASONING_EFFORT", "")),
 		UtilityModel:       l.utilityModel(),
 		ToolTimeout:        l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
 		ToolResultMaxBytes: l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
+		FetchAllowPrivate:  l.boolean("DELTA_FETCH_ALLOW_PRIVATE"),
+		ExaAPIKey:          l.str("EXA_API_KEY", ""),
+		CodeCLI:            l.str("DELTA_CODE_CLI", ""),
 		Profile:            l.profile("DELTA_PROFILE"),
 		MaxSteps:           l.steps("DELTA_MAX_STEPS"),
 		MaxTokens:          l.tokens("DELTA_MAX_TOKENS"),
@@ -257,6 +281,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		MaxBodyBytes:       int64(l.intRange("DELTA_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40)),
 		LeaseHolder:        l.leaseHolder(),
 	}
+	var pw []string
+	c.Providers, pw = l.providers("DELTA_PROVIDERS")
+	c.Warnings = append(c.Warnings, pw...)
 	for _, name := range removedVars {
 		if _, ok := lookup(name); ok {
 			c.Warnings = append(c.Warnings, fmt.Sprintf(

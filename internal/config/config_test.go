@@ -34,7 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		ModelPrimary: "anthropic/claude-sonnet-4.5", UtilityModel: "anthropic/claude-haiku-4.5",
 		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000,
 		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true,
-		MaxBodyBytes: 1 << 20, LeaseHolder: "m1",
+		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)

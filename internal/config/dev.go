@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -80,5 +81,20 @@ func EnvList(env map[string]string) []string {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, k+"="+env[k])
 	}
+	return out
+}
+
+// PlumbingEnv is the environment a child process (the code CLI, an MCP
+// stdio server) inherits: process plumbing only, never the daemon's
+// credentials — PATH, HOME, SHELL, TMPDIR, LANG, TERM and LC_*.
+func PlumbingEnv() []string {
+	var out []string
+	for k, v := range Environ() {
+		switch {
+		case k == "PATH", k == "HOME", k == "SHELL", k == "TMPDIR", k == "LANG", k == "TERM", strings.HasPrefix(k, "LC_"):
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
 	return out
 }

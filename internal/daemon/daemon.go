@@ -20,11 +20,9 @@ import (
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/model/openai"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
-	"github.com/deltaharness/delta/internal/tool/file"
 	"github.com/deltaharness/delta/internal/version"
 	"github.com/deltaharness/delta/internal/workspace"
 )
@@ -35,6 +33,7 @@ const trashRetention = 7 * 24 * time.Hour
 
 // parts is everything a running harness holds, for Serve and RunOnce.
 type parts struct {
+	status  func() any // the /v1/status body
 	store   *store.Store
 	queue   *queue.Queue
 	service *engine.Service
@@ -52,8 +51,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.L
 	if err := ws.SweepTrash(trashRetention); err != nil {
 		logger.Warn("sweep workspace trash", "err", err)
 	}
-	reg := tool.NewRegistry()
-	reg.Add(file.All(ws)...)
+	reg, toolStatus := buildTools(cfg, ws, logger)
 
 	b, err := bundle.Load(bundle.Options{
 		Dir: cfg.Workspace, PolicyMaxTokens: cfg.PolicyMaxTokens, SelfMaxTokens: cfg.SelfMaxTokens,
@@ -65,10 +63,11 @@ func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.L
 	for _, w := range b.Warnings() {
 		logger.Warn(w)
 	}
-	provider, err := newProvider(cfg)
+	provider, err := newCascade(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
+	status := func() any { return statusView(cfg, provider, toolStatus) }
 	st, err := store.Open(ctx, dbPath)
 	if err != nil {
 		return nil, err
@@ -88,7 +87,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.L
 		Logger: logger,
 	})
 	q := queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
-	return &parts{store: st, queue: q, service: &engine.Service{Store: st, Queue: q, Engine: eng}}, nil
+	return &parts{store: st, queue: q, status: status, service: &engine.Service{Store: st, Queue: q, Engine: eng}}, nil
 }
 
 // tierTools is the tool set of a tier: trusted gets every tool, safe only
@@ -105,15 +104,6 @@ func tierTools(reg *tool.Registry, profile string) []string {
 		}
 	}
 	return out
-}
-
-func newProvider(cfg config.Config) (model.Provider, error) {
-	switch cfg.ModelAPI {
-	case config.APIChat:
-		return openai.New(openai.Options{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Timeout: cfg.ModelTimeout}), nil
-	default:
-		return nil, fmt.Errorf("MODEL_API=%s: this build speaks only the Chat Completions wire (unset MODEL_API)", cfg.ModelAPI)
-	}
 }
 
 // Serve runs the daemon until ctx is done. The port is bound before any
@@ -133,6 +123,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
+		Status: p.status,
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if err := p.queue.Open(); err != nil {

@@ -12,84 +12,50 @@ import (
 	"github.com/deltaharness/delta/internal/store"
 )
 
-// callModel makes one main-loop model call: up to Attempts wire attempts per
-// model for retriable failures, then the next model. No retry once answer
-// text has started streaming (the caller would see it twice).
+// callModel makes one main-loop model call through the provider, which owns
+// retries, model fallback and provider failover (package model/cascade);
+// every retry or switch it reports becomes a durable model.retry event.
 func (x *execution) callModel(ctx context.Context, req model.Request) (model.Response, error) {
 	e := x.e
-	var lastErr error
+	if len(e.o.Models) > 0 {
+		req.Model = e.o.Models[0]
+	}
 	wall := time.Now()
+	attemptStart := wall
 	retries := 0
-	for mi, name := range e.o.Models {
-		req.Model = name
-		for attempt := 1; attempt <= e.o.Attempts; attempt++ {
-			streamed := false
-			start := time.Now()
-			resp, err := e.o.Provider.Complete(ctx, req, model.Stream{
-				OnText: func(d string) {
-					streamed = true
-					e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{"delta": d}))
-				},
-				OnReasoning: func(d string) {
-					e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{"delta": d}))
-				},
-			})
-			if err == nil {
-				if resp.Model == "" {
-					resp.Model = name
-				}
-				if !resp.Usage.CostReported {
-					if usd, ok := model.Cost(e.o.Prices, resp.Model, resp.Usage); ok {
-						resp.Usage.CostUSD = usd
-					}
-				}
-				x.callStats = callStats{latency: time.Since(start), wall: time.Since(wall), retries: retries, fallback: mi > 0}
-				return resp, nil
-			}
-			if ctx.Err() != nil {
-				return model.Response{}, errCancelled
-			}
-			lastErr = err
-			var me *model.Error
-			status := 0
-			if errors.As(err, &me) {
-				status = me.Status
-			}
-			if streamed {
-				return model.Response{}, fmt.Errorf("model %s failed after streaming began: %w", name, err)
-			}
-			if status == 401 || status == 403 {
-				return model.Response{}, fmt.Errorf("model %s: provider refused the credential: %w", name, err)
-			}
-			retry := model.IsRetriable(err) && attempt < e.o.Attempts
-			next := ""
-			if retry {
-				next = name
-			} else if mi+1 < len(e.o.Models) {
-				next = e.o.Models[mi+1]
-			}
-			if next == "" {
-				break
-			}
+	resp, err := e.o.Provider.Complete(ctx, req, model.Stream{
+		OnText: func(d string) {
+			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{"delta": d}))
+		},
+		OnReasoning: func(d string) {
+			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{"delta": d}))
+		},
+		OnRetry: func(r model.Retry) {
 			retries++
-			ev := event.New(x.run.ID, x.run.SessionID, event.ModelRetry, map[string]any{
-				"model": name, "next_model": next, "attempt": attempt, "status": status, "error": truncate(err.Error(), 300),
-			})
+			attemptStart = time.Now()
+			r.Error = truncate(r.Error, 300)
+			ev := event.New(x.run.ID, x.run.SessionID, event.ModelRetry, r)
 			if err := e.o.Store.AddEvents(context.WithoutCancel(ctx), []event.Event{ev}); err == nil {
 				x.publish(ev)
 			}
-			if !retry {
-				break
-			}
-			wait := e.o.RetryBackoff << (attempt - 1)
-			select {
-			case <-ctx.Done():
-				return model.Response{}, errCancelled
-			case <-time.After(wait):
-			}
+		},
+	})
+	if ctx.Err() != nil {
+		return model.Response{}, errCancelled
+	}
+	if err != nil {
+		return model.Response{}, fmt.Errorf("model call failed: %w", err)
+	}
+	if resp.Model == "" {
+		resp.Model = req.Model
+	}
+	if !resp.Usage.CostReported {
+		if usd, ok := model.Cost(e.o.Prices, resp.Model, resp.Usage); ok {
+			resp.Usage.CostUSD = usd
 		}
 	}
-	return model.Response{}, fmt.Errorf("model call failed: %w", lastErr)
+	x.callStats = callStats{latency: time.Since(attemptStart), wall: time.Since(wall), retries: retries, fallback: resp.Model != req.Model}
+	return resp, nil
 }
 
 type callStats struct {

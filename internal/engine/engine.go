@@ -57,7 +57,7 @@ type Options struct {
 	Store     *store.Store
 	Broker    *event.Broker
 	Provider  model.Provider
-	Models    []string // primary first, then fallbacks on the same endpoint
+	Models    []string // the configured primary first; shown as {{model}} on turn 1
 	Prompt    Prompt
 	Tools     Tools
 	Spill     Spiller
@@ -86,12 +86,6 @@ func New(o Options) *Engine {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.Attempts <= 0 {
-		o.Attempts = 3
-	}
-	if o.RetryBackoff <= 0 {
-		o.RetryBackoff = 250 * time.Millisecond
 	}
 	if o.ResultMax <= 0 {
 		o.ResultMax = 20000

@@ -17,6 +17,7 @@ import (
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/cascade"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
@@ -56,12 +57,19 @@ func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The engine sees the provider through the cascade, as in the daemon.
+	casc, err := cascade.New(cascade.Options{
+		Endpoints: []cascade.Endpoint{{Label: "test", Kind: cascade.KindChat, Provider: p, Models: []string{"primary", "fallback"}}},
+		Backoff:   func(int) time.Duration { return time.Millisecond },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := engine.Options{
-		Store: st, Broker: event.NewBroker(), Provider: p, Models: []string{"primary", "fallback"},
+		Store: st, Broker: event.NewBroker(), Provider: casc, Models: []string{"primary", "fallback"},
 		Prompt: b, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
-		ToolNames:    func(string) []string { return reg.Names() },
-		Budget:       func(string) engine.Budget { return budget },
-		RetryBackoff: time.Millisecond,
+		ToolNames: func(string) []string { return reg.Names() },
+		Budget:    func(string) engine.Budget { return budget },
 	}
 	eng := engine.New(opts)
 	q := queue.New(st, eng.Execute, 4, nil)

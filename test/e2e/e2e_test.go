@@ -406,3 +406,39 @@ func TestOfficialOpenAIClient(t *testing.T) {
 		t.Fatalf("client output %s", out)
 	}
 }
+
+func TestStatusIsSecretFree(t *testing.T) {
+	fake := startFake(t)
+	d := newDaemon(t, fake, "DELTA_REASONING_EFFORT=high")
+	req, _ := http.NewRequest("GET", d.url+"/v1/status", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d %s", resp.StatusCode, b)
+	}
+	for _, secret := range []string{"fake-key", d.token, fake.URL()} {
+		if strings.Contains(string(b), secret) {
+			t.Fatalf("/v1/status leaks %q: %s", secret, b)
+		}
+	}
+	var st map[string]any
+	json.Unmarshal(b, &st)
+	tools := st["tools"].(map[string]any)
+	reg := fmt.Sprint(tools["registered"])
+	for _, name := range []string{"read_file", "write_file", "grep", "web_fetch", "web_search"} {
+		if !strings.Contains(reg, name) {
+			t.Fatalf("registered tools %s lack %s", reg, name)
+		}
+	}
+	if _, ok := tools["unusable"].(map[string]any)["web_search"]; !ok {
+		t.Fatalf("web_search without EXA_API_KEY must be listed unusable: %v", tools)
+	}
+	if st["tier"] != "trusted" || st["reasoning_effort"] != "high" || st["model"] != "scripted/demo" {
+		t.Fatalf("status %v", st)
+	}
+}
