@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/version"
+)
+
+// mapLookup is a LookupFunc over a fixed map.
+func mapLookup(m map[string]string) LookupFunc {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// runCLI runs the command line in-process with empty stdin.
+func runCLI(t *testing.T, lookup map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := env{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), lookup: mapLookup(lookup),
+		environ: func() []string { return nil }}
+	err = dispatch(context.Background(), e, args)
+	return out.String(), errb.String(), err
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantErr   string // substring of the error
+		wantUsage string // substring of stderr ("" = don't check)
+	}{
+		{"unknown command", []string{"bogus"}, `unknown command "bogus"`, ""},
+		{"unknown top-level flag", []string{"--bogus"}, "unknown flag --bogus", ""},
+		{"init without dir", []string{"init"}, "missing the bundle directory", "usage: delta init <dir>"},
+		{"init with two dirs", []string{"init", "a", "b"}, "takes one directory, got 2", "usage: delta init"},
+		{"init unknown flag", []string{"init", "--force", "a"}, "flag provided but not defined: -force", "usage: delta init"},
+		{"dev without bundle", []string{"dev"}, "missing the bundle directory", "usage: delta dev"},
+		{"dev two bundles", []string{"dev", "a", "b"}, "takes one bundle directory", "--no-open"},
+		{"dev port out of range", []string{"dev", "x", "--port", "70000"}, "--port 70000 is out of range", "usage: delta dev"},
+		{"dev negative port", []string{"dev", "--port=-1", "x"}, "out of range", ""},
+		{"dev port not a number", []string{"dev", "x", "--port", "abc"}, `invalid value "abc" for flag -port`, "usage: delta dev"},
+		{"dev unknown flag", []string{"dev", "--nope", "x"}, "flag provided but not defined: -nope", ""},
+		{"dev port missing value", []string{"dev", "x", "--port"}, "flag needs an argument: -port", ""},
+		{"send without text", []string{"send"}, "missing the task text", "usage: delta send"},
+		{"send blank text", []string{"send", "  "}, "missing the task text", ""},
+		{"send port zero", []string{"send", "--port", "0", "hi"}, "--port 0 is out of range", ""},
+		{"send to a remote name", []string{"send", "--host", "example.com", "hi"}, `--host "example.com" is not a loopback address`, "usage: delta send"},
+		{"send to a private address", []string{"send", "--host", "192.168.1.10", "hi"}, "not a loopback", ""},
+		{"send to 10/8", []string{"send", "--host", "10.0.0.1", "hi"}, "not a loopback", ""},
+		{"send to all interfaces", []string{"send", "--host", "0.0.0.0", "hi"}, "not a loopback", ""},
+		{"send to a public v6", []string{"send", "--host", "2001:db8::1", "hi"}, "not a loopback", ""},
+		{"send json flag with value", []string{"send", "--json=maybe", "hi"}, "invalid boolean value", ""},
+		{"watch extra argument", []string{"watch", "now"}, `unexpected argument "now"`, "usage: delta watch"},
+		{"watch remote host", []string{"watch", "--host", "8.8.8.8"}, "not a loopback", ""},
+		{"demo extra argument", []string{"demo", "please"}, `unexpected argument "please"`, "usage: delta demo"},
+		{"demo dir without value", []string{"demo", "--dir"}, "flag needs an argument: -dir", ""},
+		{"serve extra argument", []string{"serve", "now"}, `unexpected argument "now"`, "usage: delta serve"},
+		{"run with empty stdin", []string{"run"}, "no input", "usage: delta run"},
+		{"run with blank text", []string{"run", " "}, "no input", ""},
+		{"version with argument", []string{"version", "x"}, "takes no arguments", ""},
+		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`, ""},
+		{"help with two names", []string{"help", "a", "b"}, "at most one", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, err := runCLI(t, nil, tt.args...)
+			if err == nil {
+				t.Fatalf("delta %v: no error, want a usage error", tt.args)
+			}
+			if !errors.Is(err, ErrUsage) || ExitCode(err) != 2 {
+				t.Fatalf("delta %v: err %v (exit %d), want a usage error (exit 2)", tt.args, err, ExitCode(err))
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("delta %v: err %q, want it to contain %q", tt.args, err, tt.wantErr)
+			}
+			if tt.wantUsage != "" && !strings.Contains(stderr, tt.wantUsage) {
+				t.Fatalf("delta %v: stderr %q, want it to contain %q", tt.args, stderr, tt.wantUsage)
+			}
+		})
+	}
+}
+
+func TestParseInterspersedFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantPos  []string
+		wantPort int
+		wantOpen bool
+	}{
+		{"flags after the positional (the documented form)", []string{"./my-agent", "--port", "8080"}, []string{"./my-agent"}, 8080, false},
+		{"flags first", []string{"--port=9000", "--no-open", "b"}, []string{"b"}, 9000, true},
+		{"flags on both sides", []string{"--no-open", "b", "-port", "1"}, []string{"b"}, 1, true},
+		{"double dash ends flags", []string{"a", "--", "--port", "5"}, []string{"a", "--port", "5"}, 0, false},
+		{"several positionals kept in order", []string{"one", "--port", "2", "two", "three"}, []string{"one", "two", "three"}, 2, false},
+		{"no arguments", nil, nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := newFlagSet("dev")
+			port := fs.Int("port", 0, "")
+			noOpen := fs.Bool("no-open", false, "")
+			pos, err := parse(fs, env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}, "", tt.args)
+			if err != nil {
+				t.Fatalf("parse(%q): %v", tt.args, err)
+			}
+			if !reflect.DeepEqual(pos, tt.wantPos) || *port != tt.wantPort || *noOpen != tt.wantOpen {
+				t.Fatalf("parse(%q) = %q port=%d no-open=%v; want %q port=%d no-open=%v",
+					tt.args, pos, *port, *noOpen, tt.wantPos, tt.wantPort, tt.wantOpen)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	out, _, err := runCLI(t, nil, "help")
+	if err != nil {
+		t.Fatalf("delta help: %v", err)
+	}
+	for _, c := range commands() {
+		if !strings.Contains(out, "\n  "+c.name+" ") {
+			t.Errorf("delta help does not list %q:\n%s", c.name, out)
+		}
+	}
+
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help", "send"}, []string{"usage: delta send", "--json", "--host", "--port port", "(default 8080)"}},
+		{[]string{"send", "-h"}, []string{"usage: delta send", "--json"}},
+		{[]string{"dev", "--help"}, []string{"usage: delta dev <bundle>", "--no-open", "--port port"}},
+		{[]string{"help", "demo"}, []string{"--keep", "--dir directory"}},
+		{[]string{"help", "version"}, []string{"usage: delta version"}},
+		{[]string{"--help"}, []string{"Commands:", "demo"}},
+		{[]string{"init", "-h"}, []string{"usage: delta init <dir>"}},
+	}
+	for _, tt := range tests {
+		out, _, err := runCLI(t, nil, tt.args...)
+		if err != nil || ExitCode(err) != 0 {
+			t.Fatalf("delta %v: %v, want success", tt.args, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("delta %v output lacks %q:\n%s", tt.args, w, out)
+			}
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, err := runCLI(t, nil, args...)
+		if err != nil {
+			t.Fatalf("delta %v: %v", args, err)
+		}
+		if !strings.HasPrefix(out, "delta "+version.Version) {
+			t.Fatalf("delta %v = %q, want \"delta %s…\"", args, out, version.Version)
+		}
+	}
+}
+
+func TestCheckLoopback(t *testing.T) {
+	tests := []struct {
+		host string
+		ok   bool
+	}{
+		{"127.0.0.1", true}, {"127.8.9.10", true}, {"::1", true}, {"[::1]", true},
+		{"localhost", true}, {"LOCALHOST", true},
+		{"", false}, {"0.0.0.0", false}, {"::", false}, {"10.1.2.3", false}, {"192.168.0.1", false},
+		{"172.16.0.1", false}, {"8.8.8.8", false}, {"example.com", false}, {"localhost.example.com", false},
+		{"127.0.0.1.nip.io", false}, {"::ffff:8.8.8.8", false},
+	}
+	for _, tt := range tests {
+		err := checkLoopback(tt.host)
+		if (err == nil) != tt.ok {
+			t.Errorf("checkLoopback(%q) = %v, want ok=%v", tt.host, err, tt.ok)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errors.New("boom"), 1},
+		{usagef("bad"), 2},
+		{&ExitError{Code: 3}, 3},
+		{&ExitError{Code: 0}, 0},
+		{errors.Join(errors.New("x"), usagef("y")), 2},
+		{flag.ErrHelp, 1},
+	}
+	for _, tt := range tests {
+		if got := ExitCode(tt.err); got != tt.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestEnvHelpers(t *testing.T) {
+	m := environMap([]string{"A=1", "B=x=y", "A=2", "noequals", "=skip", "E="})
+	want := map[string]string{"A": "2", "B": "x=y", "E": ""}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("environMap = %v, want %v", m, want)
+	}
+	if got := envList(map[string]string{"B": "2", "A": "1"}); !reflect.DeepEqual(got, []string{"A=1", "B=2"}) {
+		t.Fatalf("envList = %v", got)
+	}
+	for bind, want := range map[string]string{
+		"": "http://127.0.0.1:9", "0.0.0.0": "http://127.0.0.1:9", "::": "http://127.0.0.1:9",
+		"127.0.0.2": "http://127.0.0.2:9", "::1": "http://[::1]:9", "[::1]": "http://[::1]:9",
+	} {
+		if got := healthBase(bind, 9); got != want {
+			t.Errorf("healthBase(%q) = %q, want %q", bind, got, want)
+		}
+	}
+}

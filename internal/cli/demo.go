@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+// The demo's two requests. The task names the artifact (brief.md) so a real
+// model and the scripted one write the same file; the follow-up names a
+// second file and no .md word before it, so the scripted provider writes
+// email.md and leaves brief.md alone.
+const (
+	demoTask = "Write a short decision brief on adopting Delta for our team's research agents " +
+		"and save it as brief.md. Cover the goal, the main risks and the next steps."
+	demoFollowUp = "Thanks. Now write a three-line executive email based on that brief and save it as email.md."
+	demoArtifact = modeltest.DefaultBriefPath
+	demoModel    = "delta-demo-script" // the model name the scripted provider is asked for
+)
+
+// demoTimeout bounds the whole demo, so a stuck provider cannot hang it.
+const demoTimeout = 10 * time.Minute
+
+// demoCommand runs one complete sample task end to end and narrates it:
+// scaffold a bundle, start the daemon as a child on a free loopback port,
+// create a task, show its events, show the artifact, continue the
+// conversation once, stop the daemon. It exits 0 only if every step worked.
+type demoCommand struct{ env }
+
+func (c *demoCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet("demo")
+	keep := fs.Bool("keep", false, "keep the temporary bundle directory afterwards")
+	dirFlag := fs.String("dir", "", "use (and keep) this bundle `directory` instead of a temporary one")
+	const synopsis = "[--keep] [--dir D]"
+	pos, err := parse(fs, c.env, synopsis, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if len(pos) > 0 {
+		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
+	}
+	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
+	defer cancel()
+
+	cfg, err := config.Load(c.lookup)
+	if err != nil {
+		return fmt.Errorf("demo: configuration: %w", err)
+	}
+
+	d := &demo{env: c.env, cfg: cfg, dir: *dirFlag, keep: *keep || *dirFlag != ""}
+	runErr := d.run(ctx)
+	d.cleanup(runErr)
+	if runErr != nil {
+		return fmt.Errorf("demo: %w", runErr)
+	}
+	return nil
+}
+
+// demo is the state of one demo run, so cleanup can undo what run started.
+type demo struct {
+	env
+	cfg     config.Config
+	dir     string // bundle directory (absolute once created)
+	tempDir bool   // dir was created by the demo
+	keep    bool
+	fake    *modeltest.Server
+	child   *daemonChild
+	logPath string
+	stopped bool // the child was stopped and its outcome reported
+}
+
+func (d *demo) say(format string, a ...any) { fmt.Fprintf(d.stdout, format+"\n", a...) }
+
+func (d *demo) run(ctx context.Context) error {
+	d.say("Delta demo: one complete task, end to end.\n")
+
+	// 1. A bundle.
+	if d.dir == "" {
+		dir, err := os.MkdirTemp("", "delta-demo-")
+		if err != nil {
+			return fmt.Errorf("create a temporary bundle directory: %w", err)
+		}
+		d.dir, d.tempDir = dir, true
+	}
+	abs, err := filepath.Abs(d.dir)
+	if err != nil {
+		return fmt.Errorf("bundle %s: %w", d.dir, err)
+	}
+	d.dir = abs
+	created, err := bundle.Scaffold(d.dir)
+	if err != nil {
+		return fmt.Errorf("scaffold bundle %s: %w", d.dir, err)
+	}
+	d.say("  bundle   %s (%d of 5 bundle files created, as `delta init` does)", d.dir, len(created))
+
+	// 2. A model.
+	overrides := map[string]string{}
+	if d.cfg.ModelAPIKey != "" {
+		d.say("  model    %s at %s", d.cfg.ModelPrimary, d.cfg.ModelBaseURL)
+	} else {
+		fake, err := modeltest.Start(modeltest.DemoScript())
+		if err != nil {
+			return err
+		}
+		d.fake = fake
+		overrides["MODEL_BASE_URL"] = fake.URL() + "/"
+		overrides["MODEL_API_KEY"] = "demo"
+		overrides["MODEL_API"] = config.APIChat
+		overrides["DELTA_MODEL_PRIMARY"] = demoModel
+		overrides["DELTA_MODEL_FALLBACKS"] = ""
+		d.say("  model    scripted demo provider (no MODEL_API_KEY/OPENROUTER_API_KEY set)")
+	}
+
+	// 3. The daemon, as a child on a free loopback port with a fresh
+	// database and its own tokens (so a stray token in the shell cannot
+	// lock the demo out, and nothing else on the machine can drive it).
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	stateDir := filepath.Join(d.dir, ".delta")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", stateDir, err)
+	}
+	db := filepath.Join(stateDir, "demo.db")
+	for _, p := range []string{db, db + "-wal", db + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the previous demo database: %w", err)
+		}
+	}
+	control, inspect := randomToken(), randomToken()
+	overrides["DELTA_DB"] = db
+	overrides["DELTA_BIND"] = "127.0.0.1"
+	overrides["DELTA_INSPECT"] = "on"
+	overrides["DELTA_CONTROL_TOKEN"] = control
+	overrides["DELTA_INSPECT_TOKEN"] = inspect
+	childEnv := config.DevEnv(d.dir, environMap(d.environ()), overrides, port)
+
+	d.logPath = filepath.Join(stateDir, "demo-daemon.log")
+	logFile, err := os.Create(d.logPath)
+	if err != nil {
+		return fmt.Errorf("create daemon log: %w", err)
+	}
+	defer logFile.Close()
+	d.child, err = startDaemon(childEnv, logFile, logFile)
+	if err != nil {
+		return err
+	}
+	base := healthBase("127.0.0.1", port)
+	if err := d.child.waitHealthy(ctx, base); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	d.say("  daemon   %s (pid %d; log: %s)\n", base, d.child.pid(), d.logPath)
+	cl := newDaemonClient("127.0.0.1", port, control, inspect)
+
+	// 4. A task, and its events as they happen.
+	var task taskBody
+	if err := cl.call(ctx, "POST", "/v1/tasks", map[string]any{"input": demoTask}, &task); err != nil {
+		return fmt.Errorf("create the task: %w", err)
+	}
+	d.say("Task")
+	d.say("  %s", wrap(demoTask, 88, "  "))
+	d.say("  accepted as %s (%s)\n", task.ID, task.Status)
+	d.say("Events (from /v1/dev/stream)")
+	artifact := ""
+	err = followRun(ctx, cl, task.ID, func(ev streamEvent) error {
+		if ev.Name == "tool.call" && artifact == "" {
+			artifact = writtenPath(ev.Payload)
+		}
+		if line, ok := summarize(ev.Name, ev.Payload); ok {
+			d.say("  %-14s %s", ev.Name, line)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("follow task %s: %w", task.ID, err)
+	}
+	final, err := getTask(ctx, cl, task.ID)
+	if err != nil {
+		return err
+	}
+	if final.Status != "done" {
+		return fmt.Errorf("task %s ended %s%s", task.ID, final.Status, errorSuffix(final.Error))
+	}
+	if final.Result != nil {
+		d.say("\nAnswer")
+		d.say("  %s", wrap(final.Result.OutputText, 88, "  "))
+	}
+
+	// 5. The artifact, read from the workspace.
+	if artifact == "" {
+		artifact = demoArtifact
+	}
+	content, err := readArtifact(childEnv["DELTA_WORKSPACE"], artifact)
+	if err != nil {
+		return err
+	}
+	d.say("\nArtifact %s (%d bytes, %s)", artifact, len(content), filepath.Join(childEnv["DELTA_WORKSPACE"], artifact))
+	for _, line := range strings.Split(strings.TrimRight(string(content), "\n"), "\n") {
+		d.say("  │ %s", line)
+	}
+
+	// 6. Continue the conversation once.
+	d.say("\nFollow-up (previous_response_id=%s)", task.ID)
+	d.say("  > %s", wrap(demoFollowUp, 86, "    "))
+	var resp responseBody
+	if err := cl.call(ctx, "POST", "/v1/responses", map[string]any{"input": demoFollowUp, "previous_response_id": task.ID}, &resp); err != nil {
+		return fmt.Errorf("continue the conversation: %w", err)
+	}
+	d.say("  %s", wrap(resp.OutputText, 88, "  "))
+	if resp.Status != "completed" {
+		return fmt.Errorf("follow-up response %s ended %s%s", resp.ID, resp.Status, errorSuffix(resp.Error))
+	}
+
+	// 7. Stop the daemon and judge its exit.
+	d.stopped = true
+	if err := d.child.stop(stopGrace); err != nil {
+		return fmt.Errorf("stop the daemon: %w", err)
+	}
+	d.say("\nDaemon stopped cleanly.")
+	d.say("Demo passed: the task finished, %s is in the workspace, and the conversation continued.", artifact)
+	return nil
+}
+
+// cleanup stops what run started. On failure it shows the end of the
+// daemon log and keeps the bundle for inspection.
+func (d *demo) cleanup(runErr error) {
+	if d.child != nil && !d.stopped {
+		_ = d.child.stop(stopGrace)
+	}
+	if d.fake != nil {
+		_ = d.fake.Close()
+	}
+	if runErr != nil && d.logPath != "" {
+		if tail := tailFile(d.logPath, 20); tail != "" {
+			fmt.Fprintf(d.stderr, "last daemon log lines (%s):\n%s\n", d.logPath, tail)
+		}
+	}
+	switch {
+	case d.dir == "":
+	case runErr != nil && d.tempDir:
+		fmt.Fprintf(d.stderr, "the demo bundle is kept for inspection at %s\n", d.dir)
+	case d.keep:
+		d.say("The bundle is kept at %s; run `delta dev %s` to explore it in the Cockpit.", d.dir, d.dir)
+	case d.tempDir:
+		if err := os.RemoveAll(d.dir); err != nil {
+			fmt.Fprintf(d.stderr, "delta: demo: remove %s: %v\n", d.dir, err)
+		}
+	}
+}
+
+// writtenPath is the "path" argument of a write_file tool.call payload.
+func writtenPath(p json.RawMessage) string {
+	var tc struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(p, &tc) != nil || tc.Name != "write_file" {
+		return ""
+	}
+	return writtenPathArg(tc.Arguments)
+}
+
+// readArtifact reads a model-chosen path inside the workspace, refusing
+// anything that is not a plain local path.
+func readArtifact(workspace, rel string) ([]byte, error) {
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if !filepath.IsLocal(clean) {
+		return nil, fmt.Errorf("artifact path %q is not inside the workspace", rel)
+	}
+	b, err := os.ReadFile(filepath.Join(workspace, clean))
+	if err != nil {
+		return nil, fmt.Errorf("read the artifact: %w", err)
+	}
+	return b, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+// tailFile returns the last n lines of a (bounded) file, or "".
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const maxTail = 256 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > maxTail {
+		_, _ = f.Seek(st.Size()-maxTail, io.SeekStart)
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxTail)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrap folds text to width columns, continuing lines with indent.
+func wrap(text string, width int, indent string) string {
+	var b bytes.Buffer
+	for i, para := range strings.Split(strings.TrimSpace(text), "\n") {
+		if i > 0 {
+			b.WriteString("\n" + indent)
+		}
+		col := 0
+		for j, w := range strings.Fields(para) {
+			if j > 0 {
+				if col+1+len(w) > width {
+					b.WriteString("\n" + indent)
+					col = 0
+				} else {
+					b.WriteByte(' ')
+					col++
+				}
+			}
+			b.WriteString(w)
+			col += len(w)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/deltaharness/delta/internal/config"
+)
+
+// devCommand is the local launcher: it runs the ordinary production daemon
+// as a child process with the bundle's delta.env overlaid on the inherited
+// environment and development defaults (config.DevEnv), waits until it is
+// healthy, prints the URL, opens the Cockpit, and exits with the child.
+type devCommand struct{ env }
+
+// stopGrace is how long a launcher waits for its daemon after SIGTERM
+// before killing it.
+const stopGrace = 30 * time.Second
+
+func (c *devCommand) Run(ctx context.Context, args []string) error {
+	fset := newFlagSet("dev")
+	port := fset.Int("port", 0, "`port` for the daemon (default: a free port)")
+	noOpen := fset.Bool("no-open", false, "do not open the Cockpit in a browser")
+	const synopsis = "<bundle> [--port N] [--no-open]"
+	pos, err := parse(fset, c.env, synopsis, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	switch {
+	case len(pos) == 0:
+		return usageFor(c.env, fset, synopsis, "missing the bundle directory")
+	case len(pos) > 1:
+		return usageFor(c.env, fset, synopsis, "takes one bundle directory, got %d arguments", len(pos))
+	}
+	if err := checkPort(*port, true); err != nil {
+		return usageFor(c.env, fset, synopsis, "%v", err)
+	}
+	dir, err := bundleDir(pos[0])
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	file, err := readEnvFile(filepath.Join(dir, "delta.env"))
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	p := *port
+	if p == 0 {
+		if p, err = freePort(); err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+	}
+	childEnv := config.DevEnv(dir, environMap(c.environ()), file, p)
+
+	ch, err := startDaemon(childEnv, c.stdout, c.stderr)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	if err := ch.waitHealthy(ctx, healthBase(childEnv["DELTA_BIND"], p)); err != nil {
+		stopErr := ch.stop(stopGrace)
+		if ctx.Err() != nil && stopErr == nil {
+			return nil // interrupted during startup; the daemon stopped cleanly
+		}
+		return &ExitError{Code: max(ch.exitCode(), 1), Err: fmt.Errorf("dev: %w", err)}
+	}
+	url := fmt.Sprintf("http://localhost:%d", p)
+	fmt.Fprintf(c.stdout, "Delta is running at %s (cockpit: %s/dev)\n", url, url)
+	if !*noOpen {
+		openBrowser(url + "/dev")
+	}
+
+	select {
+	case <-ch.done:
+	case <-ctx.Done():
+		// Forward the shutdown. A terminal Ctrl-C has usually reached the
+		// child already (same process group); SIGTERM covers `kill <pid>`.
+		_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-ch.done:
+		case <-time.After(stopGrace):
+			_ = ch.cmd.Process.Kill()
+			<-ch.done
+			return &ExitError{Code: 1, Err: fmt.Errorf("dev: daemon did not stop within %s and was killed", stopGrace)}
+		}
+	}
+	if ch.err == nil {
+		return nil
+	}
+	return &ExitError{Code: ch.exitCode(), Err: fmt.Errorf("dev: %s", ch.exited())}
+}
+
+// bundleDir checks that dir is an existing directory and returns it absolute.
+func bundleDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("bundle %s does not exist (create one with `delta init %s`)", dir, dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("bundle %s is not a directory", dir)
+	}
+	return abs, nil
+}
+
+// readEnvFile parses a delta.env; a missing file is an empty one.
+func readEnvFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	return config.ParseEnvFile(f), nil
+}
+
+// openBrowser asks the desktop to open url. Failure (no desktop, no
+// xdg-open) is ignored: the URL is already printed.
+func openBrowser(url string) {
+	cmd := exec.Command("xdg-open", url)
+	if err := cmd.Start(); err != nil {
+		return
+	}
+	go func() { _ = cmd.Wait() }()
+}

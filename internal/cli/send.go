@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/config"
+)
+
+// Default daemon address for send and watch.
+const (
+	defaultPort = 8080
+	defaultHost = "127.0.0.1"
+)
+
+// sendCommand sends one task to a local daemon. Tokens come from its own
+// process environment through config.ClientTokens, never from delta.env. By default it creates an
+// asynchronous task and prints the run's events as JSON Lines until the run
+// finishes; --json makes one synchronous /v1/responses call and prints only
+// its output_text.
+type sendCommand struct {
+	env
+	poll time.Duration // status poll interval; 0 = the client's default
+}
+
+func (c *sendCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet("send")
+	port := fs.Int("port", defaultPort, "daemon `port` on this machine")
+	host := fs.String("host", defaultHost, "loopback `address` of the daemon (127.0.0.1, ::1 or localhost)")
+	sync := fs.Bool("json", false, "synchronous: wait for the answer and print only its output_text")
+	const synopsis = "[--port N] [--host 127.0.0.1] [--json] <text>"
+	pos, err := parse(fs, c.env, synopsis, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if err := checkPort(*port, false); err != nil {
+		return usageFor(c.env, fs, synopsis, "%v", err)
+	}
+	if err := checkLoopback(*host); err != nil {
+		return usageFor(c.env, fs, synopsis, "%v", err)
+	}
+	text := strings.Join(pos, " ")
+	if strings.TrimSpace(text) == "" {
+		return usageFor(c.env, fs, synopsis, "missing the task text")
+	}
+	control, inspect := config.ClientTokens(c.lookup)
+	cl := newDaemonClient(*host, *port, control, inspect)
+	if c.poll > 0 {
+		cl.poll = c.poll
+	}
+	if *sync {
+		return c.sync(ctx, cl, text)
+	}
+	return c.async(ctx, cl, text)
+}
+
+// responseBody is the part of a Responses object the CLI reads.
+type responseBody struct {
+	ID         string          `json:"id"`
+	Status     string          `json:"status"`
+	OutputText string          `json:"output_text"`
+	Error      json.RawMessage `json:"error"`
+}
+
+func (c *sendCommand) sync(ctx context.Context, cl *daemonClient, text string) error {
+	var r responseBody
+	if err := cl.call(ctx, "POST", "/v1/responses", map[string]any{"input": text}, &r); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	printText(c.stdout, r.OutputText)
+	if r.Status != "completed" {
+		return fmt.Errorf("send: response %s ended with status %q%s", r.ID, r.Status, errorSuffix(r.Error))
+	}
+	return nil
+}
+
+// taskBody is the part of a task object the CLI reads.
+type taskBody struct {
+	ID     string          `json:"id"`
+	Status string          `json:"status"`
+	Error  json.RawMessage `json:"error"`
+	Result *responseBody   `json:"result"`
+}
+
+func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string) error {
+	var t taskBody
+	if err := cl.call(ctx, "POST", "/v1/tasks", map[string]any{"input": text}, &t); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if t.ID == "" {
+		return errors.New("send: POST /v1/tasks: the answer has no task id")
+	}
+	fmt.Fprintf(c.stderr, "delta: task %s %s\n", t.ID, t.Status)
+	err := followRun(ctx, cl, t.ID, func(ev streamEvent) error {
+		_, err := fmt.Fprintln(c.stdout, ev.Line())
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return fmt.Errorf("send: interrupted; task %s keeps running (cancel it with DELETE /v1/tasks/%s)", t.ID, t.ID)
+		}
+		return fmt.Errorf("send: task %s: %w", t.ID, err)
+	}
+	final, err := getTask(ctx, cl, t.ID)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if final.Status != "done" {
+		return fmt.Errorf("send: task %s ended with status %q%s", t.ID, final.Status, errorSuffix(final.Error))
+	}
+	return nil
+}
+
+func getTask(ctx context.Context, cl *daemonClient, id string) (taskBody, error) {
+	var t taskBody
+	err := cl.call(ctx, "GET", "/v1/tasks/"+url.PathEscape(id), nil, &t)
+	return t, err
+}
+
+// terminalStatus reports whether a task status is final.
+func terminalStatus(s string) bool { return s == "done" || s == "failed" || s == "cancelled" }
+
+// streamEvent is one frame of the dev event stream, decoded.
+type streamEvent struct {
+	ID      string
+	Name    string          // the SSE event name, or the payload's "name"
+	Raw     string          // the frame's data as sent
+	Payload json.RawMessage // the event's own data: data.data when the frame carries a whole event object
+}
+
+// Line is the event as one JSON Lines record. A frame whose data is already
+// a self-describing event object (its "name" is the event's name) is
+// printed as is; a bare payload is wrapped so every line says which event
+// it is.
+func (ev streamEvent) Line() string {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal([]byte(ev.Raw), &probe) == nil {
+		var name string
+		_ = json.Unmarshal(probe["name"], &name)
+		if ev.Name == "" || name == ev.Name {
+			return compactJSON(ev.Raw)
+		}
+		rec := struct {
+			ID    json.RawMessage `json:"id,omitempty"`
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}{Event: ev.Name, Data: json.RawMessage(compactJSON(ev.Raw))}
+		if _, err := strconv.ParseInt(ev.ID, 10, 64); err == nil {
+			rec.ID = json.RawMessage(ev.ID)
+		}
+		b, _ := json.Marshal(rec)
+		return string(b)
+	}
+	return compactJSON(ev.Raw)
+}
+
+func decodeEvent(f frame) streamEvent {
+	ev := streamEvent{ID: f.ID, Name: f.Event, Raw: f.Data, Payload: json.RawMessage(f.Data)}
+	var whole struct {
+		Name string          `json:"name"`
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal([]byte(f.Data), &whole) == nil && whole.Name != "" {
+		if ev.Name == "" || ev.Name == "message" {
+			ev.Name = whole.Name
+		}
+		if ev.Name == whole.Name && len(whole.Data) > 0 {
+			ev.Payload = whole.Data
+		}
+	}
+	if !json.Valid(ev.Payload) {
+		ev.Payload = nil
+	}
+	return ev
+}
+
+// runFinished is the one terminal event of every run.
+const runFinished = "run.finished"
+
+// errTaskEnded cancels the stream once the task is terminal on its own.
+var errTaskEnded = errors.New("task reached a terminal status")
+
+// followRun prints (through fn) the run's events from the dev stream until
+// run.finished, and returns once the task is terminal. It replays from the
+// start (since=0), so events that happened before the stream opened are not
+// lost. The stream is the fast path; a status poll every cl.poll guarantees
+// an end even if run.finished never arrives (the spec warns that a run
+// ended outside the handled path can finish without it).
+func followRun(ctx context.Context, cl *daemonClient, runID string, fn func(streamEvent) error) error {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		tick := time.NewTicker(cl.poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-tick.C:
+			}
+			t, err := getTask(sctx, cl, runID)
+			if err != nil || !terminalStatus(t.Status) {
+				continue
+			}
+			// Give the stream a moment to deliver run.finished itself.
+			select {
+			case <-sctx.Done():
+			case <-time.After(3 * cl.poll):
+				cancel(errTaskEnded)
+			}
+			return
+		}
+	}()
+	defer func() { cancel(nil); <-pollDone }()
+
+	finished := false
+	q := url.Values{"run": {runID}, "since": {"0"}}
+	err := cl.stream(sctx, "/v1/dev/stream?"+q.Encode(), func(f frame) (bool, error) {
+		ev := decodeEvent(f)
+		if err := fn(ev); err != nil {
+			return true, err
+		}
+		finished = ev.Name == runFinished
+		return finished, nil
+	})
+	switch {
+	case finished, errors.Is(context.Cause(sctx), errTaskEnded):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, io.EOF):
+		// The daemon closed the stream early: wait for the task to end.
+		return waitTerminal(ctx, cl, runID)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// waitTerminal polls the task until it reaches a terminal status.
+func waitTerminal(ctx context.Context, cl *daemonClient, id string) error {
+	tick := time.NewTicker(cl.poll)
+	defer tick.Stop()
+	for {
+		t, err := getTask(ctx, cl, id)
+		if err != nil {
+			return err
+		}
+		if terminalStatus(t.Status) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// watchCommand tails the daemon's dev event stream. It does not reconnect:
+// when the stream ends, so does watch. --since lets a user resume from the
+// last event id they saw.
+type watchCommand struct{ env }
+
+func (c *watchCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet("watch")
+	port := fs.Int("port", defaultPort, "daemon `port` on this machine")
+	host := fs.String("host", defaultHost, "loopback `address` of the daemon (127.0.0.1, ::1 or localhost)")
+	since := fs.Int64("since", -1, "replay from after this event `id` (default: the daemon's choice)")
+	const synopsis = "[--port N] [--host 127.0.0.1] [--since ID]"
+	pos, err := parse(fs, c.env, synopsis, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if len(pos) > 0 {
+		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
+	}
+	if err := checkPort(*port, false); err != nil {
+		return usageFor(c.env, fs, synopsis, "%v", err)
+	}
+	if err := checkLoopback(*host); err != nil {
+		return usageFor(c.env, fs, synopsis, "%v", err)
+	}
+	control, inspect := config.ClientTokens(c.lookup)
+	cl := newDaemonClient(*host, *port, control, inspect)
+	path := "/v1/dev/stream"
+	if *since >= 0 {
+		path += "?since=" + strconv.FormatInt(*since, 10)
+	}
+	err = cl.stream(ctx, path, func(f frame) (bool, error) {
+		_, err := fmt.Fprintln(c.stdout, decodeEvent(f).Line())
+		return false, err
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil // interrupted: the normal way to stop watching
+	case errors.Is(err, io.EOF):
+		return errors.New("watch: the daemon closed the event stream")
+	case err != nil:
+		return fmt.Errorf("watch: %w", err)
+	}
+	return nil
+}
+
+// printText writes s with exactly one trailing newline.
+func printText(w io.Writer, s string) {
+	fmt.Fprintln(w, strings.TrimRight(s, "\n"))
+}
+
+// errorSuffix renders a task or response error field for a message.
+func errorSuffix(raw json.RawMessage) string {
+	if msg := errorText(raw); msg != "" {
+		return ": " + msg
+	}
+	return ""
+}
+
+func errorText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+		return obj.Message
+	}
+	return compactJSON(string(raw))
+}

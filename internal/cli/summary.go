@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// summarize renders one event's payload as a short human line for the
+// demo. ok is false for events not worth a line (streamed text deltas,
+// which the final answer repeats). Unknown events get their compact JSON,
+// clipped, so nothing new is hidden.
+func summarize(name string, payload json.RawMessage) (line string, ok bool) {
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(payload, &p) // a nil map reads as empty below
+	str := func(k string) string {
+		var s string
+		if json.Unmarshal(p[k], &s) == nil {
+			return s
+		}
+		return ""
+	}
+	num := func(m map[string]json.RawMessage, k string) (float64, bool) {
+		var f float64
+		if json.Unmarshal(m[k], &f) == nil {
+			return f, true
+		}
+		return 0, false
+	}
+	switch name {
+	case "output_text.delta", "reasoning.delta":
+		return "", false
+	case "run.queued":
+		return "accepted; the queue row is durable", true
+	case "run.started":
+		return "picked up by a worker", true
+	case "run.resumed":
+		if n, ok := num(p, "attempt"); ok {
+			return fmt.Sprintf("resumed after a restart (attempt %d)", int(n)), true
+		}
+		return "resumed after a restart", true
+	case "model.call":
+		var parts []string
+		if s, ok := num(p, "step"); ok {
+			parts = append(parts, fmt.Sprintf("step %d", int(s)))
+		}
+		if m := str("model"); m != "" {
+			parts = append(parts, m)
+		}
+		var u map[string]json.RawMessage
+		if json.Unmarshal(p["usage"], &u) == nil {
+			in, _ := num(u, "input_tokens")
+			out, _ := num(u, "output_tokens")
+			parts = append(parts, fmt.Sprintf("%d in / %d out tokens", int64(in), int64(out)))
+		}
+		if n, ok := num(p, "tool_calls"); ok && n > 0 {
+			parts = append(parts, plural(int(n), "tool call"))
+		}
+		if ms, ok := num(p, "latency_ms"); ok {
+			parts = append(parts, fmt.Sprintf("%d ms", int64(ms)))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, " · "), true
+		}
+	case "tool.call":
+		if n := str("name"); n != "" {
+			if path := writtenPathArg(p["arguments"]); path != "" {
+				return n + " " + path, true
+			}
+			return n + " " + clipRunes(compactJSON(string(p["arguments"])), 70), true
+		}
+	case "tool.result":
+		if n := str("name"); n != "" {
+			var isErr bool
+			_ = json.Unmarshal(p["is_error"], &isErr)
+			state := "ok"
+			if isErr {
+				state = "error"
+			}
+			line := n + " " + state
+			if pv := strings.Join(strings.Fields(str("preview")), " "); pv != "" {
+				line += ": " + clipRunes(pv, 70)
+			}
+			return line, true
+		}
+	case "run.finished":
+		if s := str("status"); s != "" {
+			if e := str("error"); e != "" {
+				return s + ": " + clipRunes(e, 100), true
+			}
+			return s, true
+		}
+	}
+	if len(payload) == 0 || string(payload) == "null" {
+		return "", true
+	}
+	return clipRunes(compactJSON(string(payload)), 100), true
+}
+
+// writtenPathArg is the "path" of a tool's JSON arguments, if any.
+func writtenPathArg(raw json.RawMessage) string {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(raw, &a) == nil {
+		return a.Path
+	}
+	return ""
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// clipRunes shortens s to at most n runes, marking the cut.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
