@@ -1,0 +1,314 @@
+// compare.mjs runs bobby and @playwright/mcp side by side through the same
+// official TypeScript MCP client (stdio for both) on the same fixture pages,
+// served by a small static server in this script on 127.0.0.1, and prints
+// the figures of issue 7:
+//   (a) tools/list bytes in the default phase,
+//   (b) snapshot bytes for the same page, with the actionable coverage
+//       (buttons, links, text inputs, checkboxes, comboboxes) each reports,
+//   (c) click → settled-outcome latency (median of CLICKS clicks on a button
+//       whose handler fetches /api/items with a server delay of API_DELAY_MS),
+//   (d) session start time (spawn → first navigation ready).
+// Byte counts are UTF-8 bytes of the JSON-RPC `result` object the client
+// receives (for tool calls: content + structuredContent).
+//
+// Environment: BOBBY_BIN (required), PEERS_DIR (default ../../test/peers),
+// CHROMIUM (default /usr/bin/chromium), CLICKS (default 15), API_DELAY_MS
+// (default 50), RESULT_JSON (optional path for the raw figures).
+import { createServer } from "node:http";
+import { readFile, mkdtemp, writeFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { performance } from "node:perf_hooks";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const env = process.env;
+const peers = path.resolve(env.PEERS_DIR ?? path.join(here, "..", "..", "test", "peers"));
+const sdk = (p) => import(pathToFileURL(path.join(peers, "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm", p)).href);
+const { Client } = await sdk("client/index.js");
+const { StdioClientTransport } = await sdk("client/stdio.js");
+
+const BOBBY_BIN = env.BOBBY_BIN;
+const CHROMIUM = env.CHROMIUM ?? "/usr/bin/chromium";
+const CLICKS = Number(env.CLICKS ?? 15);
+const WARMUP = 2;
+const API_DELAY_MS = Number(env.API_DELAY_MS ?? 50);
+if (!BOBBY_BIN) {
+  console.error("compare.mjs: BOBBY_BIN is not set");
+  process.exit(2);
+}
+
+function fail(msg) {
+  throw new Error(msg);
+}
+const bytes = (v) => Buffer.byteLength(JSON.stringify(v), "utf8");
+const ms = (a, b) => b - a;
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+const text = (res) => (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+
+// --- fixture server -------------------------------------------------------
+const fixtures = path.join(here, "fixtures");
+const server = createServer(async (req, res) => {
+  const url = new URL(req.url, "http://x");
+  if (url.pathname === "/api/items") {
+    await new Promise((r) => setTimeout(r, API_DELAY_MS));
+    res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
+    res.end(JSON.stringify({ n: Number(url.searchParams.get("n")), items: ["a", "b", "c"] }));
+    return;
+  }
+  const name = path.basename(url.pathname === "/" ? "shop.html" : url.pathname);
+  try {
+    const body = await readFile(path.join(fixtures, name));
+    res.writeHead(200, { "content-type": name.endsWith(".html") ? "text/html; charset=utf-8" : "application/octet-stream" });
+    res.end(body);
+  } catch {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(`<!doctype html><title>${name}</title><h1>${name}</h1>`);
+  }
+});
+await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const base = `http://127.0.0.1:${server.address().port}`;
+const PAGE = `${base}/shop.html`;
+
+// --- actionable coverage ---------------------------------------------------
+// Both snapshots print one node per line as `role "name"`; count the roles an
+// agent acts on. searchbox counts as a text input.
+const ROLES = { button: /\bbutton "/g, link: /\blink "/g, textbox: /\b(textbox|searchbox)\b/g, checkbox: /\bcheckbox\b/g, combobox: /\bcombobox\b/g };
+function coverage(snapshotText) {
+  const out = {};
+  for (const [k, re] of Object.entries(ROLES)) out[k] = (snapshotText.match(re) ?? []).length;
+  return out;
+}
+
+// --- the two runtimes, behind one shape ------------------------------------
+const work = await mkdtemp(path.join(tmpdir(), "bobby-bench-"));
+const playwright = (label, extraArgs) => ({
+    label,
+    transport: () =>
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [
+          path.join(peers, "node_modules", "@playwright", "mcp", "cli.js"),
+          "--executable-path", CHROMIUM, "--headless", "--isolated", "--no-sandbox",
+          "--output-dir", path.join(work, "pw-out"),
+          ...extraArgs,
+        ],
+        cwd: work,
+        env: { PATH: env.PATH, HOME: work, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: "1" },
+        stderr: "pipe",
+      }),
+    async navigate(c, url) {
+      const r = await c.callTool({ name: "browser_navigate", arguments: { url } });
+      if (r.isError) fail(`browser_navigate: ${text(r)}`);
+      return {};
+    },
+    async snapshots(c) {
+      const r = await c.callTool({ name: "browser_snapshot", arguments: {} });
+      if (r.isError) fail(`browser_snapshot: ${text(r)}`);
+      return [{ name: "browser_snapshot", result: r, text: text(r) }];
+    },
+    // One browser_click: Playwright clicks, sleeps the settle time, waits for
+    // the requests the click started, sleeps again, and snapshots the page
+    // (0.0.83 writes it to --output-dir and links it from the answer).
+    async click(c, ctx, k) {
+      const ref = ctx.ref ?? (ctx.ref = (ctx.snapText.match(/button "Load data" \[ref=(e\d+)\]/) ?? [])[1]);
+      if (!ref) fail("no ref for the Load data button in Playwright's snapshot");
+      const r = await c.callTool({ name: "browser_click", arguments: { element: "Load data button", target: ref } });
+      if (r.isError) fail(`browser_click: ${text(r)}`);
+      return { observed: text(r).includes(`loaded ${k}`), bytes: bytes(r), result: r };
+    },
+    // When the click's answer does not show the outcome yet, wait for it.
+    async confirm(c, ctx, k) {
+      const r = await c.callTool({ name: "browser_wait_for", arguments: { text: `loaded ${k}` } });
+      if (r.isError) fail(`browser_wait_for: ${text(r)}`);
+    },
+});
+const runtimes = {
+  playwright: playwright("@playwright/mcp", []),
+  // The same with Playwright's post-action settle (default 500 ms, slept
+  // once after the action and once more after triggered requests) cut to
+  // bobby's 150 ms quiet window: how much of (c) is fixed sleeps.
+  playwright150: playwright("@playwright/mcp --timeout-settle 150", ["--timeout-settle", "150"]),
+  bobby: {
+    label: "bobby",
+    transport: () =>
+      new StdioClientTransport({
+        command: BOBBY_BIN,
+        args: ["stdio"],
+        cwd: work,
+        env: { PATH: env.PATH, HOME: work, TMPDIR: work },
+        stderr: "pipe",
+      }),
+    async navigate(c, url) {
+      const r = await c.callTool({ name: "workflow_start", arguments: { profile: "default", url } });
+      if (r.isError) fail(`workflow_start: ${text(r)}`);
+      return { handle: r.structuredContent.workflowHandle };
+    },
+    async snapshots(c, ctx) {
+      const out = [];
+      for (const [name, extra] of [["a11y_snapshot", {}], ["a11y_snapshot interesting", { interesting: true }]]) {
+        const r = await c.callTool({ name: "a11y_snapshot", arguments: { workflowHandle: ctx.handle, ...extra } });
+        if (r.isError) fail(`a11y_snapshot: ${text(r)}`);
+        out.push({ name, result: r, text: r.structuredContent?.evidence?.accessibility?.text ?? text(r) });
+      }
+      return out;
+    },
+    // One click: bobby clicks natively, then settles (network quiet: 150 ms
+    // without requests, capped at 3 s). No snapshot is attached, so the
+    // outcome text is not in the answer.
+    async click(c, ctx, k) {
+      const r = await c.callTool({ name: "click", arguments: { workflowHandle: ctx.handle, target: { role: "button", name: "Load data" } } });
+      if (r.isError) fail(`click: ${text(r)}`);
+      return { observed: false, bytes: bytes(r), result: r };
+    },
+    // wait_for the status text: the outcome observed by the agent.
+    async confirm(c, ctx, k) {
+      const r = await c.callTool({
+        name: "wait_for",
+        arguments: { workflowHandle: ctx.handle, condition: { kind: "text", selector: "#status", matcher: { kind: "exact", value: `loaded ${k}` } } },
+      });
+      if (r.isError) fail(`wait_for: ${text(r)}`);
+    },
+  },
+};
+
+async function measure(key) {
+  const rt = runtimes[key];
+  const client = new Client({ name: "bobby-bench", version: "1.0.0" });
+  const transport = rt.transport();
+  let stderr = "";
+  const t0 = performance.now();
+  await client.connect(transport);
+  transport.stderr?.on("data", (d) => (stderr += d));
+  const tConnected = performance.now();
+  try {
+    const list = await client.listTools();
+    const ctx = await rt.navigate(client, PAGE);
+    const tReady = performance.now();
+
+    const snaps = (await rt.snapshots(client, ctx)).map((s) => ({
+      name: s.name,
+      resultBytes: bytes(s.result),
+      textBytes: Buffer.byteLength(s.text, "utf8"),
+      contentTextBytes: Buffer.byteLength(text(s.result), "utf8"),
+      structuredBytes: s.result.structuredContent ? bytes(s.result.structuredContent) : 0,
+      result: s.result,
+      coverage: coverage(s.text),
+      text: s.text,
+    }));
+    ctx.snapText = snaps[0].text;
+
+    const clickOnly = [];
+    const settled = [];
+    const clickBytes = [];
+    let observedInClick = 0;
+    let clickSample;
+    for (let k = 1; k <= WARMUP + CLICKS; k++) {
+      const a = performance.now();
+      const r = await rt.click(client, ctx, k);
+      const b = performance.now();
+      if (!r.observed) await rt.confirm(client, ctx, k);
+      const c = performance.now();
+      if (k > WARMUP) {
+        clickOnly.push(ms(a, b));
+        settled.push(ms(a, c));
+        clickBytes.push(r.bytes);
+        clickSample ??= r.result;
+        if (r.observed) observedInClick++;
+      }
+    }
+    return {
+      runtime: rt.label,
+      tools: list.tools.length,
+      toolsListBytes: bytes(list),
+      toolsBreakdown: list.tools.reduce((acc, t) => {
+        const { description, inputSchema, outputSchema, ...rest } = t;
+        acc.description += description ? bytes(description) : 0;
+        acc.inputSchema += inputSchema ? bytes(inputSchema) : 0;
+        acc.outputSchema += outputSchema ? bytes(outputSchema) : 0;
+        acc.other += bytes(rest);
+        return acc;
+      }, { description: 0, inputSchema: 0, outputSchema: 0, other: 0 }),
+      largestTools: list.tools.map((t) => ({ name: t.name, bytes: bytes(t) })).sort((a, b) => b.bytes - a.bytes).slice(0, 6),
+      connectMs: ms(t0, tConnected),
+      sessionStartMs: ms(t0, tReady),
+      firstNavigateMs: ms(tConnected, tReady),
+      snapshots: snaps,
+      click: {
+        n: CLICKS,
+        clickCallMedianMs: median(clickOnly),
+        settledMedianMs: median(settled),
+        settledP90Ms: pct(settled, 90),
+        observedInClickAnswer: observedInClick,
+        clickAnswerBytesMedian: median(clickBytes),
+        sample: clickSample,
+      },
+    };
+  } catch (e) {
+    e.message += stderr ? `\n${key} stderr:\n${stderr.slice(-2000)}` : "";
+    throw e;
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+const results = {};
+try {
+  for (const key of ["playwright", "bobby", "playwright150"]) results[key] = await measure(key);
+} finally {
+  server.close();
+  await rm(work, { recursive: true, force: true }).catch(() => {});
+}
+
+// --- report ----------------------------------------------------------------
+const pw = results.playwright;
+const bb = results.bobby;
+const f = (x) => (typeof x === "number" ? (Number.isInteger(x) ? String(x) : x.toFixed(1)) : String(x));
+const ratio = (a, b) => (b ? (a / b).toFixed(2) + "×" : "-");
+const cov = (c) => `b${c.button} l${c.link} t${c.textbox} c${c.checkbox} s${c.combobox}`;
+const bSnap = bb.snapshots[0];
+const bSnapI = bb.snapshots[1];
+const pSnap = pw.snapshots[0];
+const rows = [
+  ["figure", "playwright-mcp", "bobby", "bobby/pw", "goal"],
+  ["(a) tools/list bytes, default phase", pw.toolsListBytes, bb.toolsListBytes, ratio(bb.toolsListBytes, pw.toolsListBytes), "≤ 0.50×"],
+  ["    tools listed", pw.tools, bb.tools, "", ""],
+  ["(b) snapshot result bytes (default)", pSnap.resultBytes, bSnap.resultBytes, ratio(bSnap.resultBytes, pSnap.resultBytes), "≤ 0.50×"],
+  ["    content text bytes (what a content-only client forwards)", pSnap.contentTextBytes, bSnap.contentTextBytes, ratio(bSnap.contentTextBytes, pSnap.contentTextBytes), ""],
+  ["    snapshot text alone bytes", pSnap.textBytes, bSnap.textBytes, ratio(bSnap.textBytes, pSnap.textBytes), ""],
+  ["    bobby interesting:true result bytes", pSnap.resultBytes, bSnapI.resultBytes, ratio(bSnapI.resultBytes, pSnap.resultBytes), ""],
+  ["    coverage default (button link text check select)", cov(pSnap.coverage), cov(bSnap.coverage), "", "equal"],
+  ["    coverage bobby interesting:true", cov(pSnap.coverage), cov(bSnapI.coverage), "", "equal"],
+  [`(c) click→settled outcome median ms (n=${CLICKS})`, pw.click.settledMedianMs, bb.click.settledMedianMs, ratio(bb.click.settledMedianMs, pw.click.settledMedianMs), "≤ 1.00×"],
+  ["    settled p90 ms", pw.click.settledP90Ms, bb.click.settledP90Ms, "", ""],
+  ["    playwright --timeout-settle 150: settled median ms", results.playwright150.click.settledMedianMs, bb.click.settledMedianMs, ratio(bb.click.settledMedianMs, results.playwright150.click.settledMedianMs), ""],
+  ["    click call alone median ms", pw.click.clickCallMedianMs, bb.click.clickCallMedianMs, ratio(bb.click.clickCallMedianMs, pw.click.clickCallMedianMs), ""],
+  ["    outcome in click answer (of n)", pw.click.observedInClickAnswer, bb.click.observedInClickAnswer, "", ""],
+  ["    click answer bytes (median)", pw.click.clickAnswerBytesMedian, bb.click.clickAnswerBytesMedian, ratio(bb.click.clickAnswerBytesMedian, pw.click.clickAnswerBytesMedian), ""],
+  ["(d) session start ms (spawn→first page ready)", pw.sessionStartMs, bb.sessionStartMs, ratio(bb.sessionStartMs, pw.sessionStartMs), ""],
+  ["    spawn→initialized ms", pw.connectMs, bb.connectMs, "", ""],
+  ["    first navigate ms", pw.firstNavigateMs, bb.firstNavigateMs, "", ""],
+];
+const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => f(r[i]).length)));
+for (const r of rows) console.log(r.map((c, i) => (i === 0 ? f(c).padEnd(widths[i]) : f(c).padStart(widths[i]))).join("  "));
+console.log(`\nfixture ${PAGE} (API delay ${API_DELAY_MS} ms); coverage b=buttons l=links t=text inputs c=checkboxes s=comboboxes`);
+console.log("(c) playwright: browser_click = actionability wait + click + settle sleep (500 ms default) + wait for the requests it started" +
+  " + a second settle sleep + page snapshot (written to --output-dir, linked from the answer); then browser_wait_for text 'loaded N'" +
+  " when the answer lacks it (it always does: the snapshot is a file link).");
+console.log("    bobby: click (native click + settle: network quiet 150 ms, ≤ 3 s; no snapshot attached) + wait_for text 'loaded N' on #status.");
+console.log("tools/list bytes by part (description / inputSchema / outputSchema / name+title+annotations):");
+for (const r of [pw, bb]) console.log(`  ${r.runtime}: ` + Object.values(r.toolsBreakdown).join(" / "));
+console.log("largest tool definitions (bytes):");
+for (const r of [pw, bb]) console.log(`  ${r.runtime}: ` + r.largestTools.map((t) => `${t.name} ${t.bytes}`).join(", "));
+if (env.RESULT_JSON) await writeFile(env.RESULT_JSON, JSON.stringify(results, null, 2));
+
+const mismatch = Object.keys(ROLES).filter((k) => pSnap.coverage[k] !== bSnap.coverage[k]);
+if (mismatch.length) console.log(`\nNOTE: actionable coverage differs (default snapshot) in: ${mismatch.join(", ")}`);

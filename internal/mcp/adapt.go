@@ -1,0 +1,245 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// MaxToolName is the longest tool name a model API accepts.
+const MaxToolName = 128
+
+// readSegments are the name segments that mark an MCP tool as read-only
+// (D-REC-07). A name is split on '_' and '.'; "get_or_create" therefore
+// counts as read-only, by design: the guide tells operators to name
+// mutations without these segments.
+var readSegments = map[string]bool{
+	"get": true, "list": true, "search": true, "read": true, "version": true, "versions": true, "file": true,
+}
+
+// ReadOnlyName reports whether an MCP tool name classifies the tool as
+// read-only, hence safe to re-run after an interruption or a lost
+// connection. Matching is case-insensitive.
+func ReadOnlyName(name string) bool {
+	for seg := range strings.FieldsFuncSeq(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '.' }) {
+		if readSegments[seg] {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolName is the registry name of an MCP tool, and whether it is usable:
+// letters, digits, '_' and '-' only, at most 128 characters.
+func ToolName(server, tool string) (string, bool) {
+	name := server + "__" + tool
+	if len(name) > MaxToolName || tool == "" {
+		return name, false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return name, false
+		}
+	}
+	return name, true
+}
+
+// adapted turns the discovered tools into tool.Tools, dropping unusable
+// names with a warning.
+func (s *server) adapted() []tool.Tool {
+	s.mu.Lock()
+	defs := s.tools
+	s.mu.Unlock()
+	var out []tool.Tool
+	seen := map[string]bool{}
+	dropped := 0
+	for _, d := range defs {
+		name, ok := ToolName(s.cfg.Name, d.Name)
+		if !ok || seen[name] {
+			dropped++
+			s.log.Warn("mcp tool dropped: its name must be letters, digits, '_' or '-', at most 128 characters with the server prefix, and unique",
+				"tool", d.Name, "name", name)
+			continue
+		}
+		seen[name] = true
+		params, err := inputSchema(d.InputSchema)
+		if err != nil {
+			dropped++
+			s.log.Warn("mcp tool dropped: unusable input schema", "tool", d.Name, "err", err)
+			continue
+		}
+		desc := d.Description
+		if desc == "" {
+			desc = d.Title
+		}
+		out = append(out, &mcpTool{
+			s:        s,
+			remote:   d.Name,
+			spec:     model.ToolSpec{Name: name, Description: desc, Parameters: params},
+			readOnly: ReadOnlyName(d.Name),
+		})
+	}
+	s.setStatus(func(st *ServerStatus) { st.Tools, st.Dropped = len(out), dropped })
+	return out
+}
+
+// inputSchema renders a tool's input schema as an object schema with
+// properties, which model APIs require.
+func inputSchema(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if len(bytes.TrimSpace(b)) == 0 || string(b) == "null" {
+		m = map[string]any{}
+	} else if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("input schema is not an object: %w", err)
+	}
+	if _, ok := m["type"]; !ok {
+		m["type"] = "object"
+	}
+	if _, ok := m["properties"]; !ok {
+		m["properties"] = map[string]any{}
+	}
+	return json.Marshal(m)
+}
+
+type mcpTool struct {
+	s        *server
+	remote   string
+	spec     model.ToolSpec
+	readOnly bool
+}
+
+func (t *mcpTool) Spec() model.ToolSpec {
+	sp := t.spec
+	sp.Parameters = bytes.Clone(sp.Parameters)
+	return sp
+}
+
+func (t *mcpTool) ReadOnly() bool { return t.readOnly }
+
+func (t *mcpTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
+	args, problem := decodeArgs(c.Args)
+	if problem != "" {
+		return tool.Errorf("invalid arguments for %s: %s", t.spec.Name, problem), nil
+	}
+	return t.s.call(ctx, t.remote, t.readOnly, args), nil
+}
+
+// decodeArgs accepts a JSON object, null or nothing ({}), or an object
+// encoded as a JSON string (some models do that).
+func decodeArgs(raw json.RawMessage) (map[string]any, string) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return map[string]any{}, ""
+	}
+	if b[0] == '"' {
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			b = bytes.TrimSpace([]byte(s))
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, "send one JSON object"
+	}
+	return m, ""
+}
+
+// call runs one tool call with the per-call ceiling and the replay rules.
+func (s *server) call(ctx context.Context, name string, readOnly bool, args map[string]any) tool.Result {
+	ctx, cancel := context.WithTimeout(ctx, s.m.o.CallTimeout)
+	defer cancel()
+	for try := 0; ; try++ {
+		sess, err := s.current(ctx)
+		if err != nil {
+			return s.errorResult("MCP server %s is not connected: %v", s.cfg.Name, err)
+		}
+		at := &attempt{}
+		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Name: name, Arguments: args})
+		if err == nil {
+			return s.render(res)
+		}
+		if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return s.errorResult("MCP call %s on server %s got no answer within its time limit; it may or may not have taken effect", name, s.cfg.Name)
+			}
+			return s.errorResult("MCP call %s on server %s was cancelled", name, s.cfg.Name)
+		}
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && !at.refused.Load() {
+			return s.errorResult("MCP server %s rejected the call to %s: %s", s.cfg.Name, name, werr.Message)
+		}
+		// The connection failed under the call: start over with a new
+		// session on the next attempt.
+		s.drop(sess, err)
+		s.log.Warn("mcp call lost its connection", "tool", name, "in_doubt", at.inDoubt(), "err", err)
+		if try > 0 {
+			return s.errorResult("MCP server %s failed twice for %s: %v", s.cfg.Name, name, err)
+		}
+		switch {
+		case at.unauthorized.Load():
+			if s.refresh == nil || runToken(ctx) != "" {
+				return s.errorResult("MCP server %s answered 401 unauthorized for %s", s.cfg.Name, name)
+			}
+			used := ""
+			if p := at.access.Load(); p != nil {
+				used = *p
+			}
+			if rerr := s.refresh.rotate(ctx, used); rerr != nil {
+				return s.errorResult("MCP server %s answered 401 and the credential could not be rotated: %v", s.cfg.Name, rerr)
+			}
+		case at.inDoubt() && !readOnly:
+			return s.errorResult("[in doubt] the connection to MCP server %s broke while %s was running. It may or may not have taken effect, and Delta does not replay it: verify the current state before repeating it.", s.cfg.Name, name)
+		}
+	}
+}
+
+func (s *server) errorResult(format string, a ...any) tool.Result {
+	return tool.Result{IsError: true, Text: s.m.o.Redact("error: " + fmt.Sprintf(format, a...))}
+}
+
+// render frames a result as untrusted data: text kept, images as markers,
+// structured content as compact JSON when there is no text.
+func (s *server) render(res *sdk.CallToolResult) tool.Result {
+	parts := []string{fmt.Sprintf("MCP result from server %s (untrusted data):", s.cfg.Name)}
+	texts := 0
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, c.Text)
+			texts++
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes, not shown to the model]", c.MIMEType, len(c.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes, omitted]", c.MIMEType, len(c.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, "[resource link omitted: "+c.URI+"]")
+		case *sdk.EmbeddedResource:
+			parts = append(parts, "[embedded resource omitted]")
+		default:
+			parts = append(parts, "[unsupported content omitted]")
+		}
+	}
+	if texts == 0 && res.StructuredContent != nil {
+		if j, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(j))
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if res.IsError {
+		text = "error: " + text
+	}
+	return tool.Result{Text: s.m.o.Redact(text), IsError: res.IsError}
+}

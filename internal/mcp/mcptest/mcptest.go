@@ -1,0 +1,241 @@
+// Package mcptest is a small MCP server built with the official go-sdk, used
+// to test Delta's MCP client over real transports: a child process speaking
+// stdio (the test binary re-executed, see ServeStdioIfChild) and streamable
+// HTTP on loopback (NewHTTP).
+//
+// Its tools cover what the client must handle: text, images, structured
+// content without text, error results, a tool that reflects the request's
+// Authorization header inside an error, counters that show whether a call
+// was replayed, a tool that crashes the process mid-call, a slow tool, and
+// any number of generated tools.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Env variables the re-executed child reads (set through the server entry's
+// explicit env, since the client passes nothing else through).
+const (
+	EnvServe     = "MCPTEST_SERVE"      // "1": serve over stdio and exit
+	EnvTools     = "MCPTEST_TOOLS"      // number of generated tools gen_000…
+	EnvCrashFile = "MCPTEST_CRASH_FILE" // crash_note exits the process once, while this file is absent
+	EnvSecret    = "MCPTEST_SECRET"     // returned by the secret tool
+)
+
+// PNG is a 1×1 transparent image returned by the image tool.
+var PNG = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89}
+
+// Options shape one server.
+type Options struct {
+	Tools     int    // generated tools gen_000 … gen_NNN
+	CrashFile string // see EnvCrashFile
+	Secret    string // see EnvSecret
+}
+
+// Counters records how many times each counted tool ran, to prove whether a
+// call was replayed.
+type Counters struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// Get returns how many times tool ran.
+func (c *Counters) Get(tool string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[tool]
+}
+
+func (c *Counters) add(tool string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[tool]++
+	return c.n[tool]
+}
+
+type textArgs struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type noArgs struct{}
+
+func textResult(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+func errResult(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+// NewServer builds the test server. Counters may be nil.
+func NewServer(o Options, counters *Counters) *sdk.Server {
+	if counters == nil {
+		counters = &Counters{}
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
+	empty := json.RawMessage(`{"type":"object","properties":{}}`)
+	textSchema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo text back."},
+		func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (*sdk.CallToolResult, any, error) {
+			return textResult("echo: " + a.Text), nil, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "get_image", Description: "Return a tiny PNG.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.TextContent{Text: "here is the image"},
+				&sdk.ImageContent{Data: PNG, MIMEType: "image/png"},
+			}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "get_structured", Description: "Structured content only, no text.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{}, StructuredContent: map[string]any{"url": "https://example.test/", "items": []int{1, 2, 3}}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "fail", Description: "Always an error result.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return errResult("the backend said no"), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "whoami", Description: "Reflect the Authorization header inside an error, as a careless backend would.", InputSchema: empty},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			auth := ""
+			if req.Extra != nil && req.Extra.Header != nil {
+				auth = req.Extra.Header.Get("Authorization")
+			}
+			body, _ := json.Marshal(map[string]string{"error": "forbidden", "authorization": auth})
+			return errResult(fmt.Sprintf("403 from upstream: %s; raw=%s", body, auth)), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "get_auth", Description: "Return the Authorization header.", InputSchema: empty},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			auth := ""
+			if req.Extra != nil && req.Extra.Header != nil {
+				auth = req.Extra.Header.Get("Authorization")
+			}
+			return textResult(auth), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "get_secret", Description: "Return the secret from the environment.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return textResult("secret=" + o.Secret), nil
+		})
+	s.AddTool(&sdk.Tool{Name: "list_env", Description: "List the environment variable names of the process.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var names []string
+			for _, kv := range os.Environ() {
+				k, _, _ := strings.Cut(kv, "=")
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			return textResult(strings.Join(names, "\n")), nil
+		})
+	for _, name := range []string{"create_note", "get_note"} {
+		s.AddTool(&sdk.Tool{Name: name, Description: "Count calls to " + name + ".", InputSchema: textSchema},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return textResult(name + " #" + strconv.Itoa(counters.add(name))), nil
+			})
+	}
+	// crash_note and get_crash exit the process once, mid-call, the first
+	// time either runs while CrashFile is absent (creating it first).
+	for _, name := range []string{"crash_note", "get_crash"} {
+		s.AddTool(&sdk.Tool{Name: name, Description: "Crash once mid-call.", InputSchema: empty},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				if o.CrashFile != "" {
+					if _, err := os.Stat(o.CrashFile); os.IsNotExist(err) {
+						_ = os.WriteFile(o.CrashFile, []byte(name), 0o600)
+						os.Exit(3)
+					}
+				}
+				return textResult(name + " survived"), nil
+			})
+	}
+	s.AddTool(&sdk.Tool{Name: "slow", Description: "Block until cancelled.", InputSchema: empty},
+		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	s.AddTool(&sdk.Tool{Name: "bad name!", Description: "A name Delta must drop.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult("x"), nil })
+	s.AddTool(&sdk.Tool{Name: strings.Repeat("l", 125), Description: "Too long once prefixed.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult("x"), nil })
+	for i := range o.Tools {
+		name := fmt.Sprintf("gen_%03d", i)
+		s.AddTool(&sdk.Tool{Name: name, Description: "Generated tool " + name + ".", InputSchema: empty},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult(name), nil })
+	}
+	return s
+}
+
+// ServeStdioIfChild serves the test server over stdio and exits when the
+// process was started with EnvServe=1; call it first in TestMain.
+func ServeStdioIfChild() {
+	if os.Getenv(EnvServe) != "1" {
+		return
+	}
+	n, _ := strconv.Atoi(os.Getenv(EnvTools))
+	s := NewServer(Options{Tools: n, CrashFile: os.Getenv(EnvCrashFile), Secret: os.Getenv(EnvSecret)}, nil)
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// HTTP is the test server behind a streamable HTTP handler whose sessions
+// can be expired at will.
+type HTTP struct {
+	Counters *Counters
+	opts     Options
+	h        atomic.Pointer[sdk.StreamableHTTPHandler]
+	status   atomic.Int32 // when non-zero, every request is answered with it
+	Requests atomic.Int64
+	lastAuth atomic.Pointer[string]
+}
+
+// NewHTTP returns the handler; serve it with httptest.NewServer.
+func NewHTTP(o Options) *HTTP {
+	h := &HTTP{Counters: &Counters{}, opts: o}
+	h.Expire()
+	return h
+}
+
+// Expire forgets every session, as a server restart would: the next request
+// carrying an old session id gets 404.
+func (h *HTTP) Expire() {
+	srv := NewServer(h.opts, h.Counters)
+	h.h.Store(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+}
+
+// FailWith answers every request with status (0 restores normal service).
+func (h *HTTP) FailWith(status int) { h.status.Store(int32(status)) }
+
+// LastAuthorization is the Authorization header of the latest request.
+func (h *HTTP) LastAuthorization() string {
+	if p := h.lastAuth.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.Requests.Add(1)
+	a := r.Header.Get("Authorization")
+	h.lastAuth.Store(&a)
+	if st := h.status.Load(); st != 0 {
+		http.Error(w, http.StatusText(int(st)), int(st))
+		return
+	}
+	h.h.Load().ServeHTTP(w, r)
+}

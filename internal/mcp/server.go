@@ -1,0 +1,204 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/version"
+)
+
+// server is one configured MCP server and its current session.
+type server struct {
+	m       *Manager
+	cfg     config.MCPServer
+	log     *slog.Logger
+	refresh *refresher // nil unless this is the rotating-credential server
+
+	// connMu serialises (re)connection, so concurrent callers that find the
+	// session gone share one re-initialisation.
+	connMu  sync.Mutex
+	session *sdk.ClientSession
+
+	mu     sync.Mutex // guards status, tools
+	status ServerStatus
+	tools  []*sdk.Tool // discovered once; nil until the first successful boot
+}
+
+// credentialError marks a connection that failed for want of a vault
+// secret, so the server is retried when it arrives.
+type credentialError struct {
+	name string
+	err  error
+}
+
+func (e *credentialError) Error() string { return e.err.Error() }
+func (e *credentialError) Unwrap() error { return e.err }
+
+// boot connects and lists the tools once.
+func (s *server) boot(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.m.o.ConnectTimeout)
+	defer cancel()
+	sess, err := s.current(ctx)
+	if err == nil {
+		var tools []*sdk.Tool
+		for t, lerr := range sess.Tools(ctx, nil) {
+			if lerr != nil {
+				err = fmt.Errorf("list tools: %w", lerr)
+				break
+			}
+			tools = append(tools, t)
+		}
+		if err == nil {
+			s.mu.Lock()
+			s.tools = tools
+			s.mu.Unlock()
+			s.log.Info("mcp server connected", "transport", s.cfg.Transport, "tools", len(tools),
+				"protocol", sess.InitializeResult().ProtocolVersion)
+			return
+		}
+		s.drop(sess, err)
+	}
+	s.log.Warn("mcp server unavailable: its tools are absent", "transport", s.cfg.Transport, "err", err)
+}
+
+func (s *server) discovered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools != nil
+}
+
+func (s *server) snapshot() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+func (s *server) setStatus(f func(st *ServerStatus)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.status)
+}
+
+// current returns the live session, connecting one if there is none.
+func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.session != nil {
+		return s.session, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.m.o.ConnectTimeout)
+	defer cancel()
+	sess, used, err := s.connect(cctx)
+	if err != nil && s.refresh != nil && runToken(ctx) == "" && isUnauthorized(err) {
+		// The access token it sent is stale (or there was none): rotate
+		// once, unless a concurrent caller already did, and retry once.
+		if rerr := s.refresh.rotate(cctx, used); rerr != nil {
+			err = fmt.Errorf("%w (rotation failed: %v)", err, rerr)
+		} else {
+			sess, _, err = s.connect(cctx)
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s: %w", s.m.o.ConnectTimeout, err)
+		}
+		var ce *credentialError
+		s.setStatus(func(st *ServerStatus) {
+			st.Connected, st.Error, st.WaitingFor = false, s.m.o.Redact(err.Error()), ""
+			if errors.As(err, &ce) {
+				st.WaitingFor = ce.name
+			}
+		})
+		return nil, err
+	}
+	s.session = sess
+	s.setStatus(func(st *ServerStatus) {
+		st.Connected, st.Error, st.WaitingFor = true, "", ""
+		st.Protocol = sess.InitializeResult().ProtocolVersion
+	})
+	return sess, nil
+}
+
+// connect opens a session; used is the rotating access token its first
+// request carried.
+func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used string, err error) {
+	var t sdk.Transport
+	switch s.cfg.Transport {
+	case config.MCPStdio:
+		env, err := s.childEnv()
+		if err != nil {
+			return nil, "", err
+		}
+		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+		cmd.Env = env
+		cmd.Stderr = &stderrLog{log: s.log, redact: s.m.o.Redact}
+		t = &trackedTransport{inner: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
+	case config.MCPHTTP:
+		// Resolve every header once up front: a missing credential is a
+		// clear connection error, not a request that goes out without it.
+		if _, err := s.headers(); err != nil {
+			return nil, "", err
+		}
+		t = &sdk.StreamableClientTransport{
+			Endpoint:             s.cfg.URL,
+			HTTPClient:           &http.Client{Transport: &headerTransport{s: s, base: baseTransport(s.m.o.HTTPClient)}, Timeout: 0},
+			MaxRetries:           2,
+			DisableStandaloneSSE: true, // Delta consumes no server notifications
+		}
+	default:
+		return nil, "", fmt.Errorf("unknown transport %q", s.cfg.Transport)
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "delta", Version: version.Version}, &sdk.ClientOptions{Logger: s.log})
+	at := &attempt{}
+	sess, err = c.Connect(withAttempt(ctx, at), t, nil)
+	if p := at.access.Load(); p != nil {
+		used = *p
+	}
+	if err != nil {
+		if at.unauthorized.Load() {
+			return nil, used, fmt.Errorf("connect %s: %w", s.cfg.Name, errUnauthorized)
+		}
+		return nil, used, fmt.Errorf("connect %s: %w", s.cfg.Name, err)
+	}
+	return sess, used, nil
+}
+
+// drop forgets sess if it is still the current session and closes it in
+// the background (a stdio close can wait for the child).
+func (s *server) drop(sess *sdk.ClientSession, cause error) {
+	s.connMu.Lock()
+	if s.session == sess {
+		s.session = nil
+		s.setStatus(func(st *ServerStatus) { st.Connected, st.Error = false, s.m.o.Redact(cause.Error()) })
+	}
+	s.connMu.Unlock()
+	go func() { _ = sess.Close() }()
+}
+
+func (s *server) close() error {
+	s.connMu.Lock()
+	sess := s.session
+	s.session = nil
+	s.connMu.Unlock()
+	s.setStatus(func(st *ServerStatus) { st.Connected = false })
+	if sess == nil {
+		return nil
+	}
+	if err := sess.Close(); err != nil && !errors.Is(err, sdk.ErrConnectionClosed) {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil // a child that exits non-zero on stdin EOF is not a close failure
+		}
+		return fmt.Errorf("close mcp server %s: %w", s.cfg.Name, err)
+	}
+	return nil
+}

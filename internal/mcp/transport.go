@@ -1,0 +1,209 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/vault"
+)
+
+var errUnauthorized = errors.New("401 unauthorized")
+
+func isUnauthorized(err error) bool { return errors.Is(err, errUnauthorized) }
+
+// attempt records, for one request, what the transport saw: whether it may
+// have reached the server and whether the server provably refused it.
+type attempt struct {
+	first        atomic.Bool // the first POST (the call itself) was seen
+	sent         atomic.Bool // bytes may have reached the server
+	refused      atomic.Bool // the server answered without running it
+	unauthorized atomic.Bool // … with 401
+	access       atomic.Pointer[string]
+}
+
+// inDoubt: the server may have run the call.
+func (a *attempt) inDoubt() bool { return a.sent.Load() && !a.refused.Load() }
+
+type attemptKey struct{}
+
+func withAttempt(ctx context.Context, a *attempt) context.Context {
+	return context.WithValue(ctx, attemptKey{}, a)
+}
+
+func attemptFrom(ctx context.Context) *attempt {
+	a, _ := ctx.Value(attemptKey{}).(*attempt)
+	return a
+}
+
+func baseTransport(c *http.Client) http.RoundTripper {
+	if c != nil && c.Transport != nil {
+		return c.Transport
+	}
+	return http.DefaultTransport
+}
+
+// headerTransport applies a server's headers at egress: the rotating
+// credential, then the static headers (vault references resolved per
+// request), then a run's authToken, which wins.
+type headerTransport struct {
+	s    *server
+	base http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	h, err := t.s.headers()
+	if err != nil {
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	var access string
+	if t.s.refresh != nil {
+		if access = t.s.refresh.current(); access != "" {
+			req.Header.Set("Authorization", "Bearer "+access)
+		}
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	if tok := runToken(req.Context()); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	a := attemptFrom(req.Context())
+	track := a != nil && req.Method == http.MethodPost && a.first.CompareAndSwap(false, true)
+	if track {
+		a.access.Store(&access)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if !track {
+		return resp, err
+	}
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			a.refused.Store(true) // never connected: nothing was sent
+		}
+		a.sent.Store(true)
+		return resp, err
+	}
+	a.sent.Store(true)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		a.unauthorized.Store(true)
+		a.refused.Store(true)
+	case resp.StatusCode == http.StatusForbidden, resp.StatusCode == http.StatusNotFound,
+		resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusBadGateway,
+		resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
+		a.refused.Store(true)
+	}
+	return resp, err
+}
+
+// headers resolves the configured headers' vault references.
+func (s *server) headers() (map[string]string, error) {
+	out := make(map[string]string, len(s.cfg.Headers))
+	for k, v := range s.cfg.Headers {
+		r, err := vault.Expand(v, s.m.o.Resolve)
+		if err != nil {
+			return nil, credentialErr(v, err)
+		}
+		out[k] = r
+	}
+	return out, nil
+}
+
+// childEnv is the plumbing of the daemon env plus the entry's explicit env
+// (vault references resolved now, at spawn).
+func (s *server) childEnv() ([]string, error) {
+	var env []string
+	for k, v := range s.m.o.Env {
+		if config.IsChildPlumbing(k) {
+			if _, override := s.cfg.Env[k]; !override {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	for k, v := range s.cfg.Env {
+		r, err := vault.Expand(v, s.m.o.Resolve)
+		if err != nil {
+			return nil, credentialErr(v, err)
+		}
+		env = append(env, k+"="+r)
+	}
+	slices.Sort(env)
+	return env, nil
+}
+
+func credentialErr(template string, err error) error {
+	if refs := vault.References(template); len(refs) > 0 {
+		return &credentialError{name: refs[0], err: err}
+	}
+	return err
+}
+
+// trackedTransport wraps a stdio transport to learn whether a call's
+// request was written to the child.
+type trackedTransport struct{ inner sdk.Transport }
+
+func (t *trackedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &trackedConn{Connection: c}, nil
+}
+
+type trackedConn struct{ sdk.Connection }
+
+func (c *trackedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if a := attemptFrom(ctx); a != nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && a.first.CompareAndSwap(false, true) && err == nil {
+			a.sent.Store(true)
+		}
+	}
+	return err
+}
+
+// stderrLog turns a stdio child's stderr into debug log lines.
+type stderrLog struct {
+	log    *slog.Logger
+	redact func(string) string
+	mu     sync.Mutex
+	buf    bytes.Buffer
+}
+
+func (w *stderrLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	sc := bufio.NewScanner(bytes.NewReader(w.buf.Bytes()))
+	consumed := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if consumed+len(line)+1 > w.buf.Len() {
+			break // an unfinished line stays buffered
+		}
+		consumed += len(line) + 1
+		if line = strings.TrimSpace(line); line != "" {
+			w.log.Debug("mcp server stderr", "line", w.redact(line))
+		}
+	}
+	w.buf.Next(consumed)
+	if w.buf.Len() > 64<<10 {
+		w.buf.Reset() // a child writing megabytes without a newline
+	}
+	return len(p), nil
+}

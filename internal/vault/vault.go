@@ -1,0 +1,211 @@
+// Package vault keeps third-party credentials encrypted at rest and keeps
+// their values out of everything a model can read.
+//
+// Values are sealed with AES-256-GCM under a key that is the SHA-256 of the
+// operator's key material, with a fresh random nonce per secret and the
+// secret's name as additional data (so a ciphertext cannot be moved to
+// another name). Storage is behind the Store interface; SQLStore keeps rows
+// in the daemon's SQLite database, where nothing of a value exists outside
+// the ciphertext column.
+//
+// There is no way to read a value back through an API: Resolve is for
+// egress (an MCP header, a stdio child's env), and every value it returns is
+// registered with the Redactor so any reflection of it — raw,
+// percent-encoded or JSON-escaped — becomes [vault:NAME] before it reaches
+// the model, the transcript, a spill file, an event or telemetry.
+package vault
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Limits.
+const (
+	MaxValueBytes = 4096
+	MinKeyLen     = 16
+)
+
+// Errors callers map to HTTP statuses.
+var (
+	ErrDisabled     = errors.New("vault disabled: no DELTA_VAULT_KEY_FILE or DELTA_VAULT_KEY")
+	ErrExists       = errors.New("secret already exists")
+	ErrNotFound     = errors.New("secret not found")
+	ErrInvalidName  = errors.New("secret name must match ^[A-Z][A-Z0-9_]{0,63}$")
+	ErrInvalidValue = errors.New("secret value must be 1 to 4096 bytes")
+	ErrShortKey     = errors.New("vault key must be at least 16 characters")
+)
+
+var namePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// ValidName reports whether name is an acceptable secret name.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
+// Record is one stored secret. Ciphertext includes the GCM tag.
+type Record struct {
+	Name       string
+	Purpose    string
+	Nonce      []byte
+	Ciphertext []byte
+	Created    time.Time
+	Updated    time.Time
+}
+
+// Store persists records. Put with replace=false fails with ErrExists when
+// the name is taken; Get and Delete fail with ErrNotFound when it is not.
+type Store interface {
+	Put(ctx context.Context, r Record, replace bool) error
+	Get(ctx context.Context, name string) (Record, error)
+	List(ctx context.Context) ([]Record, error)
+	Delete(ctx context.Context, name string) error
+}
+
+// Info is what may be shown about a secret: never its value.
+type Info struct {
+	Name    string    `json:"name"`
+	Purpose string    `json:"purpose"`
+	Created time.Time `json:"created_at"`
+	Updated time.Time `json:"updated_at"`
+}
+
+// Vault seals and opens secrets.
+type Vault struct {
+	store    Store
+	aead     cipher.AEAD
+	redactor *Redactor
+	now      func() time.Time
+	onPut    func(name string) // notified after a create or rotate
+}
+
+// New returns a vault over store with key material key (at least 16
+// characters). redactor may be nil (a private one is made); it receives
+// every value Resolve returns.
+func New(store Store, key string, redactor *Redactor) (*Vault, error) {
+	if len(key) < MinKeyLen {
+		return nil, ErrShortKey
+	}
+	sum := sha256.Sum256([]byte(key))
+	block, err := aes.NewCipher(sum[:])
+	if err != nil {
+		return nil, fmt.Errorf("vault cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("vault gcm: %w", err)
+	}
+	if redactor == nil {
+		redactor = NewRedactor()
+	}
+	return &Vault{store: store, aead: aead, redactor: redactor, now: time.Now}, nil
+}
+
+// Redactor is the vault's redactor.
+func (v *Vault) Redactor() *Redactor { return v.redactor }
+
+// OnPut registers fn to be called (synchronously) with a secret's name after
+// it is created or rotated, so a server waiting for a credential can
+// reconnect.
+func (v *Vault) OnPut(fn func(name string)) { v.onPut = fn }
+
+func validate(name, value string) error {
+	if !ValidName(name) {
+		return ErrInvalidName
+	}
+	if len(value) == 0 || len(value) > MaxValueBytes {
+		return ErrInvalidValue
+	}
+	return nil
+}
+
+// Create stores a new secret; an existing name is ErrExists.
+func (v *Vault) Create(ctx context.Context, name, purpose, value string) error {
+	return v.put(ctx, name, purpose, value, false)
+}
+
+// Rotate replaces a secret's value (creating it if absent); an operator act.
+func (v *Vault) Rotate(ctx context.Context, name, purpose, value string) error {
+	return v.put(ctx, name, purpose, value, true)
+}
+
+func (v *Vault) put(ctx context.Context, name, purpose, value string, replace bool) error {
+	if err := validate(name, value); err != nil {
+		return err
+	}
+	nonce := make([]byte, v.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return fmt.Errorf("vault nonce: %w", err)
+	}
+	now := v.now().UTC()
+	r := Record{Name: name, Purpose: purpose, Nonce: nonce, Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name)), Created: now, Updated: now}
+	if replace {
+		if old, err := v.store.Get(ctx, name); err == nil {
+			r.Created = old.Created
+			if purpose == "" {
+				r.Purpose = old.Purpose
+			}
+		}
+	}
+	if err := v.store.Put(ctx, r, replace); err != nil {
+		return fmt.Errorf("store secret %s: %w", name, err)
+	}
+	if v.onPut != nil {
+		v.onPut(name)
+	}
+	return nil
+}
+
+// Delete removes a secret.
+func (v *Vault) Delete(ctx context.Context, name string) error {
+	if !ValidName(name) {
+		return ErrInvalidName
+	}
+	if err := v.store.Delete(ctx, name); err != nil {
+		return fmt.Errorf("delete secret %s: %w", name, err)
+	}
+	return nil
+}
+
+// List returns names, purposes and timestamps, ordered by name.
+func (v *Vault) List(ctx context.Context) ([]Info, error) {
+	rs, err := v.store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	out := make([]Info, len(rs))
+	for i, r := range rs {
+		out[i] = Info{Name: r.Name, Purpose: r.Purpose, Created: r.Created, Updated: r.Updated}
+	}
+	return out, nil
+}
+
+// Resolve decrypts a secret for egress and registers its value for
+// redaction. Use it only where the value leaves the process (a header, a
+// child's env), never to show it.
+func (v *Vault) Resolve(ctx context.Context, name string) (string, error) {
+	if !ValidName(name) {
+		return "", ErrInvalidName
+	}
+	r, err := v.store.Get(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("resolve secret %s: %w", name, err)
+	}
+	plain, err := v.aead.Open(nil, r.Nonce, r.Ciphertext, []byte(name))
+	if err != nil {
+		return "", fmt.Errorf("resolve secret %s: cannot decrypt (wrong DELTA_VAULT_KEY?)", name)
+	}
+	v.redactor.Register(name, string(plain))
+	return string(plain), nil
+}
+
+// Resolver adapts Resolve to the func(name) form that MCP configuration and
+// Expand take, with ctx for the database read.
+func (v *Vault) Resolver(ctx context.Context) func(string) (string, error) {
+	return func(name string) (string, error) { return v.Resolve(ctx, name) }
+}
