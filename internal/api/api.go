@@ -29,6 +29,8 @@ type Options struct {
 	Placement    func(requested string) string // request profile → effective tier
 	Heartbeat    time.Duration                 // SSE keep-alive comment interval (default 15s)
 	Status       func() any                    // GET /v1/status body (secret-free); nil = 404
+	Secrets      Secrets                       // the vault; nil = routes answer 503
+	InspectWrite bool                          // DELTA_INSPECT_WRITE: rotate/delete through /v1/dev/*
 	Logger       *slog.Logger
 }
 
@@ -72,6 +74,10 @@ func (s *Server) routes() {
 		}
 		writeJSON(w, http.StatusOK, s.o.Status())
 	}))
+	s.mux.Handle("PUT /v1/secrets/{name}", s.control(func(w http.ResponseWriter, r *http.Request) { s.putSecret(w, r, false) }))
+	s.mux.Handle("GET /v1/secrets", s.control(s.listSecrets))
+	s.mux.Handle("POST /v1/dev/secrets/{name}", s.inspectWrite(func(w http.ResponseWriter, r *http.Request) { s.putSecret(w, r, true) }))
+	s.mux.Handle("DELETE /v1/dev/secrets/{name}", s.inspectWrite(s.deleteSecret))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
 	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -31,6 +31,7 @@ type metadata struct {
 	Context         map[string]any `json:"context"`
 	Profile         *string        `json:"profile"`
 	ReasoningEffort *string        `json:"reasoning_effort"`
+	AuthToken       *string        `json:"authToken"` // per-run MCP credential; never stored
 	UserID          any            `json:"user_id"`
 	TaskID          any            `json:"task_id"`
 	TaskType        any            `json:"task_type"`

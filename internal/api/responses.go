@@ -41,8 +41,12 @@ func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest,
 			req.ReasoningEffort = strings.ToLower(strings.TrimSpace(*md.ReasoningEffort))
 		}
 	}
+	authToken := ""
+	if body.Metadata != nil && body.Metadata.AuthToken != nil {
+		authToken = *body.Metadata.AuthToken
+	}
 	req.Profile = s.o.Placement(requested)
-	sub := engine.Submission{Owner: owner(r), Request: req}
+	sub := engine.Submission{Owner: owner(r), Request: req, AuthToken: authToken}
 	if body.PreviousResponseID != nil {
 		sub.PreviousID = strings.TrimSpace(*body.PreviousResponseID)
 		if sub.PreviousID == "" {

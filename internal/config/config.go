@@ -185,6 +185,10 @@ type Config struct {
 	// (DELTA_LEASE_HOLDER, default FLY_MACHINE_ID, then the host name).
 	LeaseHolder string `env:"DELTA_LEASE_HOLDER,FLY_MACHINE_ID"`
 
+	// MCP holds the MCP servers, the refresh credential and the vault key
+	// (see LoadMCP); bad entries become Warnings, never a boot failure.
+	MCP MCPConfig `env:"DELTA_MCP_SERVERS,DELTA_MCP_REFRESH_URL,DELTA_MCP_REFRESH_FILE,DELTA_MCP_REFRESH_SERVER,DELTA_MCP_REFRESH_CLIENT_ID,DELTA_MCP_REFRESH_TOKEN,DELTA_VAULT_KEY_FILE,DELTA_VAULT_KEY"`
+
 	// Warnings are non-fatal findings, such as removed variables that are
 	// still set. The daemon logs them at boot.
 	Warnings []string
@@ -284,6 +288,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	var pw []string
 	c.Providers, pw = l.providers("DELTA_PROVIDERS")
 	c.Warnings = append(c.Warnings, pw...)
+	c.MCP = LoadMCP(lookup, os.Environ(), os.ReadFile)
+	c.Warnings = append(c.Warnings, c.MCP.Warnings...)
 	for _, name := range removedVars {
 		if _, ok := lookup(name); ok {
 			c.Warnings = append(c.Warnings, fmt.Sprintf(

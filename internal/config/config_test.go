@@ -36,6 +36,7 @@ func TestLoadDefaults(t *testing.T) {
 		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true,
 		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
 	}
+	c.MCP.ChildEnv = nil // the process plumbing of whoever runs the test
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
 	}

@@ -19,10 +19,12 @@ import (
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/mcp"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
 	"github.com/deltaharness/delta/internal/workspace"
 )
@@ -33,14 +35,17 @@ const trashRetention = 7 * 24 * time.Hour
 
 // parts is everything a running harness holds, for Serve and RunOnce.
 type parts struct {
-	status  func() any // the /v1/status body
+	status  func() any   // the /v1/status body
+	vault   *vault.Vault // nil without a key
+	mcp     *mcp.Manager // nil without servers (and in delta run)
 	store   *store.Store
 	queue   *queue.Queue
 	service *engine.Service
 }
 
-// build wires the harness over the database at dbPath.
-func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.Logger) (*parts, error) {
+// build wires the harness over the database at dbPath. withMCP connects
+// the configured MCP servers (the daemon does; `delta run` does not).
+func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, logger *slog.Logger) (_ *parts, err error) {
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
@@ -51,8 +56,6 @@ func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.L
 	if err := ws.SweepTrash(trashRetention); err != nil {
 		logger.Warn("sweep workspace trash", "err", err)
 	}
-	reg, toolStatus := buildTools(cfg, ws, logger)
-
 	b, err := bundle.Load(bundle.Options{
 		Dir: cfg.Workspace, PolicyMaxTokens: cfg.PolicyMaxTokens, SelfMaxTokens: cfg.SelfMaxTokens,
 		VocabOverride: cfg.Vocab, EngineVersion: version.Version, AgentID: cfg.AgentID, Profile: cfg.Profile,
@@ -67,14 +70,46 @@ func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	status := func() any { return statusView(cfg, provider, toolStatus) }
 	st, err := store.Open(ctx, dbPath)
 	if err != nil {
 		return nil, err
 	}
-	broker := event.NewBroker()
+	p := &parts{store: st}
+	defer func() {
+		if err != nil {
+			p.close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	// The vault: secrets at rest, resolved at egress, redacted everywhere.
+	red := vault.NewRedactor()
+	if cfg.MCP.VaultKey != "" {
+		p.vault, err = vault.New(vault.NewSQLStore(st.DB()), cfg.MCP.VaultKey, red)
+		if err != nil {
+			return nil, fmt.Errorf("open vault: %w", err)
+		}
+	}
+	reg, tools := buildTools(cfg, ws, p.vault, logger)
+	if withMCP && len(cfg.MCP.Servers) > 0 {
+		var resolve func(string) (string, error)
+		if p.vault != nil {
+			resolve = p.vault.Resolver(context.WithoutCancel(ctx))
+		}
+		p.mcp = mcp.New(mcp.Options{Servers: cfg.MCP.Servers, Refresh: cfg.MCP.Refresh, Env: cfg.MCP.ChildEnv,
+			Logger: logger, Resolve: resolve, Redact: red.Redact})
+		// Open never fails for a dead server: its tools are absent and
+		// its state is in /v1/status.
+		_ = p.mcp.Open(ctx)
+		reg.Add(p.mcp.Tools()...)
+		if p.vault != nil {
+			// A server that waited for a credential connects when it arrives.
+			p.vault.OnPut(func(string) { reg.Add(p.mcp.Retry(context.WithoutCancel(ctx))...) })
+		}
+	}
+	p.status = func() any { return statusView(cfg, provider, tools, p) }
+
 	eng := engine.New(engine.Options{
-		Store: st, Broker: broker, Provider: provider,
+		Store: st, Broker: event.NewBroker(), Provider: provider,
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
 		Prompt: b, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
 		ToolNames: func(profile string) []string { return tierTools(reg, profile) },
@@ -84,10 +119,20 @@ func build(ctx context.Context, cfg config.Config, dbPath string, logger *slog.L
 		},
 		Prices:      model.Prices(cfg.ModelPrices),
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes,
+		Redact: red.Redact, CallContext: mcp.WithRunToken,
 		Logger: logger,
 	})
-	q := queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
-	return &parts{store: st, queue: q, status: status, service: &engine.Service{Store: st, Queue: q, Engine: eng}}, nil
+	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
+	p.service = &engine.Service{Store: st, Queue: p.queue, Engine: eng}
+	return p, nil
+}
+
+// close releases what build opened, in reverse order.
+func (p *parts) close(ctx context.Context) {
+	if p.mcp != nil {
+		_ = p.mcp.Close(ctx)
+	}
+	_ = p.store.Close()
 }
 
 // tierTools is the tool set of a tier: trusted gets every tool, safe only
@@ -114,16 +159,16 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	p, err := build(ctx, cfg, cfg.DB, logger)
+	p, err := build(ctx, cfg, cfg.DB, true, logger)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer p.store.Close()
+	defer p.close(context.WithoutCancel(ctx))
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
-		Status: p.status,
+		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite,
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if err := p.queue.Open(); err != nil {
@@ -147,4 +192,12 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		serveErr = nil
 	}
 	return errors.Join(serveErr, qerr)
+}
+
+// secretsOf keeps a nil vault a nil interface, so the API answers 503.
+func secretsOf(v *vault.Vault) api.Secrets {
+	if v == nil {
+		return nil
+	}
+	return v
 }

@@ -18,11 +18,11 @@ import (
 // DELTA.md changes persist. It prints the final text and returns an error
 // when the run did not complete.
 func RunOnce(ctx context.Context, cfg config.Config, input string, stdout io.Writer, logger *slog.Logger) error {
-	p, err := build(ctx, cfg, ":memory:", logger)
+	p, err := build(ctx, cfg, ":memory:", false, logger)
 	if err != nil {
 		return err
 	}
-	defer p.store.Close()
+	defer p.close(context.WithoutCancel(ctx))
 	if err := p.queue.Open(); err != nil {
 		return err
 	}

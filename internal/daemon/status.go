@@ -1,14 +1,17 @@
 package daemon
 
 import (
+	"context"
+
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/model/cascade"
+	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
 )
 
 // statusView is the secret-free GET /v1/status body: no keys, URLs or
 // headers, only names, choices and ceilings.
-func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus) map[string]any {
+func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *parts) map[string]any {
 	mv := c.Status()
 	effort := cfg.ReasoningEffort
 	if effort == "" {
@@ -35,6 +38,35 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus) map[st
 		"budgets":          budgets,
 		"max_concurrency":  cfg.MaxConcurrency,
 		"tools":            tools.view(),
-		"mcp_servers":      []string{},
+		"mcp_servers":      mcpStatus(p),
+		"vault":            vaultStatus(cfg, p),
 	}
+}
+
+func mcpStatus(p *parts) any {
+	if p.mcp == nil {
+		return []any{}
+	}
+	return p.mcp.Status()
+}
+
+// vaultStatus says whether the vault is on, how many secrets it holds and
+// which names the MCP configuration refers to — never a value.
+func vaultStatus(cfg config.Config, p *parts) map[string]any {
+	declared := []string{}
+	for _, s := range cfg.MCP.Servers {
+		for _, v := range s.Headers {
+			declared = append(declared, vault.References(v)...)
+		}
+		for _, v := range s.Env {
+			declared = append(declared, vault.References(v)...)
+		}
+	}
+	out := map[string]any{"enabled": p.vault != nil, "declared": declared}
+	if p.vault != nil {
+		if n, err := p.vault.Count(context.Background()); err == nil {
+			out["count"] = n
+		}
+	}
+	return out
 }

@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/tool"
@@ -9,6 +12,7 @@ import (
 	"github.com/deltaharness/delta/internal/tool/file"
 	"github.com/deltaharness/delta/internal/tool/grep"
 	"github.com/deltaharness/delta/internal/tool/web"
+	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
@@ -21,13 +25,21 @@ type toolStatus struct {
 }
 
 // buildTools assembles the built-in tools explicitly, in index order.
-func buildTools(cfg config.Config, ws *workspace.Root, logger *slog.Logger) (*tool.Registry, *toolStatus) {
+func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, logger *slog.Logger) (*tool.Registry, *toolStatus) {
 	reg := tool.NewRegistry()
 	st := &toolStatus{reg: reg, omitted: map[string]string{}}
 	reg.Add(file.All(ws)...)
 	reg.Add(grep.New(ws, grep.Options{}))
 	reg.Add(web.Fetch(web.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate}))
-	search := web.Search(web.SearchOptions{APIKey: cfg.ExaAPIKey})
+	so := web.SearchOptions{APIKey: cfg.ExaAPIKey}
+	if cfg.ExaAPIKey == "" && v != nil {
+		// The vault's EXA_API_KEY, asked on every call: it heals without a restart.
+		so.Key = func() string {
+			k, _ := v.Resolve(context.Background(), "EXA_API_KEY")
+			return k
+		}
+	}
+	search := web.Search(so)
 	reg.Add(search)
 	st.unusable = append(st.unusable, search)
 	c := code.New(ws, code.Config{CLI: cfg.CodeCLI, Env: config.PlumbingEnv()})
@@ -37,7 +49,33 @@ func buildTools(cfg config.Config, ws *workspace.Root, logger *slog.Logger) (*to
 	} else {
 		reg.Add(c)
 	}
+	if v != nil {
+		reg.Add(listSecrets(v))
+	}
 	return reg, st
+}
+
+type noArgs struct{}
+
+// listSecrets shows the model which secrets exist (names and purposes,
+// never values); it is registered only when the vault is on.
+func listSecrets(v *vault.Vault) tool.Tool {
+	return tool.Func("list_secrets", "List the names and purposes of the secrets in the vault. Values are never shown; "+
+		"refer to a secret as {{vault:NAME}} where a tool configuration accepts it.", true,
+		func(ctx context.Context, _ tool.Call, _ noArgs) (tool.Result, error) {
+			list, err := v.List(ctx)
+			if err != nil {
+				return tool.Result{}, err
+			}
+			if len(list) == 0 {
+				return tool.Text("The vault holds no secrets."), nil
+			}
+			var b strings.Builder
+			for _, s := range list {
+				fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Purpose)
+			}
+			return tool.Text(b.String()), nil
+		})
 }
 
 // view renders the tools block of /v1/status.

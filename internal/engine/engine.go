@@ -72,11 +72,27 @@ type Options struct {
 	Logger       *slog.Logger
 	Now          func() time.Time
 	WorkspaceDir string // where the handoff looks for this run's spill files
+	// Redact scrubs known secret values from tool results before they are
+	// stored, spilled, streamed or shown to the model (nil = none).
+	Redact func(string) string
+	// CallContext attaches a run's per-request credential (metadata.authToken)
+	// to the context of its tool calls (nil = ignored).
+	CallContext func(ctx context.Context, runToken string) context.Context
 }
 
 // Engine executes runs.
 type Engine struct {
 	o Options
+	// tokens holds per-run credentials in memory only: they are never
+	// written to the database, so a run resumed after a restart has none.
+	tokens sync.Map // run id → string
+}
+
+// SetRunToken remembers a run's per-request credential for its tool calls.
+func (e *Engine) SetRunToken(runID, token string) {
+	if token != "" {
+		e.tokens.Store(runID, token)
+	}
 }
 
 // New fills defaults.
@@ -92,6 +108,9 @@ func New(o Options) *Engine {
 	}
 	if o.Broker == nil {
 		o.Broker = event.NewBroker()
+	}
+	if o.Redact == nil {
+		o.Redact = func(s string) string { return s }
 	}
 	return &Engine{o: o}
 }
@@ -192,7 +211,7 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 	if run.Model == "" && len(e.o.Models) > 0 {
 		run.Model = e.o.Models[0]
 	}
-	resp := BuildResponse(run, status, text, errText)
+	resp := BuildResponse(run, status, e.o.Redact(text), e.o.Redact(errText))
 	b, _ := json.Marshal(resp)
 	ev, err := e.o.Store.Finish(ctx, runID, status, b, errText)
 	if errors.Is(err, store.ErrAlreadyFinal) {
@@ -202,6 +221,7 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 		e.o.Logger.Error("finish run", event.KeyRun, runID, "err", err)
 		return
 	}
+	e.tokens.Delete(runID)
 	e.o.Broker.Publish(ev)
 }
 

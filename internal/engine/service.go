@@ -28,6 +28,7 @@ func (s *Service) Broker() *event.Broker { return s.Engine.o.Broker }
 // Submission is an accepted request.
 type Submission struct {
 	Owner               string
+	AuthToken           string // metadata.authToken: held in memory for the run's tool calls, never stored
 	PreviousID          string
 	IdempotencyKey      string
 	IdempotencyTerminal bool
@@ -56,6 +57,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (store.Run, error)
 		return store.Run{}, err
 	}
 	if created {
+		s.Engine.SetRunToken(run.ID, sub.AuthToken)
 		s.Broker().Publish(ev)
 		s.Queue.Notify()
 	}

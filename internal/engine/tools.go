@@ -50,6 +50,11 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 			res = tool.Errorf("tool %s failed with an internal error", c.Name)
 		}
 	}()
+	if x.e.o.CallContext != nil {
+		if tok, ok := x.e.tokens.Load(x.run.ID); ok {
+			ctx = x.e.o.CallContext(ctx, tok.(string))
+		}
+	}
 	start := time.Now()
 	res, err := t.Run(ctx, tool.Call{RunID: x.run.ID, CallID: c.ID, Args: c.Arguments})
 	if err != nil {
@@ -74,7 +79,7 @@ func (x *execution) allowed(name string) bool {
 // commitResult spills an oversized result, then journals it with its
 // conversation message.
 func (x *execution) commitResult(ctx context.Context, callID, name string, res tool.Result) {
-	text := res.Text
+	text := x.e.o.Redact(res.Text)
 	if x.e.o.Spill != nil {
 		inline, err := x.e.o.Spill.Spill(x.run.ID, callID, text, x.e.o.ResultMax)
 		if err != nil {

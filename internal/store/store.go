@@ -105,6 +105,10 @@ func (s *Store) Close() error {
 	return err
 }
 
+// DB is the writer connection, for packages that keep their own tables in
+// this database (the vault).
+func (s *Store) DB() *sql.DB { return s.w }
+
 // SchemaVersion is the newest migration this binary knows.
 func SchemaVersion() int {
 	ms, _ := migrations()

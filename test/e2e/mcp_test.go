@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+// echoAgent calls the named tool with args on the user's turn, then answers
+// with the tool's result.
+func echoAgent(toolName, args string) modeltest.Script {
+	return func(req modeltest.ChatRequest) modeltest.Reply {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			m := req.Messages[i]
+			if m.Role == "tool" {
+				return modeltest.TextReply("The tool said: " + m.Content)
+			}
+			if m.Role == "assistant" {
+				break
+			}
+		}
+		if !req.HasTool(toolName) {
+			return modeltest.TextReply("missing tool " + toolName)
+		}
+		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: toolName, Arguments: args})
+	}
+}
+
+// TestMCPReferenceServerThroughAgentRun connects the reference
+// server-everything over stdio and has the agent call its echo tool.
+func TestMCPReferenceServerThroughAgentRun(t *testing.T) {
+	peers, _ := filepath.Abs("../peers")
+	bin := filepath.Join(peers, "node_modules", ".bin", "mcp-server-everything")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("server-everything not installed in %s: ./scripts/test installs it", peers)
+		}
+		t.Skip("server-everything not installed (run ./scripts/test)")
+	}
+	fake, err := modeltest.Start(echoAgent("everything__echo", `{"message":"hello from the agent"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	servers, _ := json.Marshal([]map[string]any{{"name": "everything", "command": []string{bin, "stdio"}}})
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+	s, resp := d.call("POST", "/v1/responses", `{"input":"echo something"}`)
+	out, _ := resp["output_text"].(string)
+	if s != 200 || resp["status"] != "completed" || !strings.Contains(out, "hello from the agent") || !strings.Contains(out, "untrusted data") {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
+	}
+	_, st := d.call("GET", "/v1/status", "")
+	b, _ := json.Marshal(st["mcp_servers"])
+	if !strings.Contains(string(b), `"connected":true`) {
+		t.Fatalf("mcp status %s", b)
+	}
+}
+
+func TestVaultRoutesAndRedaction(t *testing.T) {
+	fake, err := modeltest.Start(echoAgent("list_secrets", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	off := newDaemon(t, fake)
+	if s, m := off.call("PUT", "/v1/secrets/KB_TOKEN", `{"value":"x-secret-value-123","purpose":"kb"}`); s != 503 {
+		t.Fatalf("without a key: %d %v", s, m)
+	}
+	d := newDaemon(t, fake, "DELTA_VAULT_KEY=0123456789abcdef-test-key")
+	if s, m := d.call("PUT", "/v1/secrets/KB_TOKEN", `{"value":"x-secret-value-123","purpose":"knowledge base"}`); s != 201 {
+		t.Fatalf("create: %d %v", s, m)
+	}
+	if s, m := d.call("PUT", "/v1/secrets/KB_TOKEN", `{"value":"other","purpose":"kb"}`); s != 409 {
+		t.Fatalf("create-only: %d %v", s, m)
+	}
+	if s, m := d.call("PUT", "/v1/secrets/bad-name", `{"value":"v","purpose":"kb"}`); s != 400 {
+		t.Fatalf("bad name: %d %v", s, m)
+	}
+	s, list := d.call("GET", "/v1/secrets", "")
+	b, _ := json.Marshal(list)
+	if s != 200 || !strings.Contains(string(b), "KB_TOKEN") || strings.Contains(string(b), "x-secret-value-123") {
+		t.Fatalf("list: %d %s", s, b)
+	}
+	_, resp := d.call("POST", "/v1/responses", `{"input":"which secrets exist?"}`)
+	if out, _ := resp["output_text"].(string); !strings.Contains(out, "KB_TOKEN: knowledge base") {
+		t.Fatalf("list_secrets through the agent: %v", resp)
+	}
+	db, _ := os.ReadFile(filepath.Join(d.dir, "state", "delta.db"))
+	wal, _ := os.ReadFile(filepath.Join(d.dir, "state", "delta.db-wal"))
+	if strings.Contains(string(db)+string(wal), "x-secret-value-123") {
+		t.Fatal("the secret value is stored in clear")
+	}
+}
