@@ -111,6 +111,12 @@ type Config struct {
 	// ReasoningEffort is the default reasoning effort, trimmed and lowercased
 	// (DELTA_REASONING_EFFORT; empty = provider default).
 	ReasoningEffort string `env:"DELTA_REASONING_EFFORT"`
+	// TextVerbosity is text.verbosity on the native OpenAI Responses lane
+	// (DELTA_TEXT_VERBOSITY: low, medium or high; empty = provider default).
+	TextVerbosity string `env:"DELTA_TEXT_VERBOSITY"`
+	// ReasoningSummary is reasoning.summary on the native OpenAI Responses
+	// lane (DELTA_REASONING_SUMMARY: auto; empty = off).
+	ReasoningSummary string `env:"DELTA_REASONING_SUMMARY"`
 	// UtilityModel serves compaction, reflection and judging
 	// (DELTA_UTILITY_MODEL, default anthropic/claude-haiku-4.5; set empty to
 	// use the main cascade).
@@ -263,6 +269,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Broker:             l.broker(),
 		ReasoningEffort:    strings.ToLower(l.str("DELTA_REASONING_EFFORT", "")),
 		UtilityModel:       l.utilityModel(),
+		TextVerbosity:      l.oneOf("DELTA_TEXT_VERBOSITY", "low", "medium", "high"),
+		ReasoningSummary:   l.oneOf("DELTA_REASONING_SUMMARY", "auto"),
 		ToolTimeout:        l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
 		ToolResultMaxBytes: l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
 		FetchAllowPrivate:  l.boolean("DELTA_FETCH_ALLOW_PRIVATE"),

@@ -263,3 +263,20 @@ func (l *loader) leaseHolder() string {
 	}
 	return h
 }
+
+// oneOf reads an optional value that must be one of allowed (trimmed,
+// lowercased); empty means unset.
+func (l *loader) oneOf(name string, allowed ...string) string {
+	v, _ := l.get(name)
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "" {
+		return ""
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	l.fail(name, v, "want one of %s", strings.Join(allowed, ", "))
+	return ""
+}

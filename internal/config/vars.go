@@ -40,6 +40,8 @@ func Vars() []VarDoc {
 		{"DELTA_MODEL_TIMEOUT_MS", ms(DefaultModelTimeout), "Timeout of one model wire attempt in ms; 0 = none."},
 		{"DELTA_MODEL_PRICES", "", `Price overrides, $/M tokens: {"model":{"in":2,"out":10,"cacheRead":0.2,"cacheWrite":2.5}}; negative or non-numeric refuses to boot.`},
 		{"DELTA_REASONING_EFFORT", "", "Default reasoning effort (trimmed, lowercased); empty = provider default."},
+		{"DELTA_TEXT_VERBOSITY", "", "text.verbosity (low, medium, high) on the native OpenAI Responses lane; reported as unmapped elsewhere."},
+		{"DELTA_REASONING_SUMMARY", "", "reasoning.summary (auto) on the native OpenAI Responses lane; reported as unmapped elsewhere."},
 		{"DELTA_UTILITY_MODEL", DefaultUtilityModel, "Model for compaction, reflection and judging; set empty to use the main cascade."},
 		{"DELTA_TOOL_TIMEOUT_MS", ms(DefaultToolTimeout), "Timeout of one ordinary tool call in ms; 0 = none."},
 		{"DELTA_TOOL_RESULT_MAX_BYTES", strconv.Itoa(DefaultToolResultMaxBytes), "Tool result size kept inline; larger results spill to a file."},

@@ -8,16 +8,19 @@ import (
 
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/anthropic"
 	"github.com/deltaharness/delta/internal/model/broker"
 	"github.com/deltaharness/delta/internal/model/cascade"
 	"github.com/deltaharness/delta/internal/model/openai"
+	"github.com/deltaharness/delta/internal/model/responses"
 )
 
 // wireSpec is one endpoint's wire settings.
 type wireSpec struct {
-	api, baseURL, key string
-	headers           map[string]string
-	client            *http.Client
+	api, baseURL, key  string
+	headers            map[string]string
+	client             *http.Client
+	verbosity, summary string // Responses native-lane knobs
 }
 
 // newWire builds the client for one endpoint. Wire clients never retry and
@@ -25,10 +28,13 @@ type wireSpec struct {
 // per attempt.
 func newWire(w wireSpec) (model.Provider, error) {
 	switch w.api {
-	case config.APIChat, "":
-		return openai.New(openai.Options{BaseURL: w.baseURL, APIKey: w.key, Headers: w.headers, HTTPClient: w.client}), nil
+	case config.APIAnthropic:
+		return anthropic.New(anthropic.Options{BaseURL: w.baseURL, APIKey: w.key, Headers: w.headers, HTTPClient: w.client}), nil
+	case config.APIResponses:
+		return responses.New(responses.Options{BaseURL: w.baseURL, APIKey: w.key, Headers: w.headers, HTTPClient: w.client,
+			TextVerbosity: w.verbosity, ReasoningSummary: w.summary}), nil
 	default:
-		return nil, fmt.Errorf("MODEL_API=%s: this build speaks only the Chat Completions wire (unset MODEL_API)", w.api)
+		return openai.New(openai.Options{BaseURL: w.baseURL, APIKey: w.key, Headers: w.headers, HTTPClient: w.client}), nil
 	}
 }
 
@@ -39,7 +45,11 @@ func newCascade(cfg config.Config, logger *slog.Logger) (*cascade.Cascade, error
 	primaryModels := append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...)
 	var eps []cascade.Endpoint
 
-	primary := wireSpec{api: cfg.ModelAPI, baseURL: cfg.ModelBaseURL, key: cfg.ModelAPIKey, headers: cfg.ModelHeaders}
+	primary := wireSpec{api: cfg.ModelAPI, baseURL: cfg.ModelBaseURL, key: cfg.ModelAPIKey, headers: cfg.ModelHeaders,
+		verbosity: cfg.TextVerbosity, summary: cfg.ReasoningSummary}
+	for _, knob := range unmapped(cfg) {
+		logger.Warn("model control not renderable on this provider", "control", knob)
+	}
 	ep := cascade.Endpoint{Label: "primary", Kind: cascade.KindFor(cfg.ModelAPI, cfg.ModelBaseURL, cfg.Broker.TokenURL != ""), Models: primaryModels}
 	if cfg.Broker.TokenURL != "" {
 		b, err := broker.New(broker.Options{URL: cfg.Broker.TokenURL, Auth: cfg.Broker.Auth, AllowedHosts: cfg.Broker.AllowedHosts, Logger: logger})
@@ -57,7 +67,7 @@ func newCascade(cfg config.Config, logger *slog.Logger) (*cascade.Cascade, error
 	eps = append(eps, ep)
 
 	for i, spec := range cfg.Providers {
-		w := wireSpec{api: spec.API, baseURL: spec.BaseURL, key: spec.APIKey}
+		w := wireSpec{api: spec.API, baseURL: spec.BaseURL, key: spec.APIKey, verbosity: cfg.TextVerbosity, summary: cfg.ReasoningSummary}
 		e := cascade.Endpoint{Label: spec.Label, Kind: cascade.KindFor(spec.API, spec.BaseURL, spec.BrokerMintURL != ""), Models: spec.Models}
 		if e.Label == "" {
 			e.Label = fmt.Sprintf("provider-%d", i+1)
@@ -81,4 +91,20 @@ func newCascade(cfg config.Config, logger *slog.Logger) (*cascade.Cascade, error
 		eps = append(eps, e)
 	}
 	return cascade.New(cascade.Options{Endpoints: eps, AttemptTimeout: cfg.ModelTimeout, UtilityModel: cfg.UtilityModel, Logger: logger})
+}
+
+// unmapped names the configured model controls the primary cannot render:
+// one computation for the boot warning and /v1/status controls.unmapped.
+func unmapped(cfg config.Config) []string {
+	if cfg.ModelAPI == config.APIResponses {
+		return responses.Unmapped(cfg.ModelBaseURL, responses.Options{TextVerbosity: cfg.TextVerbosity, ReasoningSummary: cfg.ReasoningSummary})
+	}
+	var out []string
+	if cfg.TextVerbosity != "" {
+		out = append(out, "DELTA_TEXT_VERBOSITY")
+	}
+	if cfg.ReasoningSummary != "" {
+		out = append(out, "DELTA_REASONING_SUMMARY")
+	}
+	return out
 }

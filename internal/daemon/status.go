@@ -35,6 +35,7 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *par
 		"provider_chain":   mv.Chain,
 		"utility_model":    mv.Utility,
 		"reasoning_effort": effort,
+		"controls":         map[string]any{"text_verbosity": cfg.TextVerbosity, "reasoning_summary": cfg.ReasoningSummary, "unmapped": nonNil(unmapped(cfg))},
 		"budgets":          budgets,
 		"max_concurrency":  cfg.MaxConcurrency,
 		"tools":            tools.view(),
@@ -69,4 +70,11 @@ func vaultStatus(cfg config.Config, p *parts) map[string]any {
 		}
 	}
 	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -79,7 +79,7 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	st := store.Step{
 		RunID:     x.run.ID,
 		SessionID: x.run.SessionID,
-		Message:   model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls},
+		Message:   model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Extra: resp.Extra},
 		Usage:     resp.Usage,
 		Model:     resp.Model,
 	}

@@ -38,6 +38,11 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant only
 	ToolCallID string     `json:"tool_call_id,omitempty"` // tool only
 	Name       string     `json:"name,omitempty"`         // tool only: the tool's name
+	// Extra is wire-private state a provider asked to have replayed with
+	// this message: a JSON object keyed by wire name ("anthropic",
+	// "responses"). Each wire reads only its own key, so a sealed payload
+	// never reaches another wire. The store must persist it verbatim.
+	Extra json.RawMessage `json:"extra,omitempty"`
 }
 
 // ToolSpec is a tool's advertised name, description and JSON Schema.
@@ -94,6 +99,9 @@ type Response struct {
 	ToolCalls    []ToolCall
 	FinishReason string
 	Usage        Usage
+	// Extra is the wire-private state to store on the assistant message
+	// this response becomes (see Message.Extra); nil when there is none.
+	Extra json.RawMessage
 }
 
 // Stream receives incremental output while a call is in flight. Any field may be nil.

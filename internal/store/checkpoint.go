@@ -135,7 +135,7 @@ func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEn
 
 // Messages returns a session's conversation in order.
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,'')
+	rows, err := s.r.QueryContext(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,''), COALESCE(extra,'')
 		FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)
@@ -144,9 +144,12 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 	var out []model.Message
 	for rows.Next() {
 		var m model.Message
-		var role, calls string
-		if err := rows.Scan(&role, &m.Content, &calls, &m.ToolCallID, &m.Name); err != nil {
+		var role, calls, extra string
+		if err := rows.Scan(&role, &m.Content, &calls, &m.ToolCallID, &m.Name, &extra); err != nil {
 			return nil, err
+		}
+		if extra != "" {
+			m.Extra = json.RawMessage(extra)
 		}
 		m.Role = model.Role(role)
 		if calls != "" {
@@ -160,7 +163,10 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 }
 
 func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
-	var calls, callID, name any
+	var calls, callID, name, extra any
+	if len(m.Extra) > 0 {
+		extra = string(m.Extra)
+	}
 	if len(m.ToolCalls) > 0 {
 		b, err := json.Marshal(m.ToolCalls)
 		if err != nil {
@@ -177,7 +183,7 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID 
 	if m.Role != model.RoleUser && m.Role != model.RoleAssistant && m.Role != model.RoleTool {
 		return errors.New("insert message: role " + string(m.Role) + " is not stored")
 	}
-	_, err := s.exec(ctx, tx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, now())
+	_, err := s.exec(ctx, tx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, extra, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, extra, now())
 	return err
 }

@@ -442,3 +442,35 @@ func TestStatusIsSecretFree(t *testing.T) {
 		t.Fatalf("status %v", st)
 	}
 }
+
+// TestSameArtifactOnEveryWire runs the same task through the daemon on the
+// Chat Completions, Anthropic Messages and OpenAI Responses wires.
+func TestSameArtifactOnEveryWire(t *testing.T) {
+	var artifacts []string
+	for _, api := range []string{"chat", "anthropic", "responses"} {
+		t.Run(api, func(t *testing.T) {
+			fake := startFake(t)
+			d := newDaemon(t, fake, "MODEL_API="+api)
+			s, resp := d.call("POST", "/v1/responses", `{"input":"Write a brief about the wire protocols."}`)
+			if s != 200 || resp["status"] != "completed" {
+				t.Fatalf("%d %v\nlog:\n%s", s, resp, d.logText())
+			}
+			b, err := os.ReadFile(filepath.Join(d.dir, "ws", "brief.md"))
+			if err != nil {
+				t.Fatalf("artifact: %v (answer %v)", err, resp["output_text"])
+			}
+			artifacts = append(artifacts, string(b))
+			reqs := fake.Requests()
+			if len(reqs) < 2 {
+				t.Fatalf("requests %d", len(reqs))
+			}
+			want := map[string]string{"chat": "/chat/completions", "anthropic": "/messages", "responses": "/responses"}[api]
+			if !strings.HasSuffix(reqs[0].Path, want) {
+				t.Fatalf("wire %s hit %s", api, reqs[0].Path)
+			}
+		})
+	}
+	if len(artifacts) != 3 || artifacts[0] != artifacts[1] || artifacts[1] != artifacts[2] {
+		t.Fatalf("artifacts differ across wires: %q", artifacts)
+	}
+}

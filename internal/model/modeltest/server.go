@@ -68,6 +68,10 @@ func Start(script Script) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /chat/completions", s.handleChat)
+	mux.HandleFunc("POST /v1/messages", s.handleAnthropic) // anthropic.go
+	mux.HandleFunc("POST /messages", s.handleAnthropic)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses) // responses.go
+	mux.HandleFunc("POST /responses", s.handleResponses)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

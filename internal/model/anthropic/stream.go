@@ -1,0 +1,304 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// errIncomplete marks a stream that ended before message_stop.
+var errIncomplete = errors.New("stream ended before the model finished")
+
+// event is the union of the Messages stream events, only the fields this
+// client reads (the SDK's MessageStreamEventUnion decodes every field of
+// every variant, several times slower).
+type event struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message *struct {
+		Model string     `json:"model"`
+		Usage *wireUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Text      string `json:"text"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+		Data      string `json:"data"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *wireUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// wireUsage is Anthropic's usage: input_tokens excludes cache reads and
+// cache writes. message_delta repeats it cumulatively, so a present field
+// replaces the earlier value.
+type wireUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+// blockBuilder is one content block being streamed.
+type blockBuilder struct {
+	kind      string // text | tool_use | thinking | redacted_thinking | other
+	id, name  string
+	text      strings.Builder // text, thinking, or tool input JSON
+	signature string
+	data      string
+}
+
+// accumulator assembles one streamed answer and forwards deltas to the
+// caller's Stream as they arrive.
+type accumulator struct {
+	s        model.Stream
+	blocks   []*blockBuilder
+	byIndex  map[int]*blockBuilder
+	served   string
+	stop     string
+	in       int64
+	out      int64
+	cacheR   int64
+	cacheW   int64
+	started  bool
+	finished bool // message_stop arrived
+}
+
+func newAccumulator(s model.Stream) *accumulator {
+	return &accumulator{s: s, byIndex: map[int]*blockBuilder{}}
+}
+
+// streamError is an error event inside a 200 stream (overloaded_error
+// mid-answer is the common one).
+type streamError struct {
+	status  int
+	message string
+}
+
+func (e *streamError) Error() string { return "error event in stream: " + e.message }
+
+// errorStatus maps Anthropic error types to the HTTP status they stand for.
+var errorStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"billing_error":         http.StatusPaymentRequired,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"request_too_large":     http.StatusRequestEntityTooLarge,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
+	"overloaded_error":      529,
+}
+
+// read consumes a text/event-stream body until message_stop, its end, or
+// an error.
+func (a *accumulator) read(res *http.Response) error {
+	dec := ssestream.NewDecoder(res)
+	if dec == nil {
+		return fmt.Errorf("read stream: no body: %w", errIncomplete)
+	}
+	defer dec.Close()
+	for !a.finished && dec.Next() {
+		if err := a.event(dec.Event().Data); err != nil {
+			return err
+		}
+	}
+	if err := dec.Err(); err != nil {
+		return fmt.Errorf("read stream: %w", err)
+	}
+	if !a.finished {
+		return errIncomplete
+	}
+	return nil
+}
+
+// event applies one SSE data payload. The payload's own type field is
+// authoritative (the SSE event name repeats it).
+func (a *accumulator) event(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil
+	}
+	var e event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return fmt.Errorf("malformed stream event: %w", err)
+	}
+	switch e.Type {
+	case "error":
+		se := &streamError{message: "unspecified error"}
+		if e.Error != nil {
+			se.status = errorStatus[e.Error.Type]
+			if e.Error.Message != "" {
+				se.message = e.Error.Message
+			}
+		}
+		return se
+	case "message_start":
+		if e.Message == nil {
+			return fmt.Errorf("malformed stream event: message_start without message")
+		}
+		a.started = true
+		a.served = e.Message.Model
+		a.usage(e.Message.Usage)
+	case "content_block_start":
+		if e.ContentBlock == nil {
+			return fmt.Errorf("malformed stream event: content_block_start without content_block")
+		}
+		cb := e.ContentBlock
+		b := &blockBuilder{kind: cb.Type, id: cb.ID, name: cb.Name, signature: cb.Signature, data: cb.Data}
+		a.byIndex[e.Index] = b
+		a.blocks = append(a.blocks, b)
+		switch cb.Type {
+		case "text":
+			a.text(b, cb.Text)
+		case "thinking":
+			a.thinking(b, cb.Thinking)
+		}
+	case "content_block_delta":
+		b := a.byIndex[e.Index]
+		if b == nil || e.Delta == nil {
+			return fmt.Errorf("malformed stream event: delta for unknown block %d", e.Index)
+		}
+		switch e.Delta.Type {
+		case "text_delta":
+			a.text(b, e.Delta.Text)
+		case "input_json_delta":
+			b.text.WriteString(e.Delta.PartialJSON)
+		case "thinking_delta":
+			a.thinking(b, e.Delta.Thinking)
+		case "signature_delta":
+			b.signature += e.Delta.Signature
+		}
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != "" {
+			a.stop = e.Delta.StopReason
+		}
+		a.usage(e.Usage)
+	case "message_stop":
+		a.finished = true
+	}
+	// ping, content_block_stop and event types added later need nothing.
+	return nil
+}
+
+func (a *accumulator) text(b *blockBuilder, d string) {
+	if d == "" {
+		return
+	}
+	b.text.WriteString(d)
+	if a.s.OnText != nil {
+		a.s.OnText(d)
+	}
+}
+
+func (a *accumulator) thinking(b *blockBuilder, d string) {
+	if d == "" {
+		return
+	}
+	b.text.WriteString(d)
+	if a.s.OnReasoning != nil {
+		a.s.OnReasoning(d)
+	}
+}
+
+func (a *accumulator) usage(u *wireUsage) {
+	if u == nil {
+		return
+	}
+	set := func(dst *int64, v *int64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&a.in, u.InputTokens)
+	set(&a.out, u.OutputTokens)
+	set(&a.cacheR, u.CacheReadInputTokens)
+	set(&a.cacheW, u.CacheCreationInputTokens)
+}
+
+// finishReasons maps stop_reason onto the Chat Completions vocabulary the
+// other wires report, so events read the same whatever the wire.
+var finishReasons = map[string]string{
+	"end_turn":                      "stop",
+	"stop_sequence":                 "stop",
+	"tool_use":                      "tool_calls",
+	"max_tokens":                    "length",
+	"model_context_window_exceeded": "length",
+	"refusal":                       "content_filter",
+}
+
+// response is what was assembled so far; it is complete only after read
+// returned nil.
+func (a *accumulator) response() model.Response {
+	r := model.Response{
+		Model: a.served,
+		Usage: model.Usage{
+			// model.Usage counts gross input; Anthropic's input_tokens is
+			// only the uncached part.
+			InputTokens:      a.in + a.cacheR + a.cacheW,
+			OutputTokens:     a.out,
+			CacheReadTokens:  a.cacheR,
+			CacheWriteTokens: a.cacheW,
+		},
+		FinishReason: a.stop,
+	}
+	if f, ok := finishReasons[a.stop]; ok {
+		r.FinishReason = f
+	}
+	var text strings.Builder
+	var ex extra
+	for i, b := range a.blocks {
+		switch b.kind {
+		case "text":
+			text.WriteString(b.text.String())
+		case "tool_use":
+			id := b.id
+			if id == "" {
+				id = fmt.Sprintf("toolu_%d", i)
+			}
+			args := b.text.String()
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			}
+			r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: id, Name: b.name, Arguments: json.RawMessage(args)})
+		case "thinking":
+			if b.signature != "" {
+				raw, _ := json.Marshal(map[string]string{"type": "thinking", "thinking": b.text.String(), "signature": b.signature})
+				ex.Thinking = append(ex.Thinking, raw)
+			}
+		case "redacted_thinking":
+			if b.data != "" {
+				raw, _ := json.Marshal(map[string]string{"type": "redacted_thinking", "data": b.data})
+				ex.Thinking = append(ex.Thinking, raw)
+			}
+		}
+	}
+	r.Text = text.String()
+	if len(ex.Thinking) > 0 {
+		raw, _ := json.Marshal(map[string]extra{extraKey: ex})
+		r.Extra = raw
+	}
+	return r
+}

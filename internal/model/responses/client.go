@@ -1,0 +1,265 @@
+// Package responses is the model.Provider for the OpenAI Responses API
+// (MODEL_API=responses), built on openai-go's responses service with
+// explicit options only: it never reads OPENAI_API_KEY, OPENAI_BASE_URL or
+// any other environment variable, and it never retries.
+//
+// The base URL is the versioned base (https://api.openai.com/v1); the
+// client appends /responses. Every call streams and is stateless
+// (store:false, the whole conversation in input): output_text deltas reach
+// Stream.OnText, reasoning summary and reasoning text deltas reach
+// Stream.OnReasoning, function calls are assembled from their argument
+// deltas (the .done event and the completed response are authoritative),
+// and usage (input with cached and cache-write tokens, output) comes from
+// response.completed.
+//
+// Lanes: on an api.openai.com host (D-MOD-13/15) the client asks for
+// encrypted reasoning, returns the reasoning items and the message phase
+// in Response.Extra under "responses", replays them verbatim on the next
+// call, and sends text.verbosity and reasoning.summary when configured.
+// Any other host gets the plain surface: none of those fields, and stored
+// reasoning items are never sent to it. Unmapped names the knobs a lane
+// cannot render.
+//
+// Failures come back as *model.Error with the same status and retry rules
+// as the Chat Completions wire; a context-window refusal
+// (context_length_exceeded) wraps model.ErrContextOverflow.
+package responses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// DefaultBaseURL is OpenAI's versioned base.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+const maxMessage = 500
+
+// Options configure a Client. Zero values mean: api.openai.com, no key, no
+// per-call timeout, a plain http.Client, no extra headers, no verbosity or
+// summary.
+type Options struct {
+	BaseURL    string // without /responses, which the client appends
+	APIKey     string // sent as "Authorization: Bearer <key>" when set
+	Timeout    time.Duration
+	HTTPClient *http.Client
+	Headers    map[string]string
+	// TextVerbosity is DELTA_TEXT_VERBOSITY (low, medium, high): sent as
+	// text.verbosity, on api.openai.com hosts only.
+	TextVerbosity string
+	// ReasoningSummary is DELTA_REASONING_SUMMARY (auto): sent as
+	// reasoning.summary, on api.openai.com hosts only.
+	ReasoningSummary string
+}
+
+// Client calls one Responses endpoint. It is safe for concurrent use.
+type Client struct {
+	svc      responses.ResponseService
+	apiKey   string
+	timeout  time.Duration
+	lane     lane
+	setupErr error
+}
+
+var _ model.Provider = (*Client)(nil)
+
+// Native reports whether baseURL is an api.openai.com host, the only lane
+// that receives the reasoning carry, phase, verbosity and summaries.
+func Native(baseURL string) bool {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Scheme != "https" {
+		return false
+	}
+	return strings.EqualFold(u.Hostname(), "api.openai.com")
+}
+
+// Unmapped names the configured knobs the lane at baseURL cannot render,
+// by their environment names; empty when every knob reaches the wire. The
+// boot line and /v1/status controls.unmapped both use it.
+func Unmapped(baseURL string, o Options) []string {
+	if Native(baseURL) {
+		return nil
+	}
+	var out []string
+	if o.TextVerbosity != "" {
+		out = append(out, "DELTA_TEXT_VERBOSITY")
+	}
+	if o.ReasoningSummary != "" {
+		out = append(out, "DELTA_REASONING_SUMMARY")
+	}
+	return out
+}
+
+// New builds a client from o alone.
+func New(o Options) *Client {
+	base := o.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	c := &Client{apiKey: o.APIKey, timeout: o.Timeout}
+	if u, err := url.Parse(base); err != nil {
+		c.setupErr = fmt.Errorf("base URL %q: %w", base, err)
+	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.setupErr = fmt.Errorf("base URL %q: want http(s)://host/path", base)
+	}
+	if Native(base) {
+		c.lane = lane{native: true,
+			verbosity: strings.ToLower(strings.TrimSpace(o.TextVerbosity)),
+			summary:   strings.ToLower(strings.TrimSpace(o.ReasoningSummary))}
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	// Built from explicit options: openai.NewClient would first apply
+	// DefaultClientOptions, which read OPENAI_* from the environment.
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if o.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(o.APIKey))
+	}
+	names := make([]string, 0, len(o.Headers))
+	for k := range o.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		opts = append(opts, option.WithHeader(k, o.Headers[k]))
+	}
+	c.svc = responses.NewResponseService(opts...)
+	return c
+}
+
+// Complete performs one streamed call. On a failure after the stream began
+// it returns what had arrived so far together with the error.
+func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+	if c.setupErr != nil {
+		return model.Response{}, &model.Error{Message: c.setupErr.Error(), Err: c.setupErr}
+	}
+	params, err := buildParams(req, c.lane)
+	if err != nil {
+		return model.Response{}, err
+	}
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.timeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
+	defer cancel()
+	var res *http.Response
+	_, err = c.svc.New(callCtx, params,
+		option.WithJSONSet("stream", true),
+		option.WithHeader("Accept", "text/event-stream"),
+		option.WithResponseBodyInto(&res),
+	)
+	if err != nil {
+		if res != nil && res.Body != nil {
+			defer res.Body.Close()
+		}
+		return model.Response{}, c.fail(ctx, callCtx, res, err)
+	}
+	if res == nil {
+		return model.Response{}, &model.Error{Message: "no response", Retriable: true}
+	}
+	acc := newAccumulator(s, c.lane.native)
+	if err := acc.read(res); err != nil {
+		return acc.response(), c.fail(ctx, callCtx, nil, err)
+	}
+	return acc.response(), nil
+}
+
+func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("responses call: %w", ctx.Err())
+	}
+	if callCtx.Err() != nil {
+		return &model.Error{Message: fmt.Sprintf("no complete answer within %s", c.timeout), Retriable: true, Err: callCtx.Err()}
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = bodyText(res)
+		}
+		return c.statusError(apiErr.StatusCode, apiErr.Code, msg, err)
+	}
+	if res != nil && res.StatusCode >= 400 {
+		return c.statusError(res.StatusCode, "", bodyText(res), err)
+	}
+	var se *streamError
+	if errors.As(err, &se) {
+		e := c.statusError(se.status, se.code, se.message, err)
+		if se.status == 0 && !errors.Is(e, model.ErrContextOverflow) {
+			e.Retriable = true
+		}
+		return e
+	}
+	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
+}
+
+func bodyText(res *http.Response) string {
+	if res == nil || res.Body == nil {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	return string(b)
+}
+
+func (c *Client) statusError(status int, code, msg string, err error) *model.Error {
+	if strings.TrimSpace(msg) == "" {
+		msg = http.StatusText(status)
+	}
+	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: retriableStatus(status), Err: err}
+	if overflow(code, msg) {
+		e.Retriable = false
+		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
+	}
+	return e
+}
+
+func retriableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// overflow recognises OpenAI's context-window refusals by code, or by the
+// wording proxies pass through.
+func overflow(code, msg string) bool {
+	if code == "context_length_exceeded" {
+		return true
+	}
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "exceeds the context window") || strings.Contains(m, "maximum context length")
+}
+
+func (c *Client) clean(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if c.apiKey != "" {
+		msg = strings.ReplaceAll(msg, c.apiKey, "[redacted]")
+	}
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	if utf8.RuneCountInString(msg) > maxMessage {
+		r := []rune(msg)
+		msg = string(r[:maxMessage-1]) + "…"
+	}
+	return msg
+}
