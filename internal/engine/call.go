@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/cascade"
 	"github.com/deltaharness/delta/internal/store"
 )
 
@@ -23,7 +24,7 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	wall := time.Now()
 	attemptStart := wall
 	retries := 0
-	resp, err := e.o.Provider.Complete(ctx, req, model.Stream{
+	stream := model.Stream{
 		OnText: func(d string) {
 			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{"delta": d}))
 		},
@@ -39,7 +40,18 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 				x.publish(ev)
 			}
 		},
-	})
+	}
+	var resp model.Response
+	var err error
+	provider, fallback := "", false
+	if sp, ok := e.o.Provider.(servedProvider); ok {
+		var served cascade.Served
+		resp, served, err = sp.CompleteServed(ctx, req, stream)
+		provider, fallback = served.Provider, served.Fallback
+	} else {
+		resp, err = e.o.Provider.Complete(ctx, req, stream)
+		fallback = resp.Model != "" && resp.Model != req.Model
+	}
 	if ctx.Err() != nil {
 		return model.Response{}, errCancelled
 	}
@@ -52,9 +64,12 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	if !resp.Usage.CostReported {
 		if usd, ok := model.Cost(e.o.Prices, resp.Model, resp.Usage); ok {
 			resp.Usage.CostUSD = usd
+		} else if _, warned := e.unpriced.LoadOrStore(resp.Model, true); !warned {
+			// Once per model: a dollar cap cannot protect an unpriced model.
+			x.logger.Warn("model has no price: recording $0; set DELTA_MODEL_PRICES to enforce the cost budget", "model", resp.Model)
 		}
 	}
-	x.callStats = callStats{latency: time.Since(attemptStart), wall: time.Since(wall), retries: retries, fallback: resp.Model != req.Model}
+	x.callStats = callStats{latency: time.Since(attemptStart), wall: time.Since(wall), retries: retries, fallback: fallback, provider: provider}
 	return resp, nil
 }
 
@@ -62,6 +77,13 @@ type callStats struct {
 	latency, wall time.Duration
 	retries       int
 	fallback      bool
+	provider      string
+}
+
+// servedProvider is a provider that also says which endpoint served a call
+// (the cascade does).
+type servedProvider interface {
+	CompleteServed(ctx context.Context, req model.Request, s model.Stream) (model.Response, cascade.Served, error)
 }
 
 // checkpoint commits the assistant message, its tool intents, usage and the
@@ -84,8 +106,17 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 		Model:     resp.Model,
 	}
 	cs := x.callStats
+	// cache_shortfall_tokens: the previous request's gross input minus this
+	// call's cache reads — how much a healthy cache should have covered.
+	hitPct := 0.0
+	if resp.Usage.InputTokens > 0 {
+		hitPct = float64(resp.Usage.CacheReadTokens) * 100 / float64(resp.Usage.InputTokens)
+	}
+	shortfall := max(x.prevInput-resp.Usage.CacheReadTokens, 0)
+	x.prevInput = resp.Usage.InputTokens
 	st.Events = append(st.Events, event.New(x.run.ID, x.run.SessionID, event.ModelCall, map[string]any{
-		"model": resp.Model, "step": x.run.Steps + 1, "finish_reason": resp.FinishReason,
+		"model": resp.Model, "provider": cs.provider, "step": x.run.Steps + 1, "finish_reason": resp.FinishReason,
+		"cache_hit_pct": hitPct, "cache_shortfall_tokens": shortfall,
 		"usage":      map[string]int64{"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens, "cache_read_tokens": resp.Usage.CacheReadTokens},
 		"cost_usd":   resp.Usage.CostUSD,
 		"latency_ms": cs.latency.Milliseconds(), "wall_ms": cs.wall.Milliseconds(), "retries": cs.retries, "fallback": cs.fallback,

@@ -85,7 +85,8 @@ type Engine struct {
 	o Options
 	// tokens holds per-run credentials in memory only: they are never
 	// written to the database, so a run resumed after a restart has none.
-	tokens sync.Map // run id → string
+	tokens   sync.Map // run id → string
+	unpriced sync.Map // model id → warned
 }
 
 // SetRunToken remembers a run's per-request credential for its tool calls.
@@ -242,6 +243,7 @@ type execution struct {
 	lastModel string
 	lastText  string
 	callStats callStats
+	prevInput int64 // gross input tokens of the previous call, for cache_shortfall_tokens
 
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
@@ -303,7 +305,21 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if x.req.Instructions != "" {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
 		}
-		resp, err := x.callModel(ctx, model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort})
+		req := model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
+		resp, err := x.callModel(ctx, req)
+		if errors.Is(err, model.ErrContextOverflow) {
+			// One forced reduction, then the same turn once more. Until
+			// compaction exists the reduction elides the largest tool result
+			// (its full text stays in the journal and any spill file).
+			if reduced, ok := elideLargestToolResult(req.Messages); ok {
+				x.logger.Warn("context window exceeded; eliding the largest tool result and retrying the turn once")
+				req.Messages = reduced
+				resp, err = x.callModel(ctx, req)
+			}
+			if errors.Is(err, model.ErrContextOverflow) {
+				return x.lastText, fmt.Errorf("the conversation no longer fits the model's context window and could not be reduced: %w", err)
+			}
+		}
 		if err != nil {
 			return x.lastText, err
 		}
@@ -366,4 +382,23 @@ func sanitize(history []model.Message) []model.Message {
 		}
 	}
 	return out
+}
+
+// elideLargestToolResult returns a copy of msgs with the largest tool
+// result replaced by a short note, or false when there is none worth it.
+func elideLargestToolResult(msgs []model.Message) ([]model.Message, bool) {
+	best := -1
+	for i, m := range msgs {
+		if m.Role == model.RoleTool && len(m.Content) > 512 && (best < 0 || len(m.Content) > len(msgs[best].Content)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return msgs, false
+	}
+	out := append([]model.Message(nil), msgs...)
+	n := len([]rune(out[best].Content))
+	out[best].Content = fmt.Sprintf("[elided: this %s result (%d characters) did not fit the context window; "+
+		"re-read a narrower part of it if you still need it]", out[best].Name, n)
+	return out, true
 }

@@ -162,6 +162,22 @@ func TestRunCallsToolAndFinishesOnce(t *testing.T) {
 	if r.Steps != 2 || r.Usage.InputTokens != 20 || resp.Usage.TotalTokens != 30 {
 		t.Fatalf("steps %d usage %+v resp usage %+v", r.Steps, r.Usage, resp.Usage)
 	}
+	evs, _ := h.st.Events(context.Background(), store.EventFilter{RunID: r.ID})
+	for _, e := range evs {
+		if e.Name != event.ModelCall {
+			continue
+		}
+		var d map[string]any
+		json.Unmarshal(e.Data, &d)
+		for _, k := range []string{"model", "provider", "latency_ms", "wall_ms", "retries", "cache_hit_pct", "cache_shortfall_tokens", "cost_usd", "usage"} {
+			if _, ok := d[k]; !ok {
+				t.Fatalf("model.call lacks %s: %s", k, e.Data)
+			}
+		}
+		if d["provider"] != "chat" {
+			t.Fatalf("model.call provider %v", d["provider"])
+		}
+	}
 	names := h.eventNames(t, r.ID)
 	want := []string{event.RunQueued, event.RunStarted, event.ModelCall, event.ToolCall, event.ToolResult, event.ModelCall, event.RunFinished}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
@@ -462,5 +478,53 @@ func TestLargeResultSpillsToWorkspace(t *testing.T) {
 	}
 	if !strings.Contains(seen, ".delta/spill/"+r.ID+".call-1.txt") {
 		t.Fatalf("inline note does not name the spill path")
+	}
+}
+
+func TestContextOverflowElidesOnceThenFailsCleanly(t *testing.T) {
+	big := tool.Func("big", "returns a lot", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		return tool.Text(strings.Repeat("x", 5000)), nil
+	})
+	overflow := &model.Error{Status: 400, Message: "prompt is too long", Err: model.ErrContextOverflow}
+	for _, tt := range []struct {
+		name       string
+		limit      int // the largest prompt (in characters of tool results) the fake accepts
+		wantStatus string
+	}{
+		{"fits after eliding", 1000, store.StatusDone},
+		{"irreducible", -1, store.StatusFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+				calls++
+				size := 0
+				sawTool := false
+				for _, m := range req.Messages {
+					if m.Role == model.RoleTool {
+						size += len(m.Content)
+						sawTool = true
+					}
+				}
+				if !sawTool {
+					return model.Response{Model: req.Model, ToolCalls: []model.ToolCall{{ID: "c1", Name: "big", Arguments: json.RawMessage(`{"text":""}`)}}}, nil
+				}
+				if tt.limit < 0 || size > tt.limit {
+					return model.Response{}, overflow
+				}
+				return model.Response{Model: req.Model, Text: "summarised"}, nil
+			})
+			h := newHarness(t, p, engine.Budget{Steps: 10, Tokens: 1 << 40, CostUSD: 100}, big)
+			r, resp := h.run(t, "go")
+			if r.Status != tt.wantStatus {
+				t.Fatalf("status %s (%s) output %q", r.Status, r.Error, resp.OutputText)
+			}
+			if tt.wantStatus == store.StatusFailed && !strings.Contains(r.Error, "context window") {
+				t.Fatalf("error %q does not say why", r.Error)
+			}
+			if calls != 3 {
+				t.Fatalf("model calls = %d, want 3 (tool turn, overflow, one retry)", calls)
+			}
+		})
 	}
 }
