@@ -569,4 +569,3 @@ func TestRefreshRotation(t *testing.T) {
 		t.Errorf("grants after a run-token 401 = %d, want still 2", g)
 	}
 }
-
