@@ -159,6 +159,12 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
+	unlock, err := lockDB(cfg.DB)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer unlock()
 	p, err := build(ctx, cfg, cfg.DB, true, logger)
 	if err != nil {
 		ln.Close()

@@ -474,3 +474,19 @@ func TestSameArtifactOnEveryWire(t *testing.T) {
 		t.Fatalf("artifacts differ across wires: %q", artifacts)
 	}
 }
+
+func TestSecondDaemonOnSameDatabaseRefused(t *testing.T) {
+	fake := startFake(t)
+	d := newDaemon(t, fake)
+	cmd := exec.Command(deltaBin, "serve")
+	env := append([]string{}, d.env...)
+	env = append(env, fmt.Sprintf("PORT=%d", freePort(t))) // a different port: only the lock can catch it
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another delta process") {
+		t.Fatalf("second daemon: err %v, output %s", err, out)
+	}
+	if s, _ := d.call("GET", "/v1/busy", ""); s != 200 {
+		t.Fatalf("first daemon disturbed: %d", s)
+	}
+}
