@@ -31,6 +31,8 @@ type Options struct {
 	Status       func() any                    // GET /v1/status body (secret-free); nil = 404
 	Secrets      Secrets                       // the vault; nil = routes answer 503
 	InspectWrite bool                          // DELTA_INSPECT_WRITE: rotate/delete through /v1/dev/*
+	StrictTenant bool                          // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
+	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
 	Logger       *slog.Logger
 }
 
@@ -78,6 +80,15 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/secrets", s.control(s.listSecrets))
 	s.mux.Handle("POST /v1/dev/secrets/{name}", s.inspectWrite(func(w http.ResponseWriter, r *http.Request) { s.putSecret(w, r, true) }))
 	s.mux.Handle("DELETE /v1/dev/secrets/{name}", s.inspectWrite(s.deleteSecret))
+	s.mux.Handle("GET /v1/queue", s.control(s.queue))
+	s.mux.Handle("GET /v1/dev/runs/{id}", s.inspect(s.devRun))
+	s.mux.Handle("GET /v1/dev/config", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
+		if s.o.DevConfig == nil {
+			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "config view is not available"})
+			return
+		}
+		writeJSON(w, http.StatusOK, s.o.DevConfig())
+	}))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
 	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

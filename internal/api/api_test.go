@@ -315,3 +315,64 @@ func TestDevStreamReplayMatchesPagedEvents(t *testing.T) {
 		t.Fatalf("dev stream ids %v, paged ids %v", got, want)
 	}
 }
+
+func TestStrictTenantAndQueue(t *testing.T) {
+	hold := make(chan struct{})
+	slow := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return model.Response{}, ctx.Err()
+		}
+		return echoProvider(ctx, req, s)
+	})
+	srv := newServer(t, api.Options{StrictTenant: true}, slow)
+	defer close(hold)
+	if s, m := do(t, "POST", srv.URL+"/v1/tasks", `{"input":"x"}`, nil); s != 401 {
+		t.Fatalf("strict create without owner: %d %v", s, m)
+	}
+	alice := map[string]string{"X-Delta-User": "alice"}
+	_, a := do(t, "POST", srv.URL+"/v1/tasks", `{"input":"a"}`, alice)
+	do(t, "POST", srv.URL+"/v1/tasks", `{"input":"b"}`, map[string]string{"X-Delta-User": "bob"})
+	if s, _ := do(t, "GET", srv.URL+"/v1/tasks/"+a["id"].(string), ``, nil); s != 404 {
+		t.Fatalf("strict read without owner: %d", s)
+	}
+	s, q := do(t, "GET", srv.URL+"/v1/queue", ``, alice)
+	rows := q["queue"].([]any)
+	if s != 200 || len(rows) != 1 || rows[0].(map[string]any)["id"] != a["id"] || rows[0].(map[string]any)["position"] != float64(1) {
+		t.Fatalf("alice's queue: %d %v", s, q)
+	}
+	if s, _ := do(t, "GET", srv.URL+"/v1/queue", ``, nil); s != 401 {
+		t.Fatalf("strict queue without owner: %d", s)
+	}
+}
+
+func TestQueueHidesOtherOwners(t *testing.T) {
+	hold := make(chan struct{})
+	slow := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return model.Response{}, ctx.Err()
+		}
+		return echoProvider(ctx, req, s)
+	})
+	srv := newServer(t, api.Options{}, slow)
+	defer close(hold)
+	do(t, "POST", srv.URL+"/v1/tasks", `{"input":"a"}`, map[string]string{"X-Delta-User": "alice"})
+	do(t, "POST", srv.URL+"/v1/tasks", `{"input":"b"}`, map[string]string{"X-Delta-User": "bob"})
+	_, q := do(t, "GET", srv.URL+"/v1/queue", ``, map[string]string{"X-Delta-User": "bob"})
+	rows := q["queue"].([]any)
+	if len(rows) != 2 {
+		t.Fatalf("queue %v", q)
+	}
+	for _, r := range rows {
+		row := r.(map[string]any)
+		if row["mine"] == false && row["id"] != nil {
+			t.Fatalf("another owner's id is visible: %v", row)
+		}
+		if row["mine"] == true && row["id"] == nil {
+			t.Fatalf("own row without id: %v", row)
+		}
+	}
+}

@@ -47,6 +47,9 @@ func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest,
 	}
 	req.Profile = s.o.Placement(requested)
 	sub := engine.Submission{Owner: owner(r), Request: req, AuthToken: authToken}
+	if s.o.StrictTenant && sub.Owner == "" {
+		return engine.Submission{}, nil, &requestError{status: http.StatusUnauthorized, msg: "x-delta-user is required (DELTA_STRICT_TENANT=1)"}
+	}
 	if body.PreviousResponseID != nil {
 		sub.PreviousID = strings.TrimSpace(*body.PreviousResponseID)
 		if sub.PreviousID == "" {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,8 +63,23 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "object": "task", "status": run.Status, "session_id": run.SessionID})
 }
 
+// readable applies strict tenancy on top of owner matching: with
+// DELTA_STRICT_TENANT an unowned run is unreachable, like an unknown one.
+func (s *Server) readable(r *http.Request) (string, error) {
+	o := owner(r)
+	if s.o.StrictTenant && o == "" {
+		return "", fmt.Errorf("strict tenancy without an owner: %w", store.ErrNotFound)
+	}
+	return o, nil
+}
+
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
-	run, err := s.o.Service.Get(r.Context(), owner(r), r.PathValue("id"))
+	o, err := s.readable(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	run, err := s.o.Service.Get(r.Context(), o, r.PathValue("id"))
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return
@@ -72,7 +88,12 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
-	run, err := s.o.Service.Cancel(r.Context(), owner(r), r.PathValue("id"))
+	o, err := s.readable(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	run, err := s.o.Service.Cancel(r.Context(), o, r.PathValue("id"))
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return
@@ -112,7 +133,12 @@ func pageParams(r *http.Request) (since int64, limit int, err error) {
 // taskEvents is a JSON page with ?since=, otherwise a live SSE stream.
 func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	run, err := s.o.Service.Get(r.Context(), owner(r), id)
+	o, err := s.readable(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	run, err := s.o.Service.Get(r.Context(), o, id)
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return

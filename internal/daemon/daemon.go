@@ -175,6 +175,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
 		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite,
+		StrictTenant: cfg.StrictTenant, DevConfig: func() any { return devConfig(cfg, p) },
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if err := p.queue.Open(); err != nil {

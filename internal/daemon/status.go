@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/model/cascade"
@@ -77,4 +78,33 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// devConfig is GET /v1/dev/config: the harness as an operator inspects it.
+// Credentials appear only as presence booleans.
+func devConfig(cfg config.Config, p *parts) map[string]any {
+	st := p.status().(map[string]any)
+	var mcpTools []string
+	if tools, ok := st["tools"].(map[string]any); ok {
+		if names, ok := tools["registered"].([]string); ok {
+			for _, n := range names {
+				if strings.Contains(n, "__") {
+					mcpTools = append(mcpTools, n)
+				}
+			}
+		}
+	}
+	return map[string]any{
+		"version": st["version"], "build": cfg.Build,
+		"model": map[string]any{"primary": cfg.ModelPrimary, "fallbacks": cfg.ModelFallbacks, "api": cfg.ModelAPI,
+			"provider": st["provider"], "provider_chain": st["provider_chain"], "utility_model": st["utility_model"]},
+		"mcp_servers": st["mcp_servers"],
+		"tools":       map[string]any{"mcp": nonNil(mcpTools), "builtin": st["tools"]},
+		"credentials": map[string]bool{
+			"model_api_key": cfg.ModelAPIKey != "", "exa_api_key": cfg.ExaAPIKey != "",
+			"control_token": cfg.ControlToken != "", "inspect_token": cfg.InspectToken != "",
+			"vault_key": cfg.MCP.VaultKey != "", "broker": cfg.Broker.TokenURL != "",
+		},
+		"inspect_write": cfg.InspectWrite, "capture_calls": cfg.CaptureCalls, "strict_tenant": cfg.StrictTenant,
+	}
 }
