@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 	deltaBin = filepath.Join(dir, "delta")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		fmt.Fprintln(os.Stderr, "the go tool is not on PATH:", err)
+		os.Exit(1)
 	}
 	// Build from the module, so this works from any working directory;
 	// GOFLAGS from the environment (e.g. -overlay) apply as usual.
@@ -269,31 +270,33 @@ func startDev(t *testing.T, bundle string, env []string) *devProc {
 	d.cmd = exec.Command(deltaBin, "dev", bundle, "--no-open")
 	d.cmd.Env = env
 	d.cmd.Stderr = d.stderr
-	// If the daemon outlived its launcher it would hold these pipes open;
-	// don't let that hang Wait (the test then reports the survivor).
+	// A daemon that outlived its launcher would hold the launcher's output
+	// open. Stdout is a plain pipe (Wait never waits on it) and WaitDelay
+	// bounds the stderr copy, so Wait returns and the test can report it.
 	d.cmd.WaitDelay = 5 * time.Second
-	stdout, err := d.cmd.StdoutPipe()
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.cmd.Stdout = pw
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The launcher's daemon gets SIGTERM when the launcher dies, so killing
-	// the launcher cleans up both.
-	t.Cleanup(func() { _ = d.cmd.Process.Kill() })
+	pw.Close()
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Kill() // the daemon gets SIGTERM when its launcher dies
+		pr.Close()
+	})
 	first := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case first <- sc.Text():
-			default:
-			}
+		sc := bufio.NewScanner(pr)
+		if sc.Scan() {
+			first <- sc.Text()
 		}
 		close(first)
-		d.exited <- d.cmd.Wait()
+		_, _ = io.Copy(io.Discard, pr)
 	}()
+	go func() { d.exited <- d.cmd.Wait() }()
 	select {
 	case l, ok := <-first:
 		if !ok {

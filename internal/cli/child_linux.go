@@ -8,5 +8,5 @@ import "syscall"
 // forked; the Go runtime retires a thread only when a goroutine that locked
 // it exits, which nothing in this program does.
 func childProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }

@@ -35,6 +35,9 @@ const (
 // demoTimeout bounds the whole demo, so a stuck provider cannot hang it.
 const demoTimeout = 10 * time.Minute
 
+// maxArtifactLines bounds how much of the artifact the demo prints.
+const maxArtifactLines = 60
+
 // demoCommand runs one complete sample task end to end and narrates it:
 // scaffold a bundle, start the daemon as a child on a free loopback port,
 // create a task, show its events, show the artifact, continue the
@@ -53,6 +56,7 @@ func (c *demoCommand) Run(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
 
@@ -63,6 +67,13 @@ func (c *demoCommand) Run(ctx context.Context, args []string) error {
 
 	d := &demo{env: c.env, cfg: cfg, dir: *dirFlag, keep: *keep || *dirFlag != ""}
 	runErr := d.run(ctx)
+	switch {
+	case runErr == nil:
+	case parent.Err() != nil:
+		runErr = fmt.Errorf("interrupted (%w)", runErr)
+	case ctx.Err() != nil:
+		runErr = fmt.Errorf("gave up after %s (%w)", demoTimeout, runErr)
+	}
 	d.cleanup(runErr)
 	if runErr != nil {
 		return fmt.Errorf("demo: %w", runErr)
@@ -210,7 +221,12 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.say("\nArtifact %s (%d bytes, %s)", artifact, len(content), filepath.Join(childEnv["DELTA_WORKSPACE"], artifact))
-	for _, line := range strings.Split(strings.TrimRight(string(content), "\n"), "\n") {
+	lines := strings.Split(strings.TrimRight(string(content), "\n"), "\n")
+	for i, line := range lines {
+		if i == maxArtifactLines {
+			d.say("  │ … (%d more lines)", len(lines)-i)
+			break
+		}
 		d.say("  │ %s", line)
 	}
 
@@ -259,7 +275,9 @@ func (d *demo) cleanup(runErr error) {
 	case d.tempDir:
 		if err := os.RemoveAll(d.dir); err != nil {
 			fmt.Fprintf(d.stderr, "delta: demo: remove %s: %v\n", d.dir, err)
+			return
 		}
+		d.say("Removed the temporary bundle (run `delta demo --keep` to keep it and explore it with `delta dev`).")
 	}
 }
 

@@ -155,3 +155,25 @@ func FuzzSSE(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSSEReader measures parsing a dev stream of typical event frames.
+func BenchmarkSSEReader(b *testing.B) {
+	one := "id: 291\nevent: model.call\ndata: {\"id\":291,\"run_id\":\"resp_743972b48bd586b6\",\"name\":\"model.call\"," +
+		"\"data\":{\"model\":\"scripted\",\"step\":97,\"usage\":{\"input_tokens\":13158,\"output_tokens\":63}}}\n\n: ping\n\n"
+	stream := strings.Repeat(one, 1000)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := newSSEReader(strings.NewReader(stream))
+		n := 0
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+			n++
+		}
+		if n != 1000 {
+			b.Fatalf("parsed %d frames, want 1000", n)
+		}
+	}
+}

@@ -220,7 +220,7 @@ type matched struct {
 // ":" or "*" of "Email *".
 func normKey(s string) string {
 	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
-	return strings.TrimSpace(strings.TrimRight(s, ":*  "))
+	return strings.TrimSpace(strings.TrimRight(s, ":* \u00a0"))
 }
 
 // match finds the control an entry names.

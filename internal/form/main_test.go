@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -84,25 +83,6 @@ func openPage(t testing.TB, path string) context.Context {
 		t.Fatalf("navigate %s: %v", path, err)
 	}
 	return ctx
-}
-
-// waitFor polls a JavaScript condition on the page until it holds; the test
-// fails if it never does.
-func waitFor(t testing.TB, ctx context.Context, cond string) {
-	t.Helper()
-	for range 100 {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", cond, err)
-		}
-		if ok {
-			return
-		}
-		if err := chromedp.Do(ctx, chromedp.Sleep(20*time.Millisecond)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Fatalf("condition never held: %s", cond)
 }
 
 // evalJS evaluates an expression on the page and decodes its value.

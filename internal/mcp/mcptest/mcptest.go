@@ -72,8 +72,6 @@ type textArgs struct {
 	Text string `json:"text" jsonschema:"the text to echo"`
 }
 
-type noArgs struct{}
-
 func textResult(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }

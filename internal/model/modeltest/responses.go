@@ -13,7 +13,6 @@ package modeltest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -58,7 +57,7 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 		return ChatRequest{}, fmt.Errorf("decode responses request: %w", err)
 	}
 	if w.Model == "" {
-		return ChatRequest{}, errors.New("Missing required parameter: 'model'.")
+		return ChatRequest{}, wireError("Missing required parameter: 'model'.")
 	}
 	req := ChatRequest{Model: w.Model, Stream: w.Stream, IncludeUsage: true, Raw: json.RawMessage(append([]byte(nil), body...))}
 	if raw := rawField(body, "reasoning"); raw != nil {
@@ -74,11 +73,11 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 	var items []respItem
 	switch {
 	case len(w.Input) == 0 || string(w.Input) == "null":
-		return ChatRequest{}, errors.New("Missing required parameter: 'input'.")
+		return ChatRequest{}, wireError("Missing required parameter: 'input'.")
 	case json.Unmarshal(w.Input, &s) == nil:
 		items = []respItem{{Type: "message", Role: "user", Content: w.Input}}
 	case json.Unmarshal(w.Input, &items) != nil:
-		return ChatRequest{}, errors.New("Invalid type for 'input': expected a string or an array of input items.")
+		return ChatRequest{}, wireError("Invalid type for 'input': expected a string or an array of input items.")
 	}
 	for i, it := range items {
 		if it.Type == "" && it.Role != "" {
@@ -89,7 +88,7 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 			switch it.Role {
 			case "user", "system", "developer", "assistant":
 			default:
-				return ChatRequest{}, fmt.Errorf("Invalid value for 'input[%d].role': %q.", i, it.Role)
+				return ChatRequest{}, wireErrorf("Invalid value for 'input[%d].role': %q.", i, it.Role)
 			}
 			text, err := contentText(it.Content)
 			if err != nil {
@@ -98,7 +97,7 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 			req.Messages = append(req.Messages, ChatMessage{Role: it.Role, Content: text})
 		case "function_call":
 			if it.CallID == "" || it.Name == "" {
-				return ChatRequest{}, fmt.Errorf("Missing required parameter: 'input[%d].call_id' or 'name'.", i)
+				return ChatRequest{}, wireErrorf("Missing required parameter: 'input[%d].call_id' or 'name'.", i)
 			}
 			tc := ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments}
 			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "assistant" {
@@ -108,7 +107,7 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 			}
 		case "function_call_output":
 			if it.CallID == "" {
-				return ChatRequest{}, fmt.Errorf("Missing required parameter: 'input[%d].call_id'.", i)
+				return ChatRequest{}, wireErrorf("Missing required parameter: 'input[%d].call_id'.", i)
 			}
 			text, err := contentText(it.Output)
 			if err != nil {
@@ -117,15 +116,15 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 			req.Messages = append(req.Messages, ChatMessage{Role: "tool", ToolCallID: it.CallID, Content: text})
 		case "reasoning":
 		default:
-			return ChatRequest{}, fmt.Errorf("Invalid value for 'input[%d].type': %q.", i, it.Type)
+			return ChatRequest{}, wireErrorf("Invalid value for 'input[%d].type': %q.", i, it.Type)
 		}
 	}
 	if len(req.Messages) == 0 {
-		return ChatRequest{}, errors.New("Invalid 'input': empty array.")
+		return ChatRequest{}, wireError("Invalid 'input': empty array.")
 	}
 	for i, t := range w.Tools {
 		if t.Type != "function" || t.Name == "" {
-			return ChatRequest{}, fmt.Errorf("Missing required parameter: 'tools[%d].name'.", i)
+			return ChatRequest{}, wireErrorf("Missing required parameter: 'tools[%d].name'.", i)
 		}
 		req.Tools = append(req.Tools, ChatTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -253,3 +252,13 @@ func respEvents(r reply, encrypted bool, created int64) (names []string, data []
 	add(map[string]any{"type": "response.completed", "response": base("completed", output, usage)})
 	return names, data
 }
+
+// wireMessage is an error message worded exactly as the real endpoint
+// words it (capitalised, with a full stop), which Go error style would not.
+type wireMessage string
+
+func (w wireMessage) Error() string { return string(w) }
+
+func wireError(msg string) error { return wireMessage(msg) }
+
+func wireErrorf(format string, a ...any) error { return wireMessage(fmt.Sprintf(format, a...)) }
