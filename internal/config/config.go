@@ -191,6 +191,15 @@ type Config struct {
 	// (DELTA_LEASE_HOLDER, default FLY_MACHINE_ID, then the host name).
 	LeaseHolder string `env:"DELTA_LEASE_HOLDER,FLY_MACHINE_ID"`
 
+	// RetentionSweep is how often events and the tool journal are pruned
+	// (DELTA_RETENTION_SWEEP_MS, default 3600000; 0 = only at boot).
+	RetentionSweep time.Duration `env:"DELTA_RETENTION_SWEEP_MS"`
+	// RetentionEventsDays keeps events this long (DELTA_RETENTION_EVENTS_DAYS, default 30).
+	RetentionEventsDays int `env:"DELTA_RETENTION_EVENTS_DAYS"`
+	// RetentionJournalDays keeps tool-journal rows of finished runs this long
+	// (DELTA_RETENTION_JOURNAL_DAYS, default 30); a live run's rows are never pruned.
+	RetentionJournalDays int `env:"DELTA_RETENTION_JOURNAL_DAYS"`
+
 	// MCP holds the MCP servers, the refresh credential and the vault key
 	// (see LoadMCP); bad entries become Warnings, never a boot failure.
 	MCP MCPConfig `env:"DELTA_MCP_SERVERS,DELTA_MCP_REFRESH_URL,DELTA_MCP_REFRESH_FILE,DELTA_MCP_REFRESH_SERVER,DELTA_MCP_REFRESH_CLIENT_ID,DELTA_MCP_REFRESH_TOKEN,DELTA_VAULT_KEY_FILE,DELTA_VAULT_KEY"`
@@ -251,47 +260,50 @@ var removedVars = []string{
 func Load(lookup func(string) (string, bool)) (Config, error) {
 	l := &loader{lookup: lookup}
 	c := Config{
-		Port:               l.intRange("PORT", DefaultPort, 1, 65535),
-		Bind:               l.str("DELTA_BIND", DefaultBind),
-		DB:                 l.str("DELTA_DB", DefaultDB),
-		Workspace:          l.str("DELTA_WORKSPACE", DefaultWorkspace),
-		AgentID:            l.str("DELTA_AGENT_ID", ""),
-		Build:              l.str("DELTA_BUILD", ""),
-		MaxConcurrency:     l.intClamp("DELTA_MAX_CONCURRENCY", DefaultMaxConcurrency, MinConcurrency, MaxConcurrency),
-		ModelAPIKey:        l.apiKey(),
-		ModelBaseURL:       l.baseURL("MODEL_BASE_URL", DefaultModelBaseURL),
-		ModelAPI:           l.modelAPI("MODEL_API"),
-		ModelPrimary:       l.primary(),
-		ModelFallbacks:     l.csv("DELTA_MODEL_FALLBACKS"),
-		ModelTimeout:       l.millis("DELTA_MODEL_TIMEOUT_MS", DefaultModelTimeout),
-		ModelPrices:        l.prices("DELTA_MODEL_PRICES"),
-		ModelHeaders:       l.modelHeaders("MODEL_HEADERS"),
-		Broker:             l.broker(),
-		ReasoningEffort:    strings.ToLower(l.str("DELTA_REASONING_EFFORT", "")),
-		UtilityModel:       l.utilityModel(),
-		TextVerbosity:      l.oneOf("DELTA_TEXT_VERBOSITY", "low", "medium", "high"),
-		ReasoningSummary:   l.oneOf("DELTA_REASONING_SUMMARY", "auto"),
-		ToolTimeout:        l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
-		ToolResultMaxBytes: l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
-		FetchAllowPrivate:  l.boolean("DELTA_FETCH_ALLOW_PRIVATE"),
-		ExaAPIKey:          l.str("EXA_API_KEY", ""),
-		CodeCLI:            l.str("DELTA_CODE_CLI", ""),
-		Profile:            l.profile("DELTA_PROFILE"),
-		MaxSteps:           l.steps("DELTA_MAX_STEPS"),
-		MaxTokens:          l.tokens("DELTA_MAX_TOKENS"),
-		MaxCostUSD:         l.cost("DELTA_MAX_COST_USD"),
-		PolicyMaxTokens:    l.intRange("DELTA_POLICY_MAX_TOKENS", DefaultPolicyMaxTokens, 1, 1<<20),
-		SelfMaxTokens:      l.intRange("DELTA_SELF_MAX_TOKENS", DefaultSelfMaxTokens, 1, 1<<18),
-		Vocab:              l.str("DELTA_VOCAB", ""),
-		MemoryNamespace:    l.str("DELTA_MEMORY_NAMESPACE", ""),
-		ControlToken:       l.str("DELTA_CONTROL_TOKEN", ""),
-		InspectToken:       l.str("DELTA_INSPECT_TOKEN", ""),
-		Inspect:            l.inspect("DELTA_INSPECT"),
-		InspectWrite:       l.boolean("DELTA_INSPECT_WRITE"),
-		CaptureCalls:       l.boolean("DELTA_CAPTURE_CALLS"),
-		StrictTenant:       l.boolean("DELTA_STRICT_TENANT"),
-		MaxBodyBytes:       int64(l.intRange("DELTA_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40)),
-		LeaseHolder:        l.leaseHolder(),
+		Port:                 l.intRange("PORT", DefaultPort, 1, 65535),
+		Bind:                 l.str("DELTA_BIND", DefaultBind),
+		DB:                   l.str("DELTA_DB", DefaultDB),
+		Workspace:            l.str("DELTA_WORKSPACE", DefaultWorkspace),
+		AgentID:              l.str("DELTA_AGENT_ID", ""),
+		Build:                l.str("DELTA_BUILD", ""),
+		MaxConcurrency:       l.intClamp("DELTA_MAX_CONCURRENCY", DefaultMaxConcurrency, MinConcurrency, MaxConcurrency),
+		ModelAPIKey:          l.apiKey(),
+		ModelBaseURL:         l.baseURL("MODEL_BASE_URL", DefaultModelBaseURL),
+		ModelAPI:             l.modelAPI("MODEL_API"),
+		ModelPrimary:         l.primary(),
+		ModelFallbacks:       l.csv("DELTA_MODEL_FALLBACKS"),
+		ModelTimeout:         l.millis("DELTA_MODEL_TIMEOUT_MS", DefaultModelTimeout),
+		ModelPrices:          l.prices("DELTA_MODEL_PRICES"),
+		ModelHeaders:         l.modelHeaders("MODEL_HEADERS"),
+		Broker:               l.broker(),
+		ReasoningEffort:      strings.ToLower(l.str("DELTA_REASONING_EFFORT", "")),
+		UtilityModel:         l.utilityModel(),
+		TextVerbosity:        l.oneOf("DELTA_TEXT_VERBOSITY", "low", "medium", "high"),
+		ReasoningSummary:     l.oneOf("DELTA_REASONING_SUMMARY", "auto"),
+		ToolTimeout:          l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
+		ToolResultMaxBytes:   l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
+		FetchAllowPrivate:    l.boolean("DELTA_FETCH_ALLOW_PRIVATE"),
+		ExaAPIKey:            l.str("EXA_API_KEY", ""),
+		CodeCLI:              l.str("DELTA_CODE_CLI", ""),
+		Profile:              l.profile("DELTA_PROFILE"),
+		MaxSteps:             l.steps("DELTA_MAX_STEPS"),
+		MaxTokens:            l.tokens("DELTA_MAX_TOKENS"),
+		MaxCostUSD:           l.cost("DELTA_MAX_COST_USD"),
+		PolicyMaxTokens:      l.intRange("DELTA_POLICY_MAX_TOKENS", DefaultPolicyMaxTokens, 1, 1<<20),
+		SelfMaxTokens:        l.intRange("DELTA_SELF_MAX_TOKENS", DefaultSelfMaxTokens, 1, 1<<18),
+		Vocab:                l.str("DELTA_VOCAB", ""),
+		MemoryNamespace:      l.str("DELTA_MEMORY_NAMESPACE", ""),
+		ControlToken:         l.str("DELTA_CONTROL_TOKEN", ""),
+		InspectToken:         l.str("DELTA_INSPECT_TOKEN", ""),
+		Inspect:              l.inspect("DELTA_INSPECT"),
+		InspectWrite:         l.boolean("DELTA_INSPECT_WRITE"),
+		CaptureCalls:         l.boolean("DELTA_CAPTURE_CALLS"),
+		StrictTenant:         l.boolean("DELTA_STRICT_TENANT"),
+		MaxBodyBytes:         int64(l.intRange("DELTA_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40)),
+		LeaseHolder:          l.leaseHolder(),
+		RetentionSweep:       l.millis("DELTA_RETENTION_SWEEP_MS", time.Hour),
+		RetentionEventsDays:  l.intRange("DELTA_RETENTION_EVENTS_DAYS", 30, 1, 36500),
+		RetentionJournalDays: l.intRange("DELTA_RETENTION_JOURNAL_DAYS", 30, 1, 36500),
 	}
 	var pw []string
 	c.Providers, pw = l.providers("DELTA_PROVIDERS")

@@ -35,6 +35,7 @@ func TestLoadDefaults(t *testing.T) {
 		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000,
 		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true,
 		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
+		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30,
 	}
 	c.MCP.ChildEnv = nil // the process plumbing of whoever runs the test
 	if !reflect.DeepEqual(c, want) {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/deltaharness/delta/internal/api"
@@ -181,6 +182,8 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err := p.queue.Open(); err != nil {
 		return err
 	}
+	stopSweep := sweepRetention(ctx, cfg, p.store, logger)
+	defer stopSweep()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("delta listening", "addr", ln.Addr().String(), "version", version.Version, "db", cfg.DB, "workspace", cfg.Workspace)
@@ -207,4 +210,43 @@ func secretsOf(v *vault.Vault) api.Secrets {
 		return nil
 	}
 	return v
+}
+
+// sweepRetention prunes old events and finished runs' journal rows once now
+// and then every cfg.RetentionSweep (0 = only now). It returns a stop func.
+func sweepRetention(ctx context.Context, cfg config.Config, st *store.Store, logger *slog.Logger) func() {
+	sweep := func() {
+		now := time.Now()
+		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays))
+		if err != nil {
+			logger.Warn("retention sweep", "err", err)
+			return
+		}
+		if r.Events+r.Journal > 0 {
+			logger.Info("retention sweep", "events", r.Events, "journal", r.Journal)
+		}
+	}
+	sweep()
+	if cfg.RetentionSweep <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(cfg.RetentionSweep)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				sweep()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }

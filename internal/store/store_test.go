@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
@@ -190,5 +191,35 @@ func TestCheckpointJournal(t *testing.T) {
 	r, _ := s.Run(ctx, "resp_j")
 	if r.Steps != 1 || r.Usage.InputTokens != 100 || r.Usage.Fresh() != 70 || r.Attempts != 2 {
 		t.Fatalf("run after step = steps %d usage %+v attempts %d", r.Steps, r.Usage, r.Attempts)
+	}
+}
+
+func TestSweepKeepsJournalOfLiveRuns(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	for _, id := range []string{"live", "over"} {
+		newRun(t, s, store.NewRun{ID: id, SessionID: "s_" + id})
+		if _, _, err := s.Start(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CommitStep(ctx, store.Step{RunID: id, SessionID: "s_" + id, Model: "m",
+			Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "t", Arguments: json.RawMessage(`{}`)}}},
+			Intents: []store.Intent{{CallID: "c", Name: "t", Args: json.RawMessage(`{}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Finish(ctx, "over", store.StatusDone, json.RawMessage(`{}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	r, err := s.Sweep(ctx, future, future)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Journal != 1 || r.Events == 0 {
+		t.Fatalf("sweep %+v: want the finished run's journal row and every event", r)
+	}
+	if j, _ := s.Journal(ctx, "live"); len(j) != 1 {
+		t.Fatalf("the live run lost its journal: %v", j)
 	}
 }
