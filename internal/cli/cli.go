@@ -3,9 +3,10 @@
 //
 // Run is the whole program minus process plumbing: cmd/delta passes it the
 // arguments, the output streams and os.LookupEnv, and turns the returned
-// error into an exit status (ExitCode). Nothing here reads the environment
-// directly; values come through the lookup function, and daemon
-// configuration through package config.
+// error into an exit status (ExitCode). Nothing here interprets the
+// environment itself: values come through the lookup function and package
+// config; the launchers (dev, demo) only pass the inherited environment on,
+// verbatim, to the daemon child they start.
 package cli
 
 import (

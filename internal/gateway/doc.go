@@ -66,6 +66,15 @@
 // godmode flag zigzagzig (both at once) is advertised only to principals
 // holding both.
 //
+// # Tool listing
+//
+// tools/list advertises abridged schemas (see advertised): no length,
+// range or count bounds, a semantic target as one compact object, a bare
+// {"type":"object"} output schema, and in the explore phase no workflowId,
+// evidenceDetail, timeoutMs or idempotencyKey, and workflow_start's
+// executionPolicy pointing at session_create's. Every call is still
+// validated against the full schemas, which bobby://schemas publishes.
+//
 // # Results
 //
 // Command tools (the flat browser tools, intent_* and command_execute) build
@@ -79,6 +88,18 @@
 // {reason:"schemaViolation", pointer, constraint} naming the schema location
 // and keyword, never the submitted value; a malformed request (non-object
 // arguments, unknown tool) is JSON-RPC -32602 with the same data.
+//
+// structuredContent is the whole typed result. The text content is what a
+// model reads (hosts forward it, not structuredContent), so it is a compact
+// rendering, never the JSON again: a header line "<status> <tool>" with only
+// the ids a next call needs (a workflowHandle, a minted workflowId, a page
+// picked as the active one; never commandId, nor ids a handle stands for),
+// the scalar evidence on that line ("; ref=e12; networkQuiet=true;
+// page=<url> (complete)"), then "error <code>[ at <pointer> (<constraint>)]:
+// <message>" and "repair: <action> <doc>" on failure, one line of compact
+// JSON per object or list of evidence, and last, unescaped, the snapshot
+// text of a11y_snapshot or workflow_observe (a11y_snapshot's header carries
+// the page title, URL and node count).
 //
 // # Resources and prompts
 //

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -34,6 +33,28 @@ type Outcome struct {
 	// Diagnostics (timings, deadlines) are only returned with
 	// evidenceDetail:"full".
 	Diagnostics map[string]any `json:"diagnostics,omitempty"`
+
+	// echo names the scope ids the text content repeats because the next
+	// call needs them and the caller did not pass them: a minted
+	// workflowId, the page picked as the session's active page.
+	echo []string
+}
+
+// withEcho returns a copy of o that echoes the ids scope did not give. A
+// call bound by workflowHandle needs none: the handle stands for them.
+func withEcho(o *Outcome, scope workflow.ScopeArgs, replayed bool) *Outcome {
+	cp := *o
+	cp.Replayed = replayed
+	cp.echo = nil
+	if scope.Handle == "" {
+		if scope.WorkflowID == "" {
+			cp.echo = append(cp.echo, "workflowId")
+		}
+		if scope.PageID == "" {
+			cp.echo = append(cp.echo, "pageId")
+		}
+	}
+	return &cp
 }
 
 func (o *Outcome) failed() bool { return o.Status != StatusCompleted }
@@ -234,7 +255,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 		return g.runCommand(ctx, c.principal, spec, env, sess, page, workflowID, timeout)
 	}
 	if env.IdempotencyKey == "" {
-		return run(), nil
+		return withEcho(run(), env.Scope, false), nil
 	}
 	fp, _ := json.Marshal(map[string]any{"kind": env.Kind, "page": page.ID, "input": env.Input})
 	sum := sha256.Sum256(fp)
@@ -245,12 +266,8 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	case err != nil:
 		return nil, errorf(CodeNeedsReconciliation, "gave up waiting for the first call with this idempotencyKey: %v", err)
 	}
-	if replayed {
-		cp := *out
-		cp.Replayed = true
-		return &cp, nil
-	}
-	return out, nil
+	// A copy: the stored outcome is shared by every replay.
+	return withEcho(out, env.Scope, replayed), nil
 }
 
 // runCommand runs one command under its deadline and classifies the result.
@@ -340,12 +357,4 @@ func classify(err error, spec commandSpec, parent context.Context) (string, *Err
 		msg = "the command may or may not have taken effect: " + msg
 	}
 	return status, &ErrorInfo{Code: code, Message: msg, Repair: repairFor(code)}
-}
-
-// describeErr renders an error for evidence without wrapping noise.
-func describeErr(err error) string {
-	if err == nil {
-		return ""
-	}
-	return fmt.Sprint(err)
 }

@@ -50,8 +50,6 @@ func inPhase(tool string, phase Phase) bool {
 	return slices.Contains(alwaysTools, tool) || slices.Contains(phaseTools[phase], tool)
 }
 
-func validPhase(s string) bool { return slices.Contains(Phases, Phase(s)) }
-
 // phasesDoc renders the bobby://phases resource.
 func phasesDoc(start Phase) map[string]any {
 	rows := []map[string]any{}

@@ -108,7 +108,7 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 func schemasDoc(cs *clientSession) map[string]any {
 	tools := map[string]any{}
 	for _, t := range cs.g.tools {
-		tools[t.name] = map[string]any{"input": t.input(cs.principal), "output": t.mcpTool(cs.principal).OutputSchema}
+		tools[t.name] = map[string]any{"input": withDefs(t.input(cs.principal)), "output": t.outputFull()}
 	}
 	kinds := map[string]any{}
 	for _, k := range commandKinds() {
@@ -128,6 +128,7 @@ func schemasDoc(cs *clientSession) map[string]any {
 		"envelopeKind": kinds,
 		"notes": []string{
 			"Argument names are camelCase.",
+			"tools/list advertises abridged schemas: no length/range/count bounds, a semantic target as one object, a bare {type:object} output, and in the explore phase no workflowId/evidenceDetail/timeoutMs/idempotencyKey. These schemas are the full ones, and every call is validated against them.",
 			"Violations return {reason:\"schemaViolation\", pointer, constraint}: the pointer is the argument's location in the schema, the constraint its keyword; the submitted value is never echoed.",
 		},
 	}

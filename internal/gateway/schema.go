@@ -65,19 +65,6 @@ func array(desc string, items *jsonschema.Schema, maxItems int) *jsonschema.Sche
 	return &jsonschema.Schema{Type: "array", Description: desc, Items: items, MaxItems: ptr(maxItems)}
 }
 
-// withProps returns a copy of s with extra properties merged in.
-func withProps(s *jsonschema.Schema, extra map[string]*jsonschema.Schema) *jsonschema.Schema {
-	c := *s
-	c.Properties = make(map[string]*jsonschema.Schema, len(s.Properties)+len(extra))
-	for k, v := range s.Properties {
-		c.Properties[k] = v
-	}
-	for k, v := range extra {
-		c.Properties[k] = v
-	}
-	return &c
-}
-
 // outputObject is a permissive output schema: type object with the listed
 // properties typed, so clients can validate and render without the shapes
 // being frozen.

@@ -124,7 +124,7 @@ func TestToolMetadata(t *testing.T) {
 	p, _ := policy.NewPrincipal("x", policy.NewSet(policy.All...), zeroTime, "")
 	names := map[string]bool{}
 	for _, td := range buildTools() {
-		mt := td.mcpTool(p)
+		mt := td.mcpTool(p, PhaseExplore)
 		b, _ := json.Marshal(mt)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
@@ -244,4 +244,56 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAdvertisedSchemas: tools/list shows abridged input schemas (no
+// bounds, compact targets, explore without the rarely used optional
+// fields), but every call is still validated against the full schema, and
+// the abridged one never names an argument the full one lacks nor omits a
+// required one.
+func TestAdvertisedSchemas(t *testing.T) {
+	p, _ := policy.NewPrincipal("x", policy.NewSet(policy.All...), zeroTime, "")
+	bounds := []string{`"minLength"`, `"maxLength"`, `"minimum"`, `"maximum"`, `"maxItems"`, `"minItems"`, `"maxProperties"`, `"$defs"`, `"$ref"`}
+	for _, td := range buildTools() {
+		full := td.input(p)
+		for _, phase := range Phases {
+			adv := advertised(full, phase)
+			b, _ := json.Marshal(adv)
+			for _, kw := range bounds {
+				if strings.Contains(string(b), kw) {
+					t.Errorf("%s (%s): advertised schema keeps %s: %s", td.name, phase, kw, b)
+				}
+			}
+			for k := range adv.Properties {
+				if _, ok := full.Properties[k]; !ok {
+					t.Errorf("%s (%s): advertises %s, which the full schema lacks", td.name, phase, k)
+				}
+			}
+			for _, r := range full.Required {
+				if _, ok := adv.Properties[r]; !ok {
+					t.Errorf("%s (%s): required %s is not advertised", td.name, phase, r)
+				}
+			}
+			for _, k := range exploreHidden {
+				_, inFull := full.Properties[k]
+				_, inAdv := adv.Properties[k]
+				if want := inFull && phase != PhaseExplore; inAdv != want {
+					t.Errorf("%s (%s): %s advertised = %v, want %v", td.name, phase, k, inAdv, want)
+				}
+			}
+		}
+		// The full schema still carries its bounds.
+		if td.name == "navigate" {
+			if v := validate(full, mustArgs(t, `{"pageId":"p","url":"`+strings.Repeat("a", 70000)+`"}`)); v == nil || v.Constraint != "maxLength" {
+				t.Errorf("navigate: an over-long url is accepted after abridging: %+v", v)
+			}
+		}
+	}
+	// Hidden in the explore listing, still accepted.
+	if v := toolInput(t, "a11y_snapshot")(mustArgs(t, `{"pageId":"p","workflowId":"w","evidenceDetail":"full","timeoutMs":5000}`)); v != nil {
+		t.Errorf("a11y_snapshot rejects the explore-hidden fields: %s %s", v.Pointer, v.Constraint)
+	}
+	if v := toolInput(t, "a11y_snapshot")(mustArgs(t, `{"pageId":"p","timeoutMs":5}`)); v == nil || v.Constraint != "minimum" {
+		t.Errorf("a11y_snapshot timeoutMs 5: %+v, want minimum", v)
+	}
 }

@@ -29,6 +29,10 @@ type clientSession struct {
 	server    *mcp.Server
 	wf        *workflow.Registry
 
+	// explore holds the explore-phase definitions (written once, before
+	// the session serves, then read only).
+	explore map[string]*mcp.Tool
+
 	mu       sync.Mutex
 	phase    Phase
 	mcpSess  []*mcp.ServerSession
@@ -154,17 +158,22 @@ func (cs *clientSession) setPhase(p Phase) bool {
 	cs.phase = p
 	cs.mu.Unlock()
 	if t := cs.g.toolByName["toolset_select"]; t != nil {
-		cs.server.AddTool(t.mcpTool(cs.principal), unreachableHandler)
+		cs.server.AddTool(t.mcpTool(cs.principal, ""), unreachableHandler)
 	}
 	return true
 }
 
 // registerTools registers, once, every tool the principal's capabilities
-// allow; the phase filter applies to tools/list results.
+// allow; the phase filter applies to tools/list results. The explore
+// phase lists its own, shorter definitions (see advertised).
 func (cs *clientSession) registerTools() {
+	cs.explore = map[string]*mcp.Tool{}
 	for _, t := range cs.g.tools {
 		if cs.principal.Capabilities.Has(t.capabilities()...) {
-			cs.server.AddTool(t.mcpTool(cs.principal), unreachableHandler)
+			cs.server.AddTool(t.mcpTool(cs.principal, ""), unreachableHandler)
+			if inPhase(t.name, PhaseExplore) {
+				cs.explore[t.name] = t.mcpTool(cs.principal, PhaseExplore)
+			}
 		}
 	}
 }
@@ -179,9 +188,13 @@ func (cs *clientSession) filterList(res mcp.Result) mcp.Result {
 	out := *lr
 	out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
 	for _, t := range lr.Tools {
-		if inPhase(t.Name, phase) {
-			out.Tools = append(out.Tools, t)
+		if !inPhase(t.Name, phase) {
+			continue
 		}
+		if et, ok := cs.explore[t.Name]; ok && phase == PhaseExplore {
+			t = et
+		}
+		out.Tools = append(out.Tools, t)
 	}
 	return &out
 }
@@ -225,7 +238,7 @@ func (cs *clientSession) callTool(ctx context.Context, req *mcp.CallToolRequest)
 		return nil, rpcInvalidParams("/params/name", "enum", fmt.Sprintf("unknown tool; tools/list names the tools (%d exist)", len(cs.g.tools)))
 	}
 	if len(req.Params.Arguments) > MaxToolInputBytes {
-		return errorResult(errorf(CodeInputTooLarge, "tool input is %d bytes; the limit is %d", len(req.Params.Arguments), MaxToolInputBytes)), nil
+		return errorResult(t.name, errorf(CodeInputTooLarge, "tool input is %d bytes; the limit is %d", len(req.Params.Arguments), MaxToolInputBytes)), nil
 	}
 	args, err := decodeArgs(req.Params.Arguments)
 	if err != nil {
@@ -237,24 +250,24 @@ func (cs *clientSession) callTool(ctx context.Context, req *mcp.CallToolRequest)
 	}
 	p := cs.principalFor(req)
 	if p.Expired(cs.g.now()) {
-		return errorResult(errorf(CodeCapabilityDenied, "the credential of principal %s expired at %s; rotate it and re-initialize", p.Name, p.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))), nil
+		return errorResult(t.name, errorf(CodeCapabilityDenied, "the credential of principal %s expired at %s; rotate it and re-initialize", p.Name, p.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))), nil
 	}
 	if !p.Capabilities.Has(t.capabilities()...) {
-		return errorResult(errorf(CodeCapabilityDenied, "%s requires %s", t.name, capList(t.capabilities()))), nil
+		return errorResult(t.name, errorf(CodeCapabilityDenied, "%s requires %s", t.name, capList(t.capabilities()))), nil
 	}
 	if v := validate(t.input(p), argMap); v != nil {
-		return errorResult(schemaErr(v.Pointer, v.Constraint, fmt.Sprintf("%s arguments: %s", t.name, v.Error()))), nil
+		return errorResult(t.name, schemaErr(v.Pointer, v.Constraint, fmt.Sprintf("%s arguments: %s", t.name, v.Error()))), nil
 	}
 	c := &call{g: cs.g, cs: cs, principal: p, tool: t, args: argMap, raw: req.Params.Arguments, req: req}
 	out, err := cs.safeHandle(ctx, c)
 	if err != nil {
 		if te, ok := err.(*toolError); ok {
-			return errorResult(te), nil
+			return errorResult(t.name, te), nil
 		}
 		cs.g.log.Error("tool failed", "tool", t.name, "err", err)
-		return errorResult(errorf(CodeInternal, "%s failed unexpectedly", t.name)), nil
+		return errorResult(t.name, errorf(CodeInternal, "%s failed unexpectedly", t.name)), nil
 	}
-	return structuredResult(out), nil
+	return structuredResult(t.name, out), nil
 }
 
 // safeHandle runs the handler and turns a panic into an internal error: a
@@ -283,12 +296,14 @@ func capList(cs []policy.Capability) string {
 // failer is implemented by results that may report a non-completed status.
 type failer interface{ failed() bool }
 
-// structuredResult wraps a handler's result. A result whose status is not
-// completed is an error result (isError:true).
-func structuredResult(v any) *mcp.CallToolResult {
+// structuredResult wraps a handler's result: the JSON as structuredContent
+// (the typed contract) and a compact rendering as text content (what a
+// model reads; see text.go). A result whose status is not completed is an
+// error result (isError:true).
+func structuredResult(tool string, v any) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return errorResult(errorf(CodeInternal, "encode result: %v", err))
+		return errorResult(tool, errorf(CodeInternal, "encode result: %v", err))
 	}
 	isErr := false
 	if f, ok := v.(failer); ok {
@@ -296,13 +311,13 @@ func structuredResult(v any) *mcp.CallToolResult {
 	}
 	return &mcp.CallToolResult{
 		StructuredContent: json.RawMessage(b),
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: resultText(tool, v)}},
 		IsError:           isErr,
 	}
 }
 
 // errorResult is the result of a call refused before or outside a command.
-func errorResult(e *toolError) *mcp.CallToolResult {
+func errorResult(tool string, e *toolError) *mcp.CallToolResult {
 	body := map[string]any{
 		"status": StatusRejected,
 		"error":  e.info(),
@@ -319,9 +334,15 @@ func errorResult(e *toolError) *mcp.CallToolResult {
 		body[k] = v
 	}
 	b, _ := json.Marshal(body)
+	// The text repeats only the error (code, pointer, message, repair) and
+	// any extra fields: reason/pointer/constraint/repair are in it already.
+	text := map[string]any{"status": StatusRejected, "error": e.info()}
+	for k, v := range e.Extra {
+		text[k] = v
+	}
 	return &mcp.CallToolResult{
 		StructuredContent: json.RawMessage(b),
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: resultText(tool, text)}},
 		IsError:           true,
 	}
 }

@@ -51,9 +51,12 @@ func TestToolsListBudget(t *testing.T) {
 		t.Logf("phase %-7s %2d tools %6d bytes", p, len(res.Tools), len(b))
 	}
 	// The whole surface is far below the ~127,000 bytes the spec quotes for
-	// its full list; the startup phase must stay compact.
-	if sizes[PhaseExplore] > 18000 {
-		t.Errorf("explore tools/list is %d bytes; keep it under 18000", sizes[PhaseExplore])
+	// its full list; the startup phase must stay compact: issue 7's goal is
+	// half of @playwright/mcp's 20,296 bytes. 9,713 bytes when this budget
+	// was set (abridged schemas, see advertised).
+	const exploreBudget = 10000
+	if sizes[PhaseExplore] > exploreBudget {
+		t.Errorf("explore tools/list is %d bytes; keep it under %d", sizes[PhaseExplore], exploreBudget)
 	}
 }
 

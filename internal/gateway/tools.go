@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,18 +50,17 @@ func (t *toolDef) advertisedTo(p policy.Principal, phase Phase) bool {
 	return p.Capabilities.Has(t.capabilities()...) && inPhase(t.name, phase)
 }
 
-func (t *toolDef) mcpTool(p policy.Principal) *mcp.Tool {
+// mcpTool is the tool as tools/list advertises it in phase: the abridged
+// input schema of advertised and a bare {"type":"object"} output schema.
+// The full schemas are enforced all the same and published in
+// bobby://schemas; advertising them cost more than half of tools/list.
+func (t *toolDef) mcpTool(p policy.Principal, phase Phase) *mcp.Tool {
 	return &mcp.Tool{
-		Name:        t.name,
-		Title:       t.title,
-		Description: t.desc,
-		InputSchema: withDefs(t.input(p)),
-		OutputSchema: func() *jsonschema.Schema {
-			if t.output != nil {
-				return t.output
-			}
-			return outputObject(nil)
-		}(),
+		Name:         t.name,
+		Title:        t.title,
+		Description:  t.desc,
+		InputSchema:  t.advertisedInput(p, phase),
+		OutputSchema: advertisedOutput,
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.readOnly,
 			DestructiveHint: ptr(t.destructive),
@@ -68,6 +68,90 @@ func (t *toolDef) mcpTool(p policy.Principal) *mcp.Tool {
 			OpenWorldHint:   ptr(t.openWorld),
 		},
 	}
+}
+
+// advertisedInput is advertised, plus: in the explore phase, where
+// session_create and workflow_start are listed side by side,
+// workflow_start's executionPolicy points at session_create's instead of
+// repeating it.
+func (t *toolDef) advertisedInput(p policy.Principal, phase Phase) *jsonschema.Schema {
+	s := advertised(t.input(p), phase)
+	if phase == PhaseExplore && t.name == "workflow_start" && s.Properties["executionPolicy"] != nil {
+		s.Properties["executionPolicy"] = &jsonschema.Schema{Type: "object", Description: "as in session_create"}
+	}
+	return s
+}
+
+// outputFull is the full output schema (bobby://schemas).
+func (t *toolDef) outputFull() *jsonschema.Schema {
+	if t.output != nil {
+		return t.output
+	}
+	return outputObject(nil)
+}
+
+// advertisedOutput is every tool's advertised output schema: MCP requires
+// type object, and structuredContent is always an object; the property
+// shapes are in bobby://schemas.
+var advertisedOutput = &jsonschema.Schema{Type: "object"}
+
+// exploreHidden are optional arguments the explore-phase listing leaves
+// out: accepted everywhere, rarely needed in the form loop, and advertised
+// in the other phases and in bobby://schemas.
+var exploreHidden = []string{"workflowId", "evidenceDetail", "timeoutMs", "idempotencyKey"}
+
+// advertised returns the input schema tools/list shows: s without the
+// bounds validate enforces anyway (lengths, ranges, item and property
+// counts), with the semantic target as one compact shape, and in the
+// explore phase without exploreHidden (unless required) and with
+// workflow_start's executionPolicy left to session_create's listing.
+func advertised(s *jsonschema.Schema, phase Phase) *jsonschema.Schema {
+	out := lean(s)
+	if phase != PhaseExplore || out == nil || out.Properties == nil {
+		return out
+	}
+	for _, k := range exploreHidden {
+		if !slices.Contains(out.Required, k) {
+			delete(out.Properties, k)
+		}
+	}
+	return out
+}
+
+// targetAdvert is the advertised shape of a semantic target everywhere one
+// is accepted ($defs/target in bobby://schemas has the fields and bounds).
+var targetAdvert = &jsonschema.Schema{Type: "object", Description: "{ref} from a snapshot, {role, name?, index?}, or {selector}"}
+
+// lean deep-copies s without bounds and with targets compacted.
+func lean(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	if s.Ref == targetSchema.Ref {
+		return targetAdvert
+	}
+	if isFalse(s) {
+		return s
+	}
+	c := *s
+	c.MinLength, c.MaxLength, c.Minimum, c.Maximum = nil, nil, nil, nil
+	c.MinItems, c.MaxItems, c.MinProperties, c.MaxProperties = nil, nil, nil, nil
+	c.Defs = nil
+	if s.Properties != nil {
+		c.Properties = make(map[string]*jsonschema.Schema, len(s.Properties))
+		for k, v := range s.Properties {
+			c.Properties[k] = lean(v)
+		}
+	}
+	c.Items = lean(s.Items)
+	c.AdditionalProperties = lean(s.AdditionalProperties)
+	if s.OneOf != nil {
+		c.OneOf = make([]*jsonschema.Schema, len(s.OneOf))
+		for i, o := range s.OneOf {
+			c.OneOf[i] = lean(o)
+		}
+	}
+	return &c
 }
 
 // Shared schema pieces.

@@ -319,13 +319,34 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// line renders one node as text.
+// refRoles are the roles whose lines carry [ref=eN] in the text: what an
+// agent clicks, types into, selects, or scopes into (iframes, dialogs).
+// Landmarks, headings, regions, lists and text are scoped or named by role
+// and name ({"role":"main"}, {"role":"region","name":"Products"}), so a ref
+// there would only cost bytes. Every node keeps its ref in Nodes, and any
+// ref, shown or not, resolves all the same.
+var refRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true,
+	"listbox": true, "option": true, "checkbox": true, "radio": true, "switch": true,
+	"slider": true, "spinbutton": true, "scrollbar": true, "menuitem": true,
+	"menuitemcheckbox": true, "menuitemradio": true, "tab": true, "treeitem": true,
+	"gridcell": true, "date": true, "datetime": true, "time": true, "color": true,
+	"iframe": true, "dialog": true, "alertdialog": true,
+}
+
+// line renders one node as text: two spaces of indentation per depth carry
+// the structure, then role "name" [states] [ref=eN]: "value".
 func line(n Node) string {
+	return lineWith(n, 0)
+}
+
+// lineWith renders n; headingLevel > 0 marks a link folded into the
+// heading it was the only content of ([h3]).
+func lineWith(n Node, headingLevel int) string {
 	var b strings.Builder
 	for range n.Depth {
 		b.WriteString("  ")
 	}
-	b.WriteString("- ")
 	if n.Role == "text" {
 		b.WriteString("text: ")
 		b.WriteString(n.Name)
@@ -335,6 +356,11 @@ func line(n Node) string {
 	if n.Name != "" {
 		b.WriteString(" ")
 		b.WriteString(strconv.Quote(n.Name))
+	}
+	if headingLevel > 0 {
+		b.WriteString(" [h")
+		b.WriteString(strconv.Itoa(headingLevel))
+		b.WriteString("]")
 	}
 	for _, s := range n.States {
 		b.WriteString(" [")
@@ -349,7 +375,7 @@ func line(n Node) string {
 	if n.HasValue {
 		b.WriteString(" [hasValue]")
 	}
-	if n.Ref != "" {
+	if n.Ref != "" && refRoles[n.Role] {
 		b.WriteString(" [ref=")
 		b.WriteString(n.Ref)
 		b.WriteString("]")
@@ -361,6 +387,46 @@ func line(n Node) string {
 	return b.String()
 }
 
+// foldsLink reports whether nodes[i] is a heading whose only content is a
+// link of the same name (a card title): the two render as one link line
+// marked [hN], since the heading adds nothing an agent acts on.
+func foldsLink(nodes []Node, i int) bool {
+	if i+1 >= len(nodes) {
+		return false
+	}
+	h, l := nodes[i], nodes[i+1]
+	if h.Role != "heading" || l.Role != "link" || l.Depth != h.Depth+1 || h.Name != l.Name || len(h.States) > 0 {
+		return false
+	}
+	return i+2 >= len(nodes) || nodes[i+2].Depth <= h.Depth
+}
+
+// textLine is one rendered line and the number of nodes it shows.
+type textLine struct {
+	text  string
+	nodes int
+}
+
+// textLines renders nodes, folding heading+link pairs.
+func textLines(nodes []Node) []textLine {
+	out := make([]textLine, 0, len(nodes))
+	for i := 0; i < len(nodes); i++ {
+		if foldsLink(nodes, i) {
+			l := nodes[i+1]
+			l.Depth = nodes[i].Depth
+			level := nodes[i].Level
+			if level == 0 {
+				level = 2 // a heading without aria-level is an h2 to every reader
+			}
+			out = append(out, textLine{lineWith(l, level), 2})
+			i++
+			continue
+		}
+		out = append(out, textLine{line(nodes[i]), 1})
+	}
+	return out
+}
+
 // repairTruncated is what a truncated snapshot tells the agent to do.
 const repairTruncated = `scope the snapshot with target (e.g. {"role":"main"} or a ref from this snapshot), ` +
 	`or raise maxNodes/maxBytes`
@@ -368,13 +434,12 @@ const repairTruncated = `scope the snapshot with target (e.g. {"role":"main"} or
 // render applies the bounds and builds the snapshot text.
 func render(nodes []Node, opts Options) *Snapshot {
 	s := &Snapshot{TotalNodes: len(nodes)}
-	lines := make([]string, len(nodes))
+	lines := textLines(nodes)
 	total := 0
-	for i, n := range nodes {
-		lines[i] = line(n)
-		total += len(lines[i]) + 1
+	for _, l := range lines {
+		total += len(l.text) + 1
 	}
-	shown := len(nodes)
+	shown, nLines := len(nodes), len(lines)
 	if shown > opts.MaxNodes || total > opts.MaxBytes {
 		s.Truncated = true
 		s.Repair = repairTruncated
@@ -382,15 +447,25 @@ func render(nodes []Node, opts Options) *Snapshot {
 		// read only the text.
 		budget := opts.MaxBytes - 320
 		size := 0
-		shown = 0
-		for shown < len(nodes) && shown < opts.MaxNodes && size+len(lines[shown])+1 <= budget {
-			size += len(lines[shown]) + 1
-			shown++
+		shown, nLines = 0, 0
+		for nLines < len(lines) {
+			l := lines[nLines]
+			if shown+l.nodes > opts.MaxNodes && l.nodes > 1 {
+				// Only the heading of a folded pair fits the node bound.
+				l = textLine{line(nodes[shown]), 1}
+				lines[nLines] = l
+			}
+			if shown+l.nodes > opts.MaxNodes || size+len(l.text)+1 > budget {
+				break
+			}
+			size += len(l.text) + 1
+			shown += l.nodes
+			nLines++
 		}
 	}
 	var b strings.Builder
-	for _, l := range lines[:shown] {
-		b.WriteString(l)
+	for _, l := range lines[:nLines] {
+		b.WriteString(l.text)
 		b.WriteByte('\n')
 	}
 	if s.Truncated {

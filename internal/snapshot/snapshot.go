@@ -59,8 +59,11 @@ type Snapshot struct {
 	Title string `json:"title"`
 	// Scope is the target the snapshot was scoped to, nil for the whole page.
 	Scope *Target `json:"scope,omitempty"`
-	// Text is the compact rendering: one "- role "name" [state] [ref=eN]: value"
-	// line per node, indented two spaces per depth.
+	// Text is the compact rendering: one `role "name" [state] [ref=eN]: "value"`
+	// line per node (`text: …` for text), indented two spaces per depth.
+	// Only lines an agent targets (controls, links, iframes, dialogs) show
+	// their ref; a heading whose only content is a same-name link renders
+	// as that link marked [hN].
 	Text string `json:"text"`
 	// Nodes holds the same shown nodes, structured.
 	Nodes []Node `json:"nodes"`

@@ -31,28 +31,40 @@ func TestTakeShowsWhatAUserSees(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`- navigation "Primary" [ref=`,
-		`- link "Home" [ref=`,
-		`- heading "Your cart" [level=1] [ref=`,
-		"- text: You have 2 items in your cart.",
-		`- textbox "Coupon" [ref=`,
+		"navigation \"Primary\"\n", // structure: no ref
+		`link "Home" [ref=`,
+		"heading \"Your cart\" [level=1]\n",
+		"text: You have 2 items in your cart.",
+		`textbox "Coupon" [ref=`,
 		`]: "SAVE10"`,
-		`- textbox "Password" [hasValue] [ref=`,
-		`- checkbox "Gift wrap" [checked] [ref=`,
-		`- button "Pay later" [disabled] [ref=`,
-		`- button "Shadow action" [ref=`, // inside an open shadow root
-		`- iframe "Promotions" [ref=`,
-		`- textbox "Promo code" [ref=`, // inside the same-origin iframe
-		`- button "Apply promo" [ref=`,
-		"- text: Prices updated", // added after load
+		`textbox "Password" [hasValue] [ref=`,
+		`checkbox "Gift wrap" [checked] [ref=`,
+		`button "Pay later" [disabled] [ref=`,
+		`button "Shadow action" [ref=`, // inside an open shadow root
+		`iframe "Promotions" [ref=`,
+		`textbox "Promo code" [ref=`, // inside the same-origin iframe
+		`button "Apply promo" [ref=`,
+		"text: Prices updated", // added after load
 	} {
 		if !strings.Contains(s.Text, want) {
 			t.Errorf("snapshot lacks %q:\n%s", want, s.Text)
 		}
 	}
+	if strings.Contains("\n"+s.Text, "\n- ") || strings.Contains(s.Text, " - ") {
+		t.Errorf("lines keep the \"- \" prefix:\n%s", s.Text)
+	}
 	// The button's own text is its name: it must not repeat as a text line.
-	if strings.Contains(s.Text, "- text: Checkout") {
+	if strings.Contains(s.Text, "text: Checkout") {
 		t.Errorf("button text repeated as static text:\n%s", s.Text)
+	}
+	// Every shown ref resolves: a ref in the text is a usable target.
+	for _, n := range s.Nodes {
+		if n.Ref == "" || !strings.Contains(s.Text, "[ref="+n.Ref+"]") {
+			continue
+		}
+		if _, err := Resolve(ctx, Target{Ref: n.Ref}); err != nil {
+			t.Errorf("shown ref %s (%s %q) does not resolve: %v", n.Ref, n.Role, n.Name, err)
+		}
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
