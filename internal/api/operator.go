@@ -3,8 +3,6 @@ package api
 import (
 	"net/http"
 	"time"
-
-	"github.com/deltaharness/delta/internal/store"
 )
 
 // queueRow is one line of GET /v1/queue. The caller's own rows carry their
@@ -27,24 +25,22 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	var rows []queueRow
 	now := time.Now()
 	pos := 0
-	for _, status := range []string{store.StatusRunning, store.StatusQueued} {
-		runs, err := s.o.Service.Store.RunsByStatus(r.Context(), status)
-		if err != nil {
-			writeError(w, s.o.Logger, err)
-			return
+	runs, err := s.o.Service.Store.LiveRuns(r.Context())
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	for _, run := range runs {
+		mine := me != "" && run.Owner == me || me == "" && run.Owner == "" && !s.o.StrictTenant
+		if s.o.StrictTenant && !mine {
+			continue // strict: positions are numbered among the caller's own rows only
 		}
-		for _, run := range runs {
-			mine := me != "" && run.Owner == me || me == "" && run.Owner == "" && !s.o.StrictTenant
-			if s.o.StrictTenant && !mine {
-				continue // strict: positions are numbered among the caller's own rows only
-			}
-			pos++
-			row := queueRow{Status: run.Status, Position: pos, AgeSeconds: now.Sub(run.CreatedAt).Seconds(), Mine: mine}
-			if mine {
-				row.ID, row.SessionID = run.ID, run.SessionID
-			}
-			rows = append(rows, row)
+		pos++
+		row := queueRow{Status: run.Status, Position: pos, AgeSeconds: now.Sub(run.CreatedAt).Seconds(), Mine: mine}
+		if mine {
+			row.ID, row.SessionID = run.ID, run.SessionID
 		}
+		rows = append(rows, row)
 	}
 	if rows == nil {
 		rows = []queueRow{}

@@ -340,7 +340,7 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestNeedsAPageContext(t *testing.T) {
-	browser := sharedBrowser(t)
+	browser := browser.Context(t)
 	before, err := chromedp.Targets(browser)
 	if err != nil {
 		t.Fatal(err)

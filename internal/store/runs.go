@@ -287,6 +287,26 @@ func (s *Store) RunsByStatus(ctx context.Context, status string) ([]Run, error) 
 	return out, rows.Err()
 }
 
+// LiveRuns lists running then queued runs, each in queue order, read in one
+// statement so a run moving from queued to running is never missed.
+func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+runCols+` FROM runs WHERE status IN ('running','queued')
+		ORDER BY status = 'queued', seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list live runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // Counts returns how many runs are running and queued.
 func (s *Store) Counts(ctx context.Context) (running, queued int, err error) {
 	err = s.r.QueryRowContext(ctx, `SELECT
