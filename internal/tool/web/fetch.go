@@ -229,6 +229,9 @@ func (f *fetcher) failure(ctx context.Context, raw string, err error) (tool.Resu
 		return tool.Errorf("fetching %s timed out", raw), nil
 	case ctx.Err() != nil:
 		return tool.Result{}, fmt.Errorf("fetch %s: %w", raw, ctx.Err())
+	case isTimeout(err):
+		// The transport's own header timeout can fire a moment before ctx's.
+		return tool.Errorf("fetching %s timed out", raw), nil
 	case errors.As(err, &dnsErr):
 		return tool.Errorf("cannot fetch %s: the host name does not resolve (%v)", raw, dnsErr), nil
 	}
@@ -279,3 +282,8 @@ func headRunes(s string, n int) string {
 
 // collapse folds all whitespace runs to one space.
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
