@@ -33,6 +33,7 @@ type Options struct {
 	InspectWrite bool                          // DELTA_INSPECT_WRITE: rotate/delete through /v1/dev/*
 	StrictTenant bool                          // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
 	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
+	Uploads      *Uploads                      // POST /v1/files; nil = 404
 	Logger       *slog.Logger
 }
 
@@ -69,6 +70,7 @@ func (s *Server) routes() {
 	s.mux.Handle("DELETE /v1/tasks/{id}", s.control(s.cancelTask))
 	s.mux.Handle("GET /v1/tasks/{id}/events", s.control(s.taskEvents))
 	s.mux.Handle("GET /v1/busy", s.control(s.busy))
+	s.mux.Handle("POST /v1/files", s.control(s.uploadFiles))
 	s.mux.Handle("GET /v1/status", s.control(func(w http.ResponseWriter, _ *http.Request) {
 		if s.o.Status == nil {
 			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "status is not available"})
@@ -100,9 +102,14 @@ func (s *Server) routes() {
 	}))
 }
 
-// ServeHTTP implements http.Handler; it caps every request body.
+// ServeHTTP implements http.Handler; it caps every request body. Uploads
+// stream to disk, so their cap is the upload batch limit instead.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+	limit := s.o.MaxBodyBytes
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/files" {
+		limit = max(limit, uploadBodyMax)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	s.mux.ServeHTTP(w, r)
 }
 

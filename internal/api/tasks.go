@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -59,8 +60,13 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.o.Logger, err)
 		return
 	}
+	crashpoint.Hit(crashpoint.BeforeAck)
 	// Acknowledged only now: the run row is committed.
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "object": "task", "status": run.Status, "session_id": run.SessionID})
+	if crashpoint.Enabled {
+		_ = http.NewResponseController(w).Flush() // the after-ack point needs the 202 on the wire before it exits
+	}
+	crashpoint.Hit(crashpoint.AfterAck)
 }
 
 // readable applies strict tenancy on top of owner matching: with

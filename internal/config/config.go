@@ -43,6 +43,8 @@ const (
 	DefaultPolicyMaxTokens    = 800
 	DefaultSelfMaxTokens      = 800
 	DefaultMaxBodyBytes       = 1 << 20
+	DefaultLeaseTTL           = 30 * time.Second
+	MinLeaseTTL               = 5 * time.Second
 )
 
 // Wire formats selected by MODEL_API.
@@ -143,6 +145,21 @@ type Config struct {
 	// (DELTA_PROFILE; aliases work→trusted, chat→safe; default trusted; any
 	// other value refuses to boot).
 	Profile string `env:"DELTA_PROFILE"`
+	// SafeMode is the recovery boot (DELTA_SAFE_MODE, boolean): the safe
+	// tier as ceiling, no code tool, no MCP servers, no vault, and
+	// DELTA_ALLOWED_TOOLS ignored, so nothing can widen it.
+	SafeMode bool `env:"DELTA_SAFE_MODE"`
+	// AllowedTools narrows the tier's tool set to these names
+	// (DELTA_ALLOWED_TOOLS, comma-separated; nil = unset). Set but empty or
+	// malformed, it is the empty list and ToolFloor is set.
+	AllowedTools []string `env:"DELTA_ALLOWED_TOOLS"`
+	// ToolFloor means DELTA_ALLOWED_TOOLS was set but empty or malformed:
+	// the run gets the safe tier's tools, never everything.
+	ToolFloor bool `env:"DELTA_ALLOWED_TOOLS"`
+	// PinnedTools chooses the pinned subset of the allowed tools
+	// (DELTA_PINNED_TOOLS; parsed, validated and reported; progressive
+	// loading, which gives it effect, is not built yet).
+	PinnedTools []string `env:"DELTA_PINNED_TOOLS"`
 	// MaxSteps overrides the ceiling profile's step budget (DELTA_MAX_STEPS;
 	// fractions floored, values below 1 become 1; nil = profile default).
 	MaxSteps *int `env:"DELTA_MAX_STEPS"`
@@ -190,6 +207,10 @@ type Config struct {
 	// LeaseHolder identifies this process in the single-writer lease
 	// (DELTA_LEASE_HOLDER, default FLY_MACHINE_ID, then the host name).
 	LeaseHolder string `env:"DELTA_LEASE_HOLDER,FLY_MACHINE_ID"`
+	// LeaseTTL is how long the writer lease lasts unrenewed; the daemon
+	// renews it every third of that (DELTA_LEASE_TTL_MS, default 30000,
+	// values below 5000 raised to 5000).
+	LeaseTTL time.Duration `env:"DELTA_LEASE_TTL_MS"`
 
 	// RetentionSweep is how often events and the tool journal are pruned
 	// (DELTA_RETENTION_SWEEP_MS, default 3600000; 0 = only at boot).
@@ -286,6 +307,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ExaAPIKey:            l.str("EXA_API_KEY", ""),
 		CodeCLI:              l.str("DELTA_CODE_CLI", ""),
 		Profile:              l.profile("DELTA_PROFILE"),
+		SafeMode:             l.boolean("DELTA_SAFE_MODE"),
 		MaxSteps:             l.steps("DELTA_MAX_STEPS"),
 		MaxTokens:            l.tokens("DELTA_MAX_TOKENS"),
 		MaxCostUSD:           l.cost("DELTA_MAX_COST_USD"),
@@ -301,9 +323,21 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		StrictTenant:         l.boolean("DELTA_STRICT_TENANT"),
 		MaxBodyBytes:         int64(l.intRange("DELTA_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40)),
 		LeaseHolder:          l.leaseHolder(),
+		LeaseTTL:             max(l.millis("DELTA_LEASE_TTL_MS", DefaultLeaseTTL), MinLeaseTTL),
 		RetentionSweep:       l.millis("DELTA_RETENTION_SWEEP_MS", time.Hour),
 		RetentionEventsDays:  l.intRange("DELTA_RETENTION_EVENTS_DAYS", 30, 1, 36500),
 		RetentionJournalDays: l.intRange("DELTA_RETENTION_JOURNAL_DAYS", 30, 1, 36500),
+	}
+	c.AllowedTools, c.ToolFloor = l.toolList("DELTA_ALLOWED_TOOLS", &c.Warnings)
+	c.PinnedTools, _ = l.toolList("DELTA_PINNED_TOOLS", &c.Warnings)
+	if c.SafeMode {
+		// Safe mode cannot be widened: the ceiling is safe whatever
+		// DELTA_PROFILE says, and the allowlist is not consulted.
+		c.Profile = ProfileSafe
+		if c.AllowedTools != nil {
+			c.Warnings = append(c.Warnings, "DELTA_SAFE_MODE=1: DELTA_ALLOWED_TOOLS is ignored")
+		}
+		c.AllowedTools, c.ToolFloor = nil, false
 	}
 	var pw []string
 	c.Providers, pw = l.providers("DELTA_PROVIDERS")

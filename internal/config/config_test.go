@@ -34,7 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 		ModelPrimary: "anthropic/claude-sonnet-4.5", UtilityModel: "anthropic/claude-haiku-4.5",
 		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000,
 		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true,
-		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
+		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", LeaseTTL: 30 * time.Second, Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
 		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30,
 	}
 	c.MCP.ChildEnv = nil // the process plumbing of whoever runs the test
@@ -101,6 +101,8 @@ func TestLoadValues(t *testing.T) {
 		{"body cap", map[string]string{"DELTA_MAX_BODY_BYTES": "4096"}, func(c Config) any { return c.MaxBodyBytes }, int64(4096)},
 		{"lease holder wins", map[string]string{"DELTA_LEASE_HOLDER": "h", "FLY_MACHINE_ID": "m"}, func(c Config) any { return c.LeaseHolder }, "h"},
 		{"fly machine id", map[string]string{"FLY_MACHINE_ID": "m"}, func(c Config) any { return c.LeaseHolder }, "m"},
+		{"lease ttl", map[string]string{"DELTA_LEASE_TTL_MS": "12000"}, func(c Config) any { return c.LeaseTTL }, 12 * time.Second},
+		{"lease ttl floor", map[string]string{"DELTA_LEASE_TTL_MS": "100"}, func(c Config) any { return c.LeaseTTL }, 5 * time.Second},
 		{"self cap", map[string]string{"DELTA_SELF_MAX_TOKENS": "100"}, func(c Config) any { return c.SelfMaxTokens }, 100},
 		{"vocab raw", map[string]string{"DELTA_VOCAB": `{"writeNoun":"crm"}`}, func(c Config) any { return c.Vocab }, `{"writeNoun":"crm"}`},
 	} {

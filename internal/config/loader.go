@@ -280,3 +280,47 @@ func (l *loader) oneOf(name string, allowed ...string) string {
 	l.fail(name, v, "want one of %s", strings.Join(allowed, ", "))
 	return ""
 }
+
+// toolList reads a comma-separated list of tool names. Unset gives nil.
+// Set but empty, or holding a name that is not a tool name, gives an empty
+// non-nil list, floor = true and a warning: an envelope that cannot be read
+// falls back to the safe floor rather than to everything.
+func (l *loader) toolList(name string, warnings *[]string) (names []string, floor bool) {
+	raw, ok := l.lookup(name)
+	if !ok {
+		return nil, false
+	}
+	names = []string{}
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(raw, ",") {
+		n := strings.TrimSpace(part)
+		if n == "" {
+			continue
+		}
+		if !validToolName(n) {
+			*warnings = append(*warnings, fmt.Sprintf("%s: %q is not a tool name (letters, digits, _ . -, at most 128); using the safe tool floor", name, n))
+			return []string{}, true
+		}
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		*warnings = append(*warnings, fmt.Sprintf("%s is set but empty; using the safe tool floor", name))
+		return names, true
+	}
+	return names, false
+}
+
+func validToolName(s string) bool {
+	if len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

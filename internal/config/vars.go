@@ -60,6 +60,9 @@ func Vars() []VarDoc {
 		{"DELTA_VAULT_KEY_FILE", "", "File with the vault key material (preferred); enables the secret vault."},
 		{"DELTA_VAULT_KEY", "", "Vault key material, at least 16 characters, when no key file is given."},
 		{"DELTA_PROFILE", ProfileTrusted, "Tier ceiling: trusted or safe (aliases work, chat); any other value refuses to boot."},
+		{"DELTA_SAFE_MODE", "off", "Boolean: recovery boot — safe tier ceiling, no code tool, no MCP servers, no vault; DELTA_ALLOWED_TOOLS ignored; status safe_mode:true."},
+		{"DELTA_ALLOWED_TOOLS", "", "Comma-separated tool names intersected with the tier's set (narrows only); set but empty or malformed = the safe tool floor."},
+		{"DELTA_PINNED_TOOLS", "", "Comma-separated pinned tools, validated and shown in /v1/status; no effect until progressive tool loading ships."},
 		{"DELTA_MAX_STEPS", profileDoc(func(b Budget) string { return strconv.Itoa(b.Steps) }), "Step budget override: fractions floor, below 1 becomes 1; empty = profile default."},
 		{"DELTA_MAX_TOKENS", profileDoc(func(b Budget) string { return strconv.FormatInt(b.Tokens, 10) }), "Fresh-token budget override, integer ≥ 0; empty = profile default."},
 		{"DELTA_MAX_COST_USD", profileDoc(func(b Budget) string { return strconv.FormatFloat(b.CostUSD, 'f', -1, 64) }), "Model-dollar budget override, ≥ 0; empty = profile default."},
@@ -76,6 +79,7 @@ func Vars() []VarDoc {
 		{"DELTA_MAX_BODY_BYTES", strconv.Itoa(DefaultMaxBodyBytes), "HTTP request body cap; larger bodies get 413."},
 		{"DELTA_LEASE_HOLDER", "", "Single-writer lease holder ID; default FLY_MACHINE_ID, then the host name."},
 		{"FLY_MACHINE_ID", "", "Read only as the default lease holder."},
+		{"DELTA_LEASE_TTL_MS", ms(DefaultLeaseTTL), "Writer lease lifetime in ms, renewed every third of it; values below 5000 become 5000."},
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
-	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
 	"github.com/deltaharness/delta/internal/workspace"
@@ -36,12 +36,13 @@ const trashRetention = 7 * 24 * time.Hour
 
 // parts is everything a running harness holds, for Serve and RunOnce.
 type parts struct {
-	status  func() any   // the /v1/status body
-	vault   *vault.Vault // nil without a key
-	mcp     *mcp.Manager // nil without servers (and in delta run)
-	store   *store.Store
-	queue   *queue.Queue
-	service *engine.Service
+	status    func() any   // the /v1/status body
+	vault     *vault.Vault // nil without a key
+	mcp       *mcp.Manager // nil without servers (and in delta run)
+	store     *store.Store
+	workspace string // absolute path, for uploads
+	queue     *queue.Queue
+	service   *engine.Service
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
@@ -75,7 +76,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	if err != nil {
 		return nil, err
 	}
-	p := &parts{store: st}
+	p := &parts{store: st, workspace: ws.Dir()}
 	defer func() {
 		if err != nil {
 			p.close(context.WithoutCancel(ctx))
@@ -84,14 +85,15 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 
 	// The vault: secrets at rest, resolved at egress, redacted everywhere.
 	red := vault.NewRedactor()
-	if cfg.MCP.VaultKey != "" {
+	if cfg.MCP.VaultKey != "" && !cfg.SafeMode {
 		p.vault, err = vault.New(vault.NewSQLStore(st.DB()), cfg.MCP.VaultKey, red)
 		if err != nil {
 			return nil, fmt.Errorf("open vault: %w", err)
 		}
 	}
-	reg, tools := buildTools(cfg, ws, p.vault, logger)
-	if withMCP && len(cfg.MCP.Servers) > 0 {
+	plans := todo.New(st.DB(), todo.Options{Logger: logger})
+	reg, tools := buildTools(cfg, ws, p.vault, plans, logger)
+	if withMCP && len(cfg.MCP.Servers) > 0 && !cfg.SafeMode {
 		var resolve func(string) (string, error)
 		if p.vault != nil {
 			resolve = p.vault.Resolver(context.WithoutCancel(ctx))
@@ -113,7 +115,13 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		Store: st, Broker: event.NewBroker(), Provider: provider,
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
 		Prompt: b, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
-		ToolNames: func(profile string) []string { return tierTools(reg, profile) },
+		ToolNames: tools.names,
+		TurnBlocks: func(ctx context.Context, sessionID string) []string {
+			if b := plans.Block(ctx, sessionID); b != "" {
+				return []string{b}
+			}
+			return nil
+		},
 		Budget: func(profile string) engine.Budget {
 			bu := cfg.Budget(profile)
 			return engine.Budget{Steps: bu.Steps, Tokens: bu.Tokens, CostUSD: bu.CostUSD}
@@ -136,22 +144,6 @@ func (p *parts) close(ctx context.Context) {
 	_ = p.store.Close()
 }
 
-// tierTools is the tool set of a tier: trusted gets every tool, safe only
-// the read-only ones.
-func tierTools(reg *tool.Registry, profile string) []string {
-	names := reg.Names()
-	if profile == config.ProfileTrusted {
-		return names
-	}
-	var out []string
-	for _, n := range names {
-		if t, ok := reg.Get(n); ok && t.ReadOnly() {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // Serve runs the daemon until ctx is done. The port is bound before any
 // work resumes, so a duplicate start fails before touching running rows.
 func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
@@ -172,11 +164,20 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return err
 	}
 	defer p.close(context.WithoutCancel(ctx))
+	// The lease comes before any run resumes: the file lock stops a second
+	// process on this host, the lease one on another host sharing the file.
+	leaseLost, stopLease, err := holdLease(ctx, p.store, cfg.LeaseHolder, cfg.LeaseTTL, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopLease()
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
 		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite,
 		StrictTenant: cfg.StrictTenant, DevConfig: func() any { return devConfig(cfg, p) },
+		Uploads: &api.Uploads{Dir: p.workspace},
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if err := p.queue.Open(); err != nil {
@@ -191,6 +192,8 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	select {
 	case <-ctx.Done():
 	case serveErr = <-errc:
+	case serveErr = <-leaseLost:
+		logger.Error("stopping: another process owns the writer lease", "err", serveErr)
 	}
 	// Interrupt-style shutdown: stop taking requests, interrupt runs (they
 	// resume on the next start), close the database.

@@ -30,7 +30,7 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *par
 		"version":          version.Version,
 		"build":            cfg.Build,
 		"tier":             cfg.Placement(""),
-		"safe_mode":        false,
+		"safe_mode":        cfg.SafeMode,
 		"model":            mv.Model,
 		"provider":         mv.Provider,
 		"provider_chain":   mv.Chain,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -11,6 +12,7 @@ import (
 	"github.com/deltaharness/delta/internal/tool/code"
 	"github.com/deltaharness/delta/internal/tool/file"
 	"github.com/deltaharness/delta/internal/tool/grep"
+	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/tool/web"
 	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/workspace"
@@ -22,12 +24,38 @@ type toolStatus struct {
 	reg      *tool.Registry
 	unusable []interface{ Unusable() (string, bool) }
 	omitted  map[string]string
+	cfg      config.Config
+}
+
+// names is the tool envelope of a run placed at profile: the tier's set
+// (trusted: every tool; safe: the read-only ones), then intersected with
+// DELTA_ALLOWED_TOOLS. The profile is placed again here, so a stored or
+// forged wider profile still gets the ceiling; a set-but-unreadable
+// allowlist gives the safe floor. The registry is read on every call
+// because MCP tools can arrive after boot.
+func (s *toolStatus) names(profile string) []string {
+	placed := s.cfg.Placement(profile)
+	if s.cfg.ToolFloor {
+		placed = config.ProfileSafe
+	}
+	var out []string
+	for _, n := range s.reg.Names() {
+		t, ok := s.reg.Get(n)
+		if !ok || (placed != config.ProfileTrusted && !t.ReadOnly()) {
+			continue
+		}
+		if s.cfg.AllowedTools != nil && !s.cfg.ToolFloor && !slices.Contains(s.cfg.AllowedTools, n) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // buildTools assembles the built-in tools explicitly, in index order.
-func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, logger *slog.Logger) (*tool.Registry, *toolStatus) {
+func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, plans *todo.Plans, logger *slog.Logger) (*tool.Registry, *toolStatus) {
 	reg := tool.NewRegistry()
-	st := &toolStatus{reg: reg, omitted: map[string]string{}}
+	st := &toolStatus{reg: reg, omitted: map[string]string{}, cfg: cfg}
 	reg.Add(file.All(ws)...)
 	reg.Add(grep.New(ws, grep.Options{}))
 	reg.Add(web.Fetch(web.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate}))
@@ -42,8 +70,12 @@ func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, logger *s
 	search := web.Search(so)
 	reg.Add(search)
 	st.unusable = append(st.unusable, search)
+	reg.Add(plans.Tool())
 	c := code.New(ws, code.Config{CLI: cfg.CodeCLI, Env: config.PlumbingEnv()})
-	if reason, omitted := c.Omitted(); omitted {
+	if cfg.SafeMode {
+		st.omitted[code.Name] = "DELTA_SAFE_MODE=1"
+		logger.Info("tool omitted", "tool", code.Name, "reason", "safe mode")
+	} else if reason, omitted := c.Omitted(); omitted {
 		st.omitted[code.Name] = reason
 		logger.Info("tool omitted", "tool", code.Name, "reason", reason)
 	} else {
@@ -88,5 +120,18 @@ func (s *toolStatus) view() map[string]any {
 			}
 		}
 	}
-	return map[string]any{"registered": s.reg.Names(), "unusable": unusable, "omitted": s.omitted}
+	pinned := []string{}
+	for _, n := range s.cfg.PinnedTools {
+		if slices.Contains(s.names(""), n) {
+			pinned = append(pinned, n)
+		}
+	}
+	return map[string]any{
+		"registered": s.reg.Names(), "unusable": unusable, "omitted": s.omitted,
+		// What a run at the ceiling may call, after the allowlist.
+		"allowed": nonNil(s.names("")),
+		// Pinned tools are validated and shown; progressive loading, which
+		// gives pinning effect, is not built yet, so every allowed tool is loaded.
+		"pinned": pinned, "pinning_effective": false,
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/cascade"
@@ -52,6 +53,7 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 		resp, err = e.o.Provider.Complete(ctx, req, stream)
 		fallback = resp.Model != "" && resp.Model != req.Model
 	}
+	crashpoint.Hit(crashpoint.ModelCall)
 	if ctx.Err() != nil {
 		return model.Response{}, errCancelled
 	}

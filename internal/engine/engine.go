@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
@@ -78,6 +79,9 @@ type Options struct {
 	// CallContext attaches a run's per-request credential (metadata.authToken)
 	// to the context of its tool calls (nil = ignored).
 	CallContext func(ctx context.Context, runToken string) context.Context
+	// TurnBlocks returns extra per-turn user-role blocks for a session (the
+	// todo plan), rebuilt every turn so they survive compaction (nil = none).
+	TurnBlocks func(ctx context.Context, sessionID string) []string
 }
 
 // Engine executes runs.
@@ -214,6 +218,7 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 	}
 	resp := BuildResponse(run, status, e.o.Redact(text), e.o.Redact(errText))
 	b, _ := json.Marshal(resp)
+	crashpoint.Hit(crashpoint.BeforeFinish)
 	ev, err := e.o.Store.Finish(ctx, runID, status, b, errText)
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return
@@ -302,6 +307,11 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
 		}
+		if e.o.TurnBlocks != nil {
+			for _, blk := range e.o.TurnBlocks(ctx, x.run.SessionID) {
+				msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
+			}
+		}
 		if x.req.Instructions != "" {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
 		}
@@ -333,6 +343,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if len(resp.ToolCalls) == 0 {
 			return resp.Text, nil
 		}
+		crashpoint.Hit(crashpoint.AfterIntent)
 		x.runTools(ctx, resp.ToolCalls)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
@@ -56,7 +57,8 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 		}
 	}
 	start := time.Now()
-	res, err := t.Run(ctx, tool.Call{RunID: x.run.ID, CallID: c.ID, Args: c.Arguments})
+	res, err := t.Run(ctx, tool.Call{RunID: x.run.ID, SessionID: x.run.SessionID, CallID: c.ID, Args: c.Arguments})
+	crashpoint.Hit(crashpoint.MidTool)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return tool.Errorf("tool %s timed out after %s", c.Name, time.Since(start).Round(time.Millisecond))
@@ -103,6 +105,7 @@ func (x *execution) commitResult(ctx context.Context, callID, name string, res t
 	}
 	x.remember(model.Message{Role: model.RoleTool, Content: text, ToolCallID: callID, Name: name})
 	x.publish(evs...)
+	crashpoint.Hit(crashpoint.AfterResult)
 }
 
 // recoverCalls settles the calls an earlier attempt journalled but never

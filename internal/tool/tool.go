@@ -17,9 +17,10 @@ import (
 
 // Call is one invocation of a tool.
 type Call struct {
-	RunID  string          // the run that asked; used to name spill files
-	CallID string          // the model's tool-call id
-	Args   json.RawMessage // the model's arguments, raw
+	RunID     string          // the run that asked; used to name spill files
+	SessionID string          // the run's session; tools that keep per-session state key on it
+	CallID    string          // the model's tool-call id
+	Args      json.RawMessage // the model's arguments, raw
 }
 
 // Result is what the model sees.

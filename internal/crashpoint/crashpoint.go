@@ -1,0 +1,41 @@
+// Package crashpoint is fault injection for the crash-matrix test: a Hit
+// call marks a named point on the durable path (queue insert, ack, model
+// call, tool intent, tool execution, tool result, finish). In an ordinary
+// build Hit is an empty function the compiler removes. Built with
+// `-tags crashtest`, the process exits with code 137 — what a SIGKILL
+// looks like to a supervisor — the first time it reaches the point named by
+// DELTA_CRASH_AT, so a test can restart it and check the recovery outcome.
+//
+// Reading DELTA_CRASH_AT here, outside internal/config, is deliberate: it is
+// test-only machinery that exists only in the crashtest build (see
+// crashpoint_crashtest.go), never in a shipped binary, and is no setting an
+// operator could use.
+package crashpoint
+
+// The named points, in the order a run passes them.
+const (
+	// BeforeAck: the run row is committed, the client has no 202 yet.
+	BeforeAck = "api.before-ack"
+	// AfterAck: the 202 has been flushed to the client.
+	AfterAck = "api.after-ack"
+	// ModelCall: the model has answered but nothing of its answer is
+	// committed — for durability the same as dying during the call.
+	ModelCall = "engine.model-call"
+	// AfterIntent: the assistant message and its tool intents are
+	// committed; no tool has started.
+	AfterIntent = "engine.after-intent"
+	// MidTool: the tool has done its work (a file is written) but its
+	// result is not journalled — the in-doubt side effect.
+	MidTool = "engine.mid-tool"
+	// AfterResult: the tool result and its message are committed; the next
+	// model call has not started.
+	AfterResult = "engine.after-result"
+	// BeforeFinish: the final answer is known; the terminal status and
+	// run.finished are not committed.
+	BeforeFinish = "engine.before-finish"
+)
+
+// Points lists every named point, for tests that walk the matrix.
+func Points() []string {
+	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, BeforeFinish}
+}

@@ -1,0 +1,366 @@
+// Package crash runs the real delta binary as a child process and breaks it:
+// at every named crash point (a binary built with -tags crashtest) and with
+// SIGKILL at random moments (the ordinary binary). After each restart it
+// reads the SQLite file directly and checks the durability promise: an
+// acknowledged run is never lost, a write_file is never executed twice, and
+// every run ends terminal with exactly one run.finished. It also checks the
+// single-writer lease at the store level.
+package crash
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/model/modeltest"
+
+	_ "modernc.org/sqlite" // the test reads the daemon's database directly
+)
+
+var (
+	plainBin string // the shipped binary
+	crashBin string // built with -tags crashtest
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "delta-crash-bin")
+	if err != nil {
+		panic(err)
+	}
+	plainBin, crashBin = filepath.Join(dir, "delta"), filepath.Join(dir, "delta-crashtest")
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, args := range [][]string{
+		{"build", "-o", plainBin, "github.com/deltaharness/delta/cmd/delta"},
+		{"build", "-tags", "crashtest", "-o", crashBin, "github.com/deltaharness/delta/cmd/delta"},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command("go", args...).CombinedOutput()
+			if err != nil {
+				errs[i] = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is one database and workspace, served by successive processes.
+type daemon struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	url  string
+	env  []string
+	cmd  *exec.Cmd
+	log  *os.File
+	exit chan error // receives cmd.Wait's result once
+}
+
+const token = "crash-control-token"
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func startFake(t testing.TB) *modeltest.Server {
+	fake, err := modeltest.Start(modeltest.DemoScript())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	return fake
+}
+
+func newDaemon(t testing.TB, bin string, fake *modeltest.Server, extra ...string) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command(plainBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
+		t.Fatalf("delta init: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	d := &daemon{t: t, bin: bin, dir: dir, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	d.env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		fmt.Sprintf("PORT=%d", port),
+		"DELTA_DB=" + d.dbPath(),
+		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
+		"MODEL_BASE_URL=" + fake.URL(),
+		"MODEL_API_KEY=fake-key",
+		"DELTA_MODEL_PRIMARY=scripted/demo",
+		"DELTA_CONTROL_TOKEN=" + token,
+		"DELTA_LEASE_HOLDER=crash-test",
+	}, extra...)
+	t.Cleanup(d.stop)
+	return d
+}
+
+func (d *daemon) dbPath() string { return filepath.Join(d.dir, "state", "delta.db") }
+
+// start launches a process with the extra environment and waits until it
+// answers /healthz.
+func (d *daemon) start(extra ...string) {
+	t := d.t
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(d.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.log = f
+	d.cmd = exec.Command(d.bin, "serve")
+	d.cmd.Env = append(append([]string{}, d.env...), extra...)
+	d.cmd.Stdout, d.cmd.Stderr = f, f
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.exit = make(chan error, 1)
+	cmd := d.cmd
+	go func() { d.exit <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-d.exit:
+			t.Fatalf("daemon exited during start: %v\nlog:\n%s", err, d.logText())
+		default:
+		}
+		resp, err := http.Get(d.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("daemon never became healthy; log:\n%s", d.logText())
+}
+
+// startExpectingExit launches a process that must exit by itself (a
+// refused start) and returns its log.
+func (d *daemon) startExpectingExit() string {
+	d.t.Helper()
+	f, err := os.OpenFile(filepath.Join(d.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.log = f
+	d.cmd = exec.Command(d.bin, "serve")
+	d.cmd.Env = d.env
+	d.cmd.Stdout, d.cmd.Stderr = f, f
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.exit = make(chan error, 1)
+	cmd := d.cmd
+	go func() { d.exit <- cmd.Wait() }()
+	if code := d.waitExit(20 * time.Second); code == 0 {
+		d.t.Fatalf("daemon exited 0, want a refusal")
+	}
+	return d.logText()
+}
+
+func (d *daemon) logText() string {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.log"))
+	return string(b)
+}
+
+// waitExit waits for the process to end by itself and returns its exit code.
+func (d *daemon) waitExit(timeout time.Duration) int {
+	d.t.Helper()
+	select {
+	case err := <-d.exit:
+		d.log.Close()
+		d.cmd = nil
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			d.t.Fatalf("wait: %v", err)
+		}
+		return 0
+	case <-time.After(timeout):
+		d.t.Fatalf("daemon did not exit within %s; log:\n%s", timeout, d.logText())
+		return -1
+	}
+}
+
+func (d *daemon) kill9() {
+	if d.cmd == nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exit
+	d.log.Close()
+	d.cmd = nil
+}
+
+func (d *daemon) stop() {
+	if d.cmd == nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exit:
+	case <-time.After(10 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.exit
+	}
+	d.log.Close()
+	d.cmd = nil
+}
+
+// submit posts a task; ok is false when the client saw no 202 (an error
+// or a dropped connection), i.e. the task was not acknowledged.
+func (d *daemon) submit(client *http.Client, input string) (id string, ok bool) {
+	body := fmt.Sprintf(`{"input":%q}`, input)
+	req, _ := http.NewRequest("POST", d.url+"/v1/tasks", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	// A process that dies right after flushing its 202 never sends the
+	// final chunk, so the body ends early: the status line and the id
+	// arrived, which is the acknowledgement a client acts on.
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted || (err != nil && !errors.Is(err, io.ErrUnexpectedEOF)) {
+		return "", false
+	}
+	// {"id":"resp_…",…}: avoid a JSON dependency on the response shape
+	// beyond the id.
+	s := string(b)
+	i := strings.Index(s, `"id":"`)
+	if i < 0 {
+		return "", false
+	}
+	s = s[i+6:]
+	return s[:strings.IndexByte(s, '"')], true
+}
+
+// openDB opens the daemon's database read-only beside the live daemon.
+func (d *daemon) openDB() *sql.DB {
+	d.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+d.dbPath()+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// runFacts is what the database says about one run.
+type runFacts struct {
+	status      string
+	finished    int // run.finished events
+	toolResults int // tool.result events
+	interrupted int // tool.result events whose preview starts with [interrupted]
+	journal     int // tool journal rows
+}
+
+func facts(t testing.TB, db *sql.DB) map[string]*runFacts {
+	t.Helper()
+	out := map[string]*runFacts{}
+	rows, err := db.Query("SELECT id, status FROM runs")
+	if err != nil {
+		t.Fatalf("read runs: %v", err)
+	}
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = &runFacts{status: st}
+	}
+	rows.Close()
+	rows, err = db.Query(`SELECT run_id, name, coalesce(data,'') FROM events WHERE name IN ('run.finished','tool.result')`)
+	if err != nil {
+		t.Fatalf("read events: %v", err)
+	}
+	for rows.Next() {
+		var id, name, data string
+		if err := rows.Scan(&id, &name, &data); err != nil {
+			t.Fatal(err)
+		}
+		f := out[id]
+		if f == nil {
+			t.Fatalf("event %s for unknown run %s", name, id)
+		}
+		if name == "run.finished" {
+			f.finished++
+		} else {
+			f.toolResults++
+			if strings.Contains(data, `[interrupted]`) {
+				f.interrupted++
+			}
+		}
+	}
+	rows.Close()
+	rows, err = db.Query("SELECT run_id FROM tool_journal")
+	if err != nil {
+		t.Fatalf("read journal: %v", err)
+	}
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		if f := out[id]; f != nil {
+			f.journal++
+		}
+	}
+	rows.Close()
+	return out
+}
+
+// waitAllTerminal polls the database until every run is terminal.
+func waitAllTerminal(t testing.TB, d *daemon, db *sql.DB, timeout time.Duration) map[string]*runFacts {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var open int
+		if err := db.QueryRowContext(context.Background(),
+			"SELECT count(*) FROM runs WHERE status NOT IN ('done','failed','cancelled')").Scan(&open); err != nil {
+			t.Fatalf("count open runs: %v", err)
+		}
+		if open == 0 {
+			return facts(t, db)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs still not terminal after %s; log tail:\n%s", open, timeout, tail(d.logText(), 3000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
