@@ -41,6 +41,12 @@ type echoArgs struct {
 
 func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools ...tool.Tool) *harness {
 	t.Helper()
+	return newHarnessWith(t, p, budget, nil, tools...)
+}
+
+// newHarnessWith lets a test adjust the engine options before it starts.
+func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mutate func(*engine.Options), tools ...tool.Tool) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
 	if err != nil {
@@ -70,6 +76,9 @@ func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools 
 		Prompt: b, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
 		ToolNames: func(string) []string { return reg.Names() },
 		Budget:    func(string) engine.Budget { return budget },
+	}
+	if mutate != nil {
+		mutate(&opts)
 	}
 	eng := engine.New(opts)
 	q := queue.New(st, eng.Execute, 4, nil)
@@ -526,5 +535,43 @@ func TestContextOverflowElidesOnceThenFailsCleanly(t *testing.T) {
 				t.Fatalf("model calls = %d, want 3 (tool turn, overflow, one retry)", calls)
 			}
 		})
+	}
+}
+
+func TestTurnBlocksReachEveryModelCall(t *testing.T) {
+	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("echoed " + a.Text), nil
+	})
+	var mu sync.Mutex
+	var lastUserBlocks []string
+	calls := 0
+	base := toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		mu.Lock()
+		calls++
+		lastUserBlocks = nil
+		for _, m := range req.Messages {
+			if m.Role == model.RoleUser && strings.HasPrefix(m.Content, "<delta:todo>") {
+				lastUserBlocks = append(lastUserBlocks, m.Content)
+			}
+		}
+		if len(lastUserBlocks) != 1 {
+			mu.Unlock()
+			return model.Response{}, &model.Error{Status: 400, Message: "the plan block is missing"}
+		}
+		mu.Unlock()
+		return base(ctx, req, s)
+	})
+	h := newHarnessWith(t, p, big, func(o *engine.Options) {
+		o.TurnBlocks = func(_ context.Context, sessionID string) []string {
+			return []string{"<delta:todo>\n- [doing] the plan of " + sessionID + "\n</delta:todo>"}
+		}
+	}, echo)
+	r, _ := h.run(t, "go")
+	if r.Status != store.StatusDone || calls != 2 {
+		t.Fatalf("status %s (%s), calls %d", r.Status, r.Error, calls)
+	}
+	if !strings.Contains(lastUserBlocks[0], r.SessionID) {
+		t.Fatalf("block %q is not this session's", lastUserBlocks[0])
 	}
 }
