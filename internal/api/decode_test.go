@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -24,6 +25,28 @@ func FuzzDecodeCreate(f *testing.F) {
 			var re *requestError
 			if !errors.As(err, &re) || re.status != 400 || re.msg == "" {
 				t.Fatalf("rejection of %q is not a 400 with a message: %v", body, err)
+			}
+		}
+	})
+}
+
+// FuzzSafeName: an accepted upload name is a plain, visible base name that
+// can never leave the inbox folder.
+func FuzzSafeName(f *testing.F) {
+	for _, s := range []string{"report.pdf", "../../etc/passwd", `C:\x\y.txt`, ".env", "", "a\x00b", "é.txt", strings.Repeat("a", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		name, err := safeName(raw)
+		if err != nil {
+			return
+		}
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || len(name) > 255 {
+			t.Fatalf("safeName(%q) accepted %q", raw, name)
+		}
+		for _, r := range name {
+			if r < 0x20 || r == 0x7f {
+				t.Fatalf("safeName(%q) kept a control character: %q", raw, name)
 			}
 		}
 	})
