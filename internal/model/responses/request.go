@@ -115,6 +115,9 @@ func buildParams(req model.Request, ln lane) (sdk.ResponseNewParams, error) {
 		if effort != "" && effort != "none" || reasoningModel(req.Model) {
 			p.Include = []sdk.ResponseIncludable{sdk.ResponseIncludableReasoningEncryptedContent}
 		}
+		if explicitCacheModel(req.Model) {
+			placeCacheBreakpoints(&p, items)
+		}
 	}
 	return p, nil
 }
