@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -79,32 +80,24 @@ func (s *Server) readable(r *http.Request) (string, error) {
 	return o, nil
 }
 
-func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
-	o, err := s.readable(r)
-	if err != nil {
-		writeError(w, s.o.Logger, err)
-		return
-	}
-	run, err := s.o.Service.Get(r.Context(), o, r.PathValue("id"))
-	if err != nil {
-		writeError(w, s.o.Logger, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, viewOf(run))
-}
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) { s.taskAction(w, r, s.o.Service.Get) }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
+	s.taskAction(w, r, s.o.Service.Cancel)
+}
+
+// taskAction runs an owner-scoped action on the task named in the path and
+// answers with its view.
+func (s *Server) taskAction(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, owner, id string) (store.Run, error)) {
 	o, err := s.readable(r)
-	if err != nil {
-		writeError(w, s.o.Logger, err)
-		return
+	if err == nil {
+		var run store.Run
+		if run, err = act(r.Context(), o, r.PathValue("id")); err == nil {
+			writeJSON(w, http.StatusOK, viewOf(run))
+			return
+		}
 	}
-	run, err := s.o.Service.Cancel(r.Context(), o, r.PathValue("id"))
-	if err != nil {
-		writeError(w, s.o.Logger, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, viewOf(run))
+	writeError(w, s.o.Logger, err)
 }
 
 func (s *Server) busy(w http.ResponseWriter, r *http.Request) {
