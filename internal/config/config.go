@@ -221,6 +221,12 @@ type Config struct {
 	// (DELTA_RETENTION_JOURNAL_DAYS, default 30); a live run's rows are never pruned.
 	RetentionJournalDays int `env:"DELTA_RETENTION_JOURNAL_DAYS"`
 
+	// SubagentDepth is how deep in spawn_subagent nesting this process runs
+	// (DELTA_SUBAGENT_DEPTH, default 0 = top level). The parent sets it on
+	// its child; at depth 1 or more spawn_subagent is not offered, so
+	// nesting stops at one level.
+	SubagentDepth int `env:"DELTA_SUBAGENT_DEPTH"`
+
 	// MCP holds the MCP servers, the refresh credential and the vault key
 	// (see LoadMCP); bad entries become Warnings, never a boot failure.
 	MCP MCPConfig `env:"DELTA_MCP_SERVERS,DELTA_MCP_REFRESH_URL,DELTA_MCP_REFRESH_FILE,DELTA_MCP_REFRESH_SERVER,DELTA_MCP_REFRESH_CLIENT_ID,DELTA_MCP_REFRESH_TOKEN,DELTA_VAULT_KEY_FILE,DELTA_VAULT_KEY"`
@@ -327,6 +333,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		RetentionSweep:       l.millis("DELTA_RETENTION_SWEEP_MS", time.Hour),
 		RetentionEventsDays:  l.intRange("DELTA_RETENTION_EVENTS_DAYS", 30, 1, 36500),
 		RetentionJournalDays: l.intRange("DELTA_RETENTION_JOURNAL_DAYS", 30, 1, 36500),
+		SubagentDepth:        l.intRange("DELTA_SUBAGENT_DEPTH", 0, 0, MaxSubagentDepth),
 	}
 	c.AllowedTools, c.ToolFloor = l.toolList("DELTA_ALLOWED_TOOLS", &c.Warnings)
 	c.PinnedTools, _ = l.toolList("DELTA_PINNED_TOOLS", &c.Warnings)

@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool/search"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
@@ -93,6 +95,15 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	}
 	plans := todo.New(st.DB(), todo.Options{Logger: logger})
 	reg, tools := buildTools(cfg, ws, p.vault, plans, logger)
+	addSubagent(cfg, ws.Dir(), st, reg, tools, logger)
+	// Progressive tool loading: search_tools is a built-in, so it sits in
+	// the index after the others and before any MCP tool.
+	loader := search.New(st.DB(), search.Options{
+		Tools: reg, Allowed: tools.names, Profile: runProfile(st),
+		Pinned: cfg.PinnedTools, CoreVerbs: b.Vocab().CoreVerbs, Logger: logger,
+	})
+	reg.Add(loader.Tool())
+	tools.loader = loader
 	if withMCP && len(cfg.MCP.Servers) > 0 && !cfg.SafeMode {
 		var resolve func(string) (string, error)
 		if p.vault != nil {
@@ -115,7 +126,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		Store: st, Broker: event.NewBroker(), Provider: provider,
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
 		Prompt: b, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
-		ToolNames: tools.names,
+		ToolNames: tools.names, Resident: loader.Resident,
 		TurnBlocks: func(ctx context.Context, sessionID string) []string {
 			if b := plans.Block(ctx, sessionID); b != "" {
 				return []string{b}
@@ -134,6 +145,21 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
 	p.service = &engine.Service{Store: st, Queue: p.queue, Engine: eng}
 	return p, nil
+}
+
+// runProfile reads the profile a run was placed at from its stored request.
+func runProfile(st *store.Store) func(ctx context.Context, runID string) (string, error) {
+	return func(ctx context.Context, runID string) (string, error) {
+		r, err := st.Run(ctx, runID)
+		if err != nil {
+			return "", err
+		}
+		var req engine.Request
+		if err := json.Unmarshal(r.Request, &req); err != nil {
+			return "", fmt.Errorf("decode request of run %s: %w", runID, err)
+		}
+		return req.Profile, nil
+	}
 }
 
 // close releases what build opened, in reverse order.

@@ -12,6 +12,7 @@ import (
 	"github.com/deltaharness/delta/internal/tool/code"
 	"github.com/deltaharness/delta/internal/tool/file"
 	"github.com/deltaharness/delta/internal/tool/grep"
+	"github.com/deltaharness/delta/internal/tool/search"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/tool/web"
 	"github.com/deltaharness/delta/internal/vault"
@@ -25,6 +26,15 @@ type toolStatus struct {
 	unusable []interface{ Unusable() (string, bool) }
 	omitted  map[string]string
 	cfg      config.Config
+	loader   *search.Loader // nil until build wires progressive loading
+}
+
+// resident is the ceiling's resident set for a run with no activations.
+func (s *toolStatus) resident() []string {
+	if s.loader == nil {
+		return s.names("")
+	}
+	return s.loader.Resident(context.Background(), "", "")
 }
 
 // names is the tool envelope of a run placed at profile: the tier's set
@@ -130,8 +140,10 @@ func (s *toolStatus) view() map[string]any {
 		"registered": s.reg.Names(), "unusable": unusable, "omitted": s.omitted,
 		// What a run at the ceiling may call, after the allowlist.
 		"allowed": nonNil(s.names("")),
-		// Pinned tools are validated and shown; progressive loading, which
-		// gives pinning effect, is not built yet, so every allowed tool is loaded.
-		"pinned": pinned, "pinning_effective": false,
+		// Pinning has effect only past the guardrail: a smaller envelope is
+		// offered whole. "resident" is what a fresh run at the ceiling is
+		// offered before any search_tools activation.
+		"pinned": pinned, "pinning_effective": len(s.names("")) > search.Guardrail,
+		"resident": nonNil(s.resident()),
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,8 +64,13 @@ type Options struct {
 	Tools     Tools
 	Spill     Spiller
 	ToolNames func(profile string) []string // tools a tier may use, in index order
-	Budget    func(profile string) Budget
-	Prices    map[string]model.Price
+	// Resident returns the tools offered to a run this turn, a subset of
+	// ToolNames(profile) (progressive tool loading). It is asked at the start
+	// of every turn, so activations made by a tool — and restored after a
+	// restart — take effect on the next turn (nil = ToolNames(profile)).
+	Resident func(ctx context.Context, runID, profile string) []string
+	Budget   func(profile string) Budget
+	Prices   map[string]model.Price
 
 	ToolTimeout  time.Duration // 0 = none
 	ResultMax    int           // inline tool result cap in characters
@@ -263,13 +269,8 @@ func (x *execution) publish(evs ...event.Event) {
 func (x *execution) loop(ctx context.Context) (string, error) {
 	e := x.e
 	x.self = e.o.Prompt.ReadSelf()
-	names := e.o.ToolNames(x.req.Profile)
-	var specs []model.ToolSpec
-	for _, n := range names {
-		if t, ok := e.o.Tools.Get(n); ok {
-			specs = append(specs, t.Spec())
-		}
-	}
+	names := x.resident(ctx)
+	specs := x.specs(names)
 	system := e.o.Prompt.System(x.self, specs)
 	budget := e.o.Budget(x.req.Profile)
 	x.lastModel = x.run.Model
@@ -285,6 +286,14 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		// x.run's counters are kept current by checkpoint: no read per step.
 		if err := checkBudget(x.run, budget); err != nil {
 			return "", err
+		}
+		// The tool list and the spine's tool index are part of the
+		// prompt-cached prefix: they are rebuilt only when the resident set
+		// changes (a search_tools activation), which costs one cache miss
+		// on that turn and keeps the prefix stable on every other.
+		if now := x.resident(ctx); !slices.Equal(now, names) {
+			names, specs = now, x.specs(now)
+			system = e.o.Prompt.System(x.self, specs)
 		}
 		if x.history == nil {
 			// Read the conversation once per attempt; later turns append to
@@ -345,7 +354,31 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		}
 		crashpoint.Hit(crashpoint.AfterIntent)
 		x.runTools(ctx, resp.ToolCalls)
+		// Tools may charge usage to the run (a subagent's spend): re-read
+		// the counters so the next budget check sees it.
+		if r, err := e.o.Store.Run(ctx, x.run.ID); err == nil {
+			x.run.Usage, x.run.Steps = r.Usage, r.Steps
+		}
 	}
+}
+
+// resident is the tool names offered this turn.
+func (x *execution) resident(ctx context.Context) []string {
+	if x.e.o.Resident != nil {
+		return x.e.o.Resident(ctx, x.run.ID, x.req.Profile)
+	}
+	return x.e.o.ToolNames(x.req.Profile)
+}
+
+// specs looks up the specs of names, in order.
+func (x *execution) specs(names []string) []model.ToolSpec {
+	var specs []model.ToolSpec
+	for _, n := range names {
+		if t, ok := x.e.o.Tools.Get(n); ok {
+			specs = append(specs, t.Spec())
+		}
+	}
+	return specs
 }
 
 // checkBudget refuses another model call once a ceiling is reached. A

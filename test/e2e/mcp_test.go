@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/deltaharness/delta/internal/mcp/mcptest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
@@ -93,5 +95,83 @@ func TestVaultRoutesAndRedaction(t *testing.T) {
 	wal, _ := os.ReadFile(filepath.Join(d.dir, "state", "delta.db-wal"))
 	if strings.Contains(string(db)+string(wal), "x-secret-value-123") {
 		t.Fatal("the secret value is stored in clear")
+	}
+}
+
+// TestFilesystemReferenceServerThroughAgentRun: the agent reads a workspace
+// file through the reference server-filesystem over stdio.
+func TestFilesystemReferenceServerThroughAgentRun(t *testing.T) {
+	peers, _ := filepath.Abs("../peers")
+	bin := filepath.Join(peers, "node_modules", ".bin", "mcp-server-filesystem")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("server-filesystem not installed in %s: ./scripts/test installs it", peers)
+		}
+		t.Skip("server-filesystem not installed (run ./scripts/test)")
+	}
+	dir := t.TempDir()
+	note := filepath.Join(dir, "note.txt")
+	if err := os.WriteFile(note, []byte("the launch is on Tuesday"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"path": note})
+	fake, err := modeltest.Start(echoAgent("fs__read_text_file", string(args)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	servers, _ := json.Marshal([]map[string]any{{"name": "fs", "command": []string{bin, dir}}})
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+	s, resp := d.call("POST", "/v1/responses", `{"input":"read the note"}`)
+	out, _ := resp["output_text"].(string)
+	if s != 200 || resp["status"] != "completed" || !strings.Contains(out, "the launch is on Tuesday") {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
+	}
+}
+
+// TestProgressiveLoadingWith300MCPTools: a 300-tool MCP server is connected;
+// its tools are not all offered, search_tools activates the one the agent
+// needs, and the next turn can call it.
+func TestProgressiveLoadingWith300MCPTools(t *testing.T) {
+	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Tools: 300}))
+	defer srv.Close()
+	var offeredFirst int
+	script := func(req modeltest.ChatRequest) modeltest.Reply {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			m := req.Messages[i]
+			if m.Role == "assistant" {
+				break
+			}
+			if m.Role != "tool" {
+				continue
+			}
+			if strings.Contains(m.Content, "big__gen_123") && !strings.HasPrefix(m.Content, "MCP result") {
+				if !req.HasTool("big__gen_123") {
+					return modeltest.TextReply("search said it activated big__gen_123 but the tool is not offered")
+				}
+				return modeltest.ToolReply(modeltest.ToolCall{ID: "call_2", Name: "big__gen_123", Arguments: `{}`})
+			}
+			return modeltest.TextReply("The tool said: " + m.Content)
+		}
+		offeredFirst = len(req.Tools)
+		if req.HasTool("big__gen_123") || !req.HasTool("search_tools") {
+			return modeltest.TextReply("unexpected first tool set")
+		}
+		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: "search_tools", Arguments: `{"query":"gen 123"}`})
+	}
+	fake, err := modeltest.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	servers, _ := json.Marshal([]map[string]any{{"name": "big", "url": srv.URL}})
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+	s, resp := d.call("POST", "/v1/responses", `{"input":"use generated tool 123"}`)
+	out, _ := resp["output_text"].(string)
+	if s != 200 || !strings.Contains(out, "gen_123") || !strings.Contains(out, "MCP result from server big") {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
+	}
+	if offeredFirst == 0 || offeredFirst > 60 {
+		t.Fatalf("first turn offered %d tools; want the resident set only", offeredFirst)
 	}
 }
