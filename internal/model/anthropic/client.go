@@ -31,13 +31,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -51,9 +49,6 @@ const DefaultBaseURL = "https://api.anthropic.com/v1"
 // DefaultMaxTokens is max_tokens before any thinking headroom: the API
 // requires the field, and every current Claude model accepts this much.
 const DefaultMaxTokens = 8192
-
-// maxMessage bounds an error message taken from a server.
-const maxMessage = 500
 
 // Options configure a Client. Zero values mean: api.anthropic.com, no key,
 // DefaultMaxTokens, no per-call timeout, a plain http.Client, no extra headers.
@@ -185,6 +180,9 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	return acc.response(), nil
 }
 
+// clean scrubs and bounds an endpoint message.
+func (c *Client) clean(msg string) string { return model.CleanMessage(msg, c.apiKey) }
+
 // fail turns any failure into the error the harness branches on: the
 // caller's own cancellation stays a context error, everything else is a
 // *model.Error.
@@ -203,12 +201,12 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {
-			msg = bodyText(res)
+			msg = model.BodyText(res)
 		}
 		return c.statusError(apiErr.StatusCode, msg, err)
 	}
 	if res != nil && res.StatusCode >= 400 {
-		return c.statusError(res.StatusCode, bodyText(res), err)
+		return c.statusError(res.StatusCode, model.BodyText(res), err)
 	}
 	var se *streamError
 	if errors.As(err, &se) {
@@ -223,33 +221,16 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
 }
 
-// bodyText is the start of an error body that carried no
-// {"error":{"message"}} (an HTML page from a proxy, say).
-func bodyText(res *http.Response) string {
-	if res == nil || res.Body == nil {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-	return string(b)
-}
-
 func (c *Client) statusError(status int, msg string, err error) *model.Error {
 	if strings.TrimSpace(msg) == "" {
 		msg = http.StatusText(status)
 	}
-	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: retriableStatus(status), Err: err}
+	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: model.RetriableStatus(status), Err: err}
 	if overflow(status, msg) {
 		e.Retriable = false
 		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
 	}
 	return e
-}
-
-// retriableStatus: timeouts, conflicts, rate limits, server errors and
-// Anthropic's 529 overloaded may pass; any other client error will not.
-func retriableStatus(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
 }
 
 // overflow recognises Anthropic's context-window refusals: "prompt is too
@@ -262,18 +243,4 @@ func overflow(status int, msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "prompt is too long") || strings.Contains(m, "exceed context limit") ||
 		strings.Contains(m, "context window") || strings.Contains(m, "context length")
-}
-
-// clean scrubs the API key (servers echo a refused key) and bounds the length.
-func (c *Client) clean(msg string) string {
-	msg = strings.TrimSpace(msg)
-	if c.apiKey != "" {
-		msg = strings.ReplaceAll(msg, c.apiKey, "[redacted]")
-	}
-	msg = strings.ToValidUTF8(msg, "\uFFFD")
-	if utf8.RuneCountInString(msg) > maxMessage {
-		r := []rune(msg)
-		msg = string(r[:maxMessage-1]) + "…"
-	}
-	return msg
 }

@@ -25,7 +25,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -35,9 +34,6 @@ import (
 
 // DefaultBaseURL is OpenRouter, the endpoint Delta uses when none is configured.
 const DefaultBaseURL = "https://openrouter.ai/api/v1"
-
-// maxMessage bounds an error message taken from a server.
-const maxMessage = 500
 
 // Options configure a Client. Zero values mean: OpenRouter, no key, no
 // per-call timeout, a plain http.Client, no extra headers.
@@ -175,6 +171,9 @@ func isJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// clean scrubs and bounds an endpoint message.
+func (c *Client) clean(msg string) string { return model.CleanMessage(msg, c.apiKey) }
+
 // fail turns any failure into the error the harness branches on: the
 // caller's own cancellation stays a context error, everything else is a
 // *model.Error.
@@ -193,16 +192,16 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {
-			msg = bodyText(res)
+			msg = model.BodyText(res)
 		}
 		return c.statusError(apiErr.StatusCode, msg, err)
 	}
 	if res != nil && res.StatusCode >= 400 {
-		return c.statusError(res.StatusCode, bodyText(res), err)
+		return c.statusError(res.StatusCode, model.BodyText(res), err)
 	}
 	var se *streamError
 	if errors.As(err, &se) {
-		retriable := se.code == 0 || retriableStatus(se.code)
+		retriable := se.code == 0 || model.RetriableStatus(se.code)
 		return &model.Error{Status: se.code, Message: c.clean(se.Error()), Retriable: retriable, Err: err}
 	}
 	// Network failures, cut streams and garbled chunks: the endpoint may
@@ -210,41 +209,9 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
 }
 
-// bodyText is the start of an error body that carried no
-// {"error":{"message"}} (an HTML page from a proxy, say). The SDK has
-// already read the body and left a copy in res.Body.
-func bodyText(res *http.Response) string {
-	if res == nil || res.Body == nil {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-	return string(b)
-}
-
 func (c *Client) statusError(status int, msg string, err error) error {
 	if strings.TrimSpace(msg) == "" {
 		msg = http.StatusText(status)
 	}
-	return &model.Error{Status: status, Message: c.clean(msg), Retriable: retriableStatus(status), Err: err}
-}
-
-// retriableStatus: timeouts, conflicts (a broker mid-rotation), rate limits
-// and server errors may pass; any other client error will not.
-func retriableStatus(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
-}
-
-// clean scrubs the API key (servers echo a refused key) and bounds the length.
-func (c *Client) clean(msg string) string {
-	msg = strings.TrimSpace(msg)
-	if c.apiKey != "" {
-		msg = strings.ReplaceAll(msg, c.apiKey, "[redacted]")
-	}
-	msg = strings.ToValidUTF8(msg, "\uFFFD")
-	if utf8.RuneCountInString(msg) > maxMessage {
-		r := []rune(msg)
-		msg = string(r[:maxMessage-1]) + "…"
-	}
-	return msg
+	return &model.Error{Status: status, Message: c.clean(msg), Retriable: model.RetriableStatus(status), Err: err}
 }

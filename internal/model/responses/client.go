@@ -29,13 +29,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -46,8 +44,6 @@ import (
 
 // DefaultBaseURL is OpenAI's versioned base.
 const DefaultBaseURL = "https://api.openai.com/v1"
-
-const maxMessage = 500
 
 // Options configure a Client. Zero values mean: api.openai.com, no key, no
 // per-call timeout, a plain http.Client, no extra headers, no verbosity or
@@ -187,6 +183,9 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	return acc.response(), nil
 }
 
+// clean scrubs and bounds an endpoint message.
+func (c *Client) clean(msg string) string { return model.CleanMessage(msg, c.apiKey) }
+
 func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("responses call: %w", ctx.Err())
@@ -198,12 +197,12 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {
-			msg = bodyText(res)
+			msg = model.BodyText(res)
 		}
 		return c.statusError(apiErr.StatusCode, apiErr.Code, msg, err)
 	}
 	if res != nil && res.StatusCode >= 400 {
-		return c.statusError(res.StatusCode, "", bodyText(res), err)
+		return c.statusError(res.StatusCode, "", model.BodyText(res), err)
 	}
 	var se *streamError
 	if errors.As(err, &se) {
@@ -216,29 +215,16 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
 }
 
-func bodyText(res *http.Response) string {
-	if res == nil || res.Body == nil {
-		return ""
-	}
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-	return string(b)
-}
-
 func (c *Client) statusError(status int, code, msg string, err error) *model.Error {
 	if strings.TrimSpace(msg) == "" {
 		msg = http.StatusText(status)
 	}
-	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: retriableStatus(status), Err: err}
+	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: model.RetriableStatus(status), Err: err}
 	if overflow(code, msg) {
 		e.Retriable = false
 		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
 	}
 	return e
-}
-
-func retriableStatus(status int) bool {
-	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
 }
 
 // overflow recognises OpenAI's context-window refusals by code, or by the
@@ -249,17 +235,4 @@ func overflow(code, msg string) bool {
 	}
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "exceeds the context window") || strings.Contains(m, "maximum context length")
-}
-
-func (c *Client) clean(msg string) string {
-	msg = strings.TrimSpace(msg)
-	if c.apiKey != "" {
-		msg = strings.ReplaceAll(msg, c.apiKey, "[redacted]")
-	}
-	msg = strings.ToValidUTF8(msg, "\uFFFD")
-	if utf8.RuneCountInString(msg) > maxMessage {
-		r := []rune(msg)
-		msg = string(r[:maxMessage-1]) + "…"
-	}
-	return msg
 }
