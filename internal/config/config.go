@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -130,6 +131,14 @@ type Config struct {
 	// ToolResultMaxBytes is the inline size of a tool result before it spills
 	// to a file (DELTA_TOOL_RESULT_MAX_BYTES, default 20000).
 	ToolResultMaxBytes int `env:"DELTA_TOOL_RESULT_MAX_BYTES"`
+	// ToolArgMaxBytes bounds the stored arguments of a successful tool call
+	// on its assistant message; the journal keeps them whole
+	// (DELTA_TOOL_ARG_MAX_BYTES, default 0 = off, 4096 recommended).
+	ToolArgMaxBytes int `env:"DELTA_TOOL_ARG_MAX_BYTES"`
+	// VisionModels matches the model IDs that get verified images attached
+	// inline (DELTA_VISION_MODELS, a Go regular expression; empty = none;
+	// an invalid expression refuses to boot).
+	VisionModels *regexp.Regexp `env:"DELTA_VISION_MODELS"`
 
 	// FetchAllowPrivate lets web_fetch reach loopback and private addresses
 	// (DELTA_FETCH_ALLOW_PRIVATE, boolean, default off): a development escape.
@@ -201,6 +210,10 @@ type Config struct {
 	// StrictTenant enforces owner scoping strictly (DELTA_STRICT_TENANT,
 	// boolean, default off).
 	StrictTenant bool `env:"DELTA_STRICT_TENANT"`
+	// TrustReviewMetadata keeps review_kind and widen_authorized in request
+	// metadata (DELTA_TRUST_REVIEW_METADATA, boolean, default off: they are
+	// stripped, because a shared control token is not proof a reviewer set them).
+	TrustReviewMetadata bool `env:"DELTA_TRUST_REVIEW_METADATA"`
 	// MaxBodyBytes caps an HTTP request body; larger bodies get 413
 	// (DELTA_MAX_BODY_BYTES, default 1 MiB). Our addition to the seed.
 	MaxBodyBytes int64 `env:"DELTA_MAX_BODY_BYTES"`
@@ -309,6 +322,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ReasoningSummary:     l.oneOf("DELTA_REASONING_SUMMARY", "auto"),
 		ToolTimeout:          l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
 		ToolResultMaxBytes:   l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
+		ToolArgMaxBytes:      l.intRange("DELTA_TOOL_ARG_MAX_BYTES", 0, 0, 1<<30),
+		VisionModels:         l.regexp("DELTA_VISION_MODELS"),
 		FetchAllowPrivate:    l.boolean("DELTA_FETCH_ALLOW_PRIVATE"),
 		ExaAPIKey:            l.str("EXA_API_KEY", ""),
 		CodeCLI:              l.str("DELTA_CODE_CLI", ""),
@@ -327,6 +342,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		InspectWrite:         l.boolean("DELTA_INSPECT_WRITE"),
 		CaptureCalls:         l.boolean("DELTA_CAPTURE_CALLS"),
 		StrictTenant:         l.boolean("DELTA_STRICT_TENANT"),
+		TrustReviewMetadata:  l.boolean("DELTA_TRUST_REVIEW_METADATA"),
 		MaxBodyBytes:         int64(l.intRange("DELTA_MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40)),
 		LeaseHolder:          l.leaseHolder(),
 		LeaseTTL:             max(l.millis("DELTA_LEASE_TTL_MS", DefaultLeaseTTL), MinLeaseTTL),

@@ -81,6 +81,11 @@ func TestLoadValues(t *testing.T) {
 		{"effort", map[string]string{"DELTA_REASONING_EFFORT": "  HIGH "}, func(c Config) any { return c.ReasoningEffort }, "high"},
 		{"utility empty", map[string]string{"DELTA_UTILITY_MODEL": ""}, func(c Config) any { return c.UtilityModel }, ""},
 		{"utility set", map[string]string{"DELTA_UTILITY_MODEL": "u"}, func(c Config) any { return c.UtilityModel }, "u"},
+		{"arg bound off by default", map[string]string{}, func(c Config) any { return c.ToolArgMaxBytes }, 0},
+		{"arg bound", map[string]string{"DELTA_TOOL_ARG_MAX_BYTES": "4096"}, func(c Config) any { return c.ToolArgMaxBytes }, 4096},
+		{"vision unset", map[string]string{}, func(c Config) any { return c.VisionModels == nil }, true},
+		{"vision matches", map[string]string{"DELTA_VISION_MODELS": "^(gpt-5|anthropic/claude)"}, func(c Config) any { return c.VisionModels.MatchString("anthropic/claude-sonnet-4.5") }, true},
+		{"trust review metadata", map[string]string{"DELTA_TRUST_REVIEW_METADATA": "1"}, func(c Config) any { return c.TrustReviewMetadata }, true},
 		{"profile work alias", map[string]string{"DELTA_PROFILE": "work"}, func(c Config) any { return c.Profile }, ProfileTrusted},
 		{"profile chat alias", map[string]string{"DELTA_PROFILE": "Chat"}, func(c Config) any { return c.Profile }, ProfileSafe},
 		{"steps fraction floors", map[string]string{"DELTA_MAX_STEPS": "2.9"}, func(c Config) any { return c.MaxSteps }, i(2)},
@@ -166,6 +171,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_CAPTURE_CALLS", "enabled", "boolean"},
 		{"DELTA_STRICT_TENANT", "y", "boolean"},
 		{"DELTA_MAX_BODY_BYTES", "-1", "from 1"},
+		{"DELTA_VISION_MODELS", "gpt-(4o", "regular expression"},
+		{"DELTA_TOOL_ARG_MAX_BYTES", "-1", "from 0"},
+		{"DELTA_TRUST_REVIEW_METADATA", "sure", "boolean"},
 	} {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			c, err := Load(mapLookup(map[string]string{tt.name: tt.value}))

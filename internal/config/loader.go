@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -122,6 +123,21 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return false, errors.New("want a boolean: 1, true, yes, on, or 0, false, no, off")
+}
+
+// regexp compiles a regular expression; empty or unset is nil. An invalid
+// expression refuses to boot (the seed's one fail-closed pattern setting).
+func (l *loader) regexp(name string) *regexp.Regexp {
+	v, _ := l.get(name)
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	re, err := regexp.Compile(v)
+	if err != nil {
+		l.fail(name, v, "not a valid regular expression: %v", err)
+		return nil
+	}
+	return re
 }
 
 // inspect is on unless explicitly turned off.
