@@ -88,6 +88,14 @@ type Options struct {
 	// TurnBlocks returns extra per-turn user-role blocks for a session (the
 	// todo plan), rebuilt every turn so they survive compaction (nil = none).
 	TurnBlocks func(ctx context.Context, sessionID string) []string
+	// Attach returns msgs with verified images attached for a vision model
+	// (DELTA_VISION_MODELS); it is applied to each call's copy of the
+	// conversation only, so images never reach the database (nil = none).
+	Attach func(ctx context.Context, modelName string, msgs []model.Message) []model.Message
+	// ToolArgMax bounds the stored arguments of a successful tool call on
+	// its assistant message (DELTA_TOOL_ARG_MAX_BYTES); the journal keeps
+	// them whole (0 = off).
+	ToolArgMax int
 }
 
 // Engine executes runs.
