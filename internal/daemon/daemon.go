@@ -139,7 +139,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		},
 		Prices:      model.Prices(cfg.ModelPrices),
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes,
-		Redact: red.Redact, CallContext: mcp.WithRunToken,
+		Redact: red.Redact, CallContext: runTokenContext,
 		Logger: logger,
 	})
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)

@@ -107,6 +107,11 @@ type Engine struct {
 	unpriced sync.Map // model id → warned
 }
 
+// TokenLost is what CallContext receives for a run that was submitted with
+// a per-request credential the process no longer holds (it restarted): the
+// tool side must refuse credentialed calls rather than fall back.
+const TokenLost = "\x00delta:token-lost"
+
 // SetRunToken remembers a run's per-request credential for its tool calls.
 func (e *Engine) SetRunToken(runID, token string) {
 	if token != "" {
@@ -173,6 +178,12 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		logger.Error("load run", "err", err)
 		e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusFailed, "", "load run: "+err.Error())
 		return
+	}
+	if req.PerRunAuth {
+		if _, held := e.tokens.Load(runID); !held {
+			// Resumed after a restart: the caller's credential is gone.
+			e.tokens.Store(runID, TokenLost)
+		}
 	}
 	run, startEv, err := e.o.Store.Start(ctx, runID, req.Input)
 	if errors.Is(err, store.ErrAlreadyFinal) {

@@ -24,6 +24,9 @@ type Request struct {
 	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
 	Store           bool            `json:"store"`
 	Metadata        json.RawMessage `json:"metadata,omitempty"` // as sent, for the record
+	// PerRunAuth records that the request carried metadata.authToken. The
+	// value is never stored; after a restart the run knows it lost it.
+	PerRunAuth bool `json:"per_run_auth,omitempty"`
 }
 
 // Response is the Responses-API-shaped result of a run.

@@ -45,6 +45,7 @@ func NewID(prefix string) string {
 // Submit queues a run durably and returns it (an existing run when the
 // idempotency key re-attaches).
 func (s *Service) Submit(ctx context.Context, sub Submission) (store.Run, error) {
+	sub.Request.PerRunAuth = sub.AuthToken != ""
 	body, err := json.Marshal(sub.Request)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("submit: %w", err)

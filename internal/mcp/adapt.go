@@ -159,6 +159,13 @@ func decodeArgs(raw json.RawMessage) (map[string]any, string) {
 
 // call runs one tool call with the per-call ceiling and the replay rules.
 func (s *server) call(ctx context.Context, name string, readOnly bool, args map[string]any) tool.Result {
+	if s.isHTTP() && runTokenLost(ctx) {
+		// Falling back to the shared credential would act with authority
+		// this run's caller never had: refuse instead.
+		return s.errorResult("this run was submitted with a per-request credential (metadata.authToken), which Delta keeps in memory only; "+
+			"the daemon restarted since, so %s on HTTP MCP server %s is refused rather than sent with the shared credential. "+
+			"Report this to the user: the task must be submitted again with its authToken", name, s.cfg.Name)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.m.o.CallTimeout)
 	defer cancel()
 	for try := 0; ; try++ {

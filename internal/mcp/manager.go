@@ -222,6 +222,21 @@ func WithRunToken(ctx context.Context, tok string) context.Context {
 	return context.WithValue(ctx, runTokenKey{}, tok)
 }
 
+type lostTokenKey struct{}
+
+// WithLostRunToken marks ctx as belonging to a run that was submitted with
+// an authToken the process no longer holds (it restarted since: tokens are
+// never stored). HTTP MCP calls made with it are refused, never sent with
+// the shared credential instead.
+func WithLostRunToken(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lostTokenKey{}, true)
+}
+
+func runTokenLost(ctx context.Context) bool {
+	lost, _ := ctx.Value(lostTokenKey{}).(bool)
+	return lost && runToken(ctx) == ""
+}
+
 func runToken(ctx context.Context) string {
 	s, _ := ctx.Value(runTokenKey{}).(string)
 	return s

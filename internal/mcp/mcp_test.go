@@ -233,6 +233,16 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("get_auth without run token = %q", res.Text)
 		}
 	})
+	t.Run("lost run token is refused, never replaced by the shared credential", func(t *testing.T) {
+		call(t, mcp.WithRunToken(t.Context(), "user-tok"), tools, "kb__get_auth", `{}`)
+		res := call(t, mcp.WithLostRunToken(t.Context()), tools, "kb__get_auth", `{}`)
+		if !res.IsError || !strings.Contains(res.Text, "authToken") || !strings.Contains(res.Text, "submitted again") {
+			t.Errorf("call with a lost run token = %+v, want a refusal that says to resubmit", res)
+		}
+		if got := h.LastAuthorization(); got != "Bearer user-tok" {
+			t.Errorf("server saw Authorization %q after the refused call: the request went out", got)
+		}
+	})
 }
 
 func TestMissingCredentialThenRetry(t *testing.T) {

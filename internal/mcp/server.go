@@ -202,3 +202,6 @@ func (s *server) close() error {
 	}
 	return nil
 }
+
+// isHTTP reports a streamable-HTTP server: only those carry a run's authToken.
+func (s *server) isHTTP() bool { return s.cfg.Transport == config.MCPHTTP }

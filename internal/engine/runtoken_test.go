@@ -1,0 +1,95 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/queue"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+type tokenKey struct{}
+
+// tokenSeen is a tool that reports the credential its call context carries.
+func tokenSeen(mu *sync.Mutex, seen *[]string) tool.Tool {
+	return tool.Func("whoami", "reports the run credential", true, func(ctx context.Context, _ tool.Call, _ echoArgs) (tool.Result, error) {
+		tok, _ := ctx.Value(tokenKey{}).(string)
+		mu.Lock()
+		*seen = append(*seen, tok)
+		mu.Unlock()
+		return tool.Text("ok"), nil
+	})
+}
+
+func recordToken(ctx context.Context, tok string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, tok)
+}
+
+// A per-run credential reaches the run's tool calls, is never stored, and
+// a run resumed by a process that never held it is told it is lost — so
+// the tool side can refuse instead of using the shared credential.
+func TestRunTokenHeldInMemoryAndMarkedLostAfterRestart(t *testing.T) {
+	const secret = "user-credential-5f1c"
+	var mu sync.Mutex
+	var seen []string
+	call := model.ToolCall{ID: "c1", Name: "whoami", Arguments: json.RawMessage(`{"text":"x"}`)}
+	h := newHarnessWith(t, toolThenAnswer(call), big, func(o *engine.Options) { o.CallContext = recordToken }, tokenSeen(&mu, &seen))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := h.svc.Submit(ctx, engine.Submission{AuthToken: secret, Request: engine.Request{
+		Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", Store: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = h.svc.Wait(ctx, r.ID); err != nil || r.Status != store.StatusDone {
+		t.Fatalf("run: status %s err %v", r.Status, err)
+	}
+	if len(seen) != 1 || seen[0] != secret {
+		t.Fatalf("tool saw credentials %q, want the submitted one", seen)
+	}
+	if strings.Contains(string(r.Request), secret) || !strings.Contains(string(r.Request), `"per_run_auth":true`) {
+		t.Fatalf("stored request %s: want the flag, never the value", r.Request)
+	}
+
+	// "Restart": the run is in the database, running, and this process
+	// never saw its credential.
+	dir := t.TempDir()
+	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", PerRunAuth: true})
+	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_r", SessionID: "sess_r", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	seen = nil
+	b, _ := bundle.Load(bundle.Options{Dir: dir})
+	reg := tool.NewRegistry()
+	reg.Add(tokenSeen(&mu, &seen))
+	eng := engine.New(engine.Options{Store: st, Provider: toolThenAnswer(call), Models: []string{"primary"}, Prompt: b, Tools: reg,
+		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big },
+		CallContext: recordToken})
+	q := queue.New(st, eng.Execute, 2, nil)
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	svc := &engine.Service{Store: st, Queue: q, Engine: eng}
+	if r, err = svc.Wait(ctx, "resp_r"); err != nil || r.Status != store.StatusDone {
+		t.Fatalf("resumed run: status %s err %v", r.Status, err)
+	}
+	if len(seen) != 1 || seen[0] != engine.TokenLost {
+		t.Fatalf("resumed tool saw %q, want engine.TokenLost", seen)
+	}
+}
