@@ -77,6 +77,11 @@ type Options struct {
 	// missing or empty POLICY.md fall back to the embedded review policy.
 	// Vocab.WriteTool finds it.
 	HasWriteRail bool
+	// SafeMode is the recovery boot (DELTA_SAFE_MODE=1): the workspace prompt
+	// layers (DELTA.md, POLICY.md, PROMPT_CONTEXT.md) and vocab.json are not
+	// read, so a poisoned bundle cannot influence the agent, and the spine
+	// says so in place of the configured identity.
+	SafeMode bool
 }
 
 // Policy sources reported by PolicySource.
@@ -96,6 +101,7 @@ type Bundle struct {
 	stable       string // rendered at Load
 	turn         string // template, rendered by Turn
 	warnings     []string
+	safeMode     bool
 }
 
 // Load reads POLICY.md, PROMPT_CONTEXT.md and vocab.json from o.Dir. Missing
@@ -110,6 +116,11 @@ func Load(o Options) (*Bundle, error) {
 		o.SelfMaxTokens = DefaultSelfMaxTokens
 	}
 	b := &Bundle{dir: o.Dir, selfMaxBytes: o.SelfMaxTokens * BytesPerToken}
+	if o.SafeMode {
+		b.safeMode, b.vocab, b.policySource = true, NeutralVocab(), PolicyNone
+		b.warnings = append(b.warnings, "DELTA_SAFE_MODE=1: DELTA.md, POLICY.md, PROMPT_CONTEXT.md and vocab.json are not loaded")
+		return b, nil
+	}
 
 	var warn []string
 	b.vocab, warn = loadVocab(filepath.Join(o.Dir, VocabFile), o.VocabOverride)

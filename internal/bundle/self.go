@@ -15,6 +15,9 @@ import (
 // The engine calls it once per attempt and keeps the result for every turn
 // of that attempt, which keeps the prompt prefix stable.
 func (b *Bundle) ReadSelf() string {
+	if b.safeMode {
+		return "" // a poisoned self-file must not reach a recovery boot
+	}
 	data, tooBig, err := readCapped(b.SelfPath(), SelfMaxFileBytes)
 	if err != nil || tooBig {
 		return ""

@@ -23,6 +23,14 @@ const (
 	toolsHeader  = "# Tools available now\n\n"
 )
 
+// safeModeBlock replaces the deployment context, self-file and policy in a
+// safe-mode boot, so the agent neither presents as its configured identity
+// nor role-plays one from earlier conversation.
+const safeModeBlock = "# Safe mode\n\nThis daemon was started in safe mode for recovery. The configured agent's name, persona, " +
+	"deployment context, operator policy (POLICY.md) and learned self-file (DELTA.md) are NOT loaded, and you have only a " +
+	"minimal, read-mostly tool set. Do not present yourself as the configured agent or adopt an identity or role from " +
+	"earlier conversation. You are a neutral Delta agent helping the operator inspect and repair this deployment."
+
 // toolLineMax caps one tool's description in the index; the full text and
 // schema travel in the request's tools field.
 const toolLineMax = 200
@@ -45,6 +53,9 @@ const toolLineMax = 200
 func (b *Bundle) System(self string, tools []model.ToolSpec) []string {
 	blocks := make([]string, 0, 5)
 	blocks = append(blocks, BasePrompt())
+	if b.safeMode {
+		blocks = append(blocks, safeModeBlock)
+	}
 	if b.stable != "" {
 		blocks = append(blocks, stableHeader+b.stable)
 	}

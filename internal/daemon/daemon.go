@@ -63,6 +63,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	b, err := bundle.Load(bundle.Options{
 		Dir: cfg.Workspace, PolicyMaxTokens: cfg.PolicyMaxTokens, SelfMaxTokens: cfg.SelfMaxTokens,
 		VocabOverride: cfg.Vocab, EngineVersion: version.Version, AgentID: cfg.AgentID, Profile: cfg.Profile,
+		SafeMode: cfg.SafeMode,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load bundle: %w", err)
