@@ -96,7 +96,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	}
 	plans := todo.New(st.DB(), todo.Options{Logger: logger})
 	reg, tools := buildTools(cfg, ws, p.vault, plans, logger)
-	addSubagent(cfg, ws.Dir(), st, reg, tools, logger)
+	addSubagent(cfg, ws.Dir(), st, provider, reg, tools, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.
 	loader := search.New(st.DB(), search.Options{
