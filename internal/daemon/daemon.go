@@ -97,6 +97,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	plans := todo.New(st.DB(), todo.Options{Logger: logger})
 	reg, tools := buildTools(cfg, ws, p.vault, plans, logger)
 	addSubagent(cfg, ws.Dir(), st, provider, reg, tools, logger)
+	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.
 	loader := search.New(st.DB(), search.Options{
@@ -143,6 +144,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		Redact: red.Redact, CallContext: runTokenContext,
 		Logger: logger,
 	})
+	explorer.bind(eng)
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
 	p.service = &engine.Service{Store: st, Queue: p.queue, Engine: eng}
 	return p, nil

@@ -13,8 +13,19 @@ const (
 	handoffMaxPaths = 20
 )
 
+// artifactFamilies are the folders whose files a run names after itself
+// (<runID>.<callID>.<ext>), each listed under its own heading and bounded
+// at handoffMaxPaths on its own.
+var artifactFamilies = []struct{ dir, heading string }{
+	{".delta/spill", "Full tool results saved during this run (read them with read_file):"},
+	{".delta/research", "Research findings written during this run (read them with read_file):"},
+}
+
 // handoff is the output of a run stopped by its budget: what it has so far,
 // where its artifacts are, and how to continue — never a bare counter line.
+// Artifacts are enumerated from disk under the run's own id, so nothing
+// stale or another run's can enter; an ephemeral (store: false) run gets no
+// paths, because its artifacts do not outlive it.
 func (x *execution) handoff() string {
 	var b strings.Builder
 	b.WriteString("The run stopped because it reached its budget before finishing. Here is what it has so far.\n")
@@ -24,21 +35,8 @@ func (x *execution) handoff() string {
 		b.WriteString("\n")
 	}
 	if x.req.Store && x.e.o.WorkspaceDir != "" {
-		matches, _ := filepath.Glob(filepath.Join(x.e.o.WorkspaceDir, ".delta", "spill", x.run.ID+".*"))
-		sort.Strings(matches)
-		if len(matches) > 0 {
-			b.WriteString("\nFull tool results saved during this run (read them with read_file):\n")
-			for i, m := range matches {
-				if i == handoffMaxPaths {
-					fmt.Fprintf(&b, "- … and %d more (list truncated at %d paths)\n", len(matches)-handoffMaxPaths, handoffMaxPaths)
-					break
-				}
-				rel, err := filepath.Rel(x.e.o.WorkspaceDir, m)
-				if err != nil {
-					rel = m
-				}
-				fmt.Fprintf(&b, "- %s\n", filepath.ToSlash(rel))
-			}
+		for _, f := range artifactFamilies {
+			writeArtifacts(&b, x.e.o.WorkspaceDir, f.dir, f.heading, x.run.ID)
 		}
 	}
 	b.WriteString("\nTo continue, narrow the question or split it into smaller tasks rather than repeating it; continue this session with previous_response_id to keep the context.")
@@ -51,6 +49,41 @@ func (x *execution) handoff() string {
 		out = out[:cut] + "\n… (handoff truncated at 10 KiB)"
 	}
 	return out
+}
+
+// writeArtifacts lists root/dir/<runID>.* under heading, at most
+// handoffMaxPaths of them, naming the truncation.
+func writeArtifacts(b *strings.Builder, root, dir, heading, runID string) {
+	matches, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(dir), globEscape(runID)+".*"))
+	if len(matches) == 0 {
+		return
+	}
+	sort.Strings(matches)
+	b.WriteString("\n" + heading + "\n")
+	for i, m := range matches {
+		if i == handoffMaxPaths {
+			fmt.Fprintf(b, "- … and %d more (list truncated at %d paths)\n", len(matches)-handoffMaxPaths, handoffMaxPaths)
+			break
+		}
+		rel, err := filepath.Rel(root, m)
+		if err != nil {
+			rel = m
+		}
+		fmt.Fprintf(b, "- %s\n", filepath.ToSlash(rel))
+	}
+}
+
+// globEscape quotes the pattern characters of s so a run id only ever
+// matches itself.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
