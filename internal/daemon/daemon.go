@@ -140,7 +140,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			return engine.Budget{Steps: bu.Steps, Tokens: bu.Tokens, CostUSD: bu.CostUSD}
 		},
 		Prices:      model.Prices(cfg.ModelPrices),
-		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes,
+		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
 		Redact: red.Redact, CallContext: runTokenContext,
 		Logger: logger,
 	})

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,7 +29,7 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) {
 			if ctx.Err() != nil {
 				return // cancelled or shutting down: the intent stays open and is settled by the caller or on resume
 			}
-			x.commitResult(ctx, c.ID, c.Name, res)
+			x.commitResult(ctx, c, res)
 		}()
 	}
 	wg.Wait()
@@ -39,6 +41,14 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 	t, ok := x.e.o.Tools.Get(c.Name)
 	if !ok || !x.allowed(c.Name) {
 		return tool.Errorf("no tool named %q is available in this run", c.Name)
+	}
+	// The placeholder guard holds whatever DELTA_TOOL_ARG_MAX_BYTES is now:
+	// a history bounded before it was turned off still carries placeholders.
+	// It applies to read-only tools too, so the rule the model learns is one.
+	if hasPlaceholder(c.Arguments) {
+		return tool.Errorf("the arguments contain a %s…] placeholder. That marks a value Delta elided from the conversation history "+
+			"to save context after an earlier call succeeded; the original is kept in the run journal and is not this text. "+
+			"%s did not run: call it again with the real content written out in full, never the placeholder.", elidedPrefix, c.Name)
 	}
 	if x.e.o.ToolTimeout > 0 {
 		var cancel context.CancelFunc
@@ -79,8 +89,11 @@ func (x *execution) allowed(name string) bool {
 }
 
 // commitResult spills an oversized result, then journals it with its
-// conversation message.
-func (x *execution) commitResult(ctx context.Context, callID, name string, res tool.Result) {
+// conversation message. A call that succeeded has its stored arguments
+// bounded (ToolArgMax) in the same transaction; a failed one keeps them
+// whole, so the model can see and repair exactly what it sent.
+func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool.Result) {
+	callID, name := c.ID, c.Name
 	text := x.e.o.Redact(res.Text)
 	if x.e.o.Spill != nil {
 		inline, err := x.e.o.Spill.Spill(x.run.ID, callID, text, x.e.o.ResultMax)
@@ -90,12 +103,20 @@ func (x *execution) commitResult(ctx context.Context, callID, name string, res t
 		}
 		text = inline
 	}
-	ev := event.New(x.run.ID, x.run.SessionID, event.ToolResult, map[string]any{
+	data := map[string]any{
 		"call_id": callID, "name": name, "is_error": res.IsError, "chars": len([]rune(res.Text)), "preview": truncate(text, 200),
-	})
+	}
+	var bound json.RawMessage
+	if !res.IsError && x.e.o.ToolArgMax > 0 {
+		if b, changed := boundArgs(c.Arguments, x.e.o.ToolArgMax, callID); changed {
+			bound = b
+			data["args_bytes"], data["args_stored_bytes"] = len(c.Arguments), len(b)
+		}
+	}
+	ev := event.New(x.run.ID, x.run.SessionID, event.ToolResult, data)
 	evs, err := x.e.o.Store.CommitToolResult(ctx, store.ToolResult{
 		RunID: x.run.ID, SessionID: x.run.SessionID, CallID: callID, Name: name, Text: text, IsError: res.IsError,
-		Events: []event.Event{ev},
+		BoundArgs: bound, Events: []event.Event{ev},
 	})
 	if err != nil {
 		if !errors.Is(err, store.ErrAlreadyFinal) {
@@ -103,9 +124,35 @@ func (x *execution) commitResult(ctx context.Context, callID, name string, res t
 		}
 		return
 	}
+	if bound != nil {
+		x.rebindArgs(callID, bound)
+	}
 	x.remember(model.Message{Role: model.RoleTool, Content: text, ToolCallID: callID, Name: name})
 	x.publish(evs...)
 	crashpoint.Hit(crashpoint.AfterResult)
+}
+
+// rebindArgs puts a call's bounded arguments on its assistant message in the
+// in-memory history, as CommitToolResult did in the database, so the next
+// turn sends what a restart would read. The message's call list is copied,
+// never written in place: the turn's own slice may still be read.
+func (x *execution) rebindArgs(callID string, args json.RawMessage) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := len(x.history) - 1; i >= 0; i-- {
+		m := &x.history[i]
+		if m.Role != model.RoleAssistant {
+			continue
+		}
+		for j, c := range m.ToolCalls {
+			if c.ID == callID {
+				calls := slices.Clone(m.ToolCalls)
+				calls[j].Arguments = args
+				m.ToolCalls = calls
+				return
+			}
+		}
+	}
 }
 
 // recoverCalls settles the calls an earlier attempt journalled but never
@@ -124,7 +171,7 @@ func (x *execution) recoverCalls(ctx context.Context) error {
 			rerun = append(rerun, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args})
 			continue
 		}
-		x.commitResult(ctx, j.CallID, j.Name, tool.Result{IsError: true, Text: fmt.Sprintf(
+		x.commitResult(ctx, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args}, tool.Result{IsError: true, Text: fmt.Sprintf(
 			"[interrupted] %s was started but the daemon stopped before it reported a result. It may or may not have taken effect: verify the current state before repeating it.", j.Name)})
 	}
 	if len(rerun) > 0 {
@@ -142,7 +189,7 @@ func (x *execution) settleOpenCalls(ctx context.Context, text string) {
 	}
 	for _, j := range journal {
 		if !j.Done {
-			x.commitResult(ctx, j.CallID, j.Name, tool.Result{IsError: true, Text: text})
+			x.commitResult(ctx, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args}, tool.Result{IsError: true, Text: text})
 		}
 	}
 }

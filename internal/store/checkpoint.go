@@ -83,11 +83,16 @@ type ToolResult struct {
 	Name      string
 	Text      string
 	IsError   bool
+	// BoundArgs, when set, replaces the call's arguments on the assistant
+	// message that asked for it (DELTA_TOOL_ARG_MAX_BYTES). The journal keeps
+	// the arguments as the model wrote them.
+	BoundArgs json.RawMessage
 	Events    []event.Event
 }
 
-// CommitToolResult records a call's result in the journal and appends the
-// tool message to the conversation in one transaction. A call already done
+// CommitToolResult records a call's result in the journal, rewrites the
+// call's stored arguments when BoundArgs is set, and appends the tool
+// message to the conversation, all in one transaction. A call already done
 // is left as it is (ErrAlreadyFinal): its first result stands.
 func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Event, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -99,6 +104,11 @@ func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Ev
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("call %s: %w", tr.CallID, ErrAlreadyFinal)
 		}
+		if len(tr.BoundArgs) > 0 {
+			if err := s.rewriteCallArgs(ctx, tx, tr); err != nil {
+				return err
+			}
+		}
 		m := model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
 		if err := s.insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
 			return err
@@ -109,6 +119,61 @@ func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Ev
 		return nil, fmt.Errorf("checkpoint result of call %s: %w", tr.CallID, err)
 	}
 	return tr.Events, nil
+}
+
+// rewriteCallArgs replaces one call's arguments on the assistant message of
+// the run that holds it, leaving its other calls as they are. A call with no
+// such message (none exists in practice: the intent and the message commit
+// together) is left alone rather than losing the result.
+func (s *Store) rewriteCallArgs(ctx context.Context, tx *sql.Tx, tr ToolResult) error {
+	if !json.Valid(tr.BoundArgs) {
+		return fmt.Errorf("bound arguments of call %s are not JSON", tr.CallID)
+	}
+	id, _ := json.Marshal(tr.CallID)
+	needle := `"id":` + string(id) + `,` // as json.Marshal writes a model.ToolCall
+	// Newest first: the call is almost always on the run's latest message.
+	rows, err := tx.QueryContext(ctx, `SELECT id, tool_calls FROM messages
+		WHERE session_id = ? AND run_id = ? AND role = 'assistant' AND instr(tool_calls, ?) > 0 ORDER BY id DESC`,
+		tr.SessionID, tr.RunID, needle)
+	if err != nil {
+		return fmt.Errorf("find call %s: %w", tr.CallID, err)
+	}
+	var msgID int64
+	var calls []model.ToolCall
+	found := false
+	for rows.Next() && !found {
+		var raw string
+		if err := rows.Scan(&msgID, &raw); err != nil {
+			rows.Close()
+			return fmt.Errorf("find call %s: %w", tr.CallID, err)
+		}
+		calls = nil
+		if err := json.Unmarshal([]byte(raw), &calls); err != nil {
+			rows.Close()
+			return fmt.Errorf("find call %s: message %d: %w", tr.CallID, msgID, err)
+		}
+		for i := range calls {
+			if calls[i].ID == tr.CallID {
+				calls[i].Arguments = tr.BoundArgs
+				found = true
+				break
+			}
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("find call %s: %w", tr.CallID, err)
+	}
+	if !found {
+		return nil
+	}
+	b, err := json.Marshal(calls)
+	if err != nil {
+		return fmt.Errorf("bound arguments of call %s: %w", tr.CallID, err)
+	}
+	if _, err := s.exec(ctx, tx, `UPDATE messages SET tool_calls = ? WHERE id = ?`, string(b), msgID); err != nil {
+		return fmt.Errorf("bound arguments of call %s: %w", tr.CallID, err)
+	}
+	return nil
 }
 
 // Journal returns the tool journal of a run by call id.

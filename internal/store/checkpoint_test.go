@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// TestCommitToolResultBoundsOneCall: bounded arguments replace exactly the
+// call that finished, on its assistant message, in the same transaction as
+// its result; the journal keeps the arguments whole.
+func TestCommitToolResultBoundsOneCall(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_1", SessionID: "sess_1"})
+	if _, _, err := s.Start(ctx, "resp_1", []model.Message{{Role: model.RoleUser, Content: "mail it"}}); err != nil {
+		t.Fatal(err)
+	}
+	full := json.RawMessage(`{"to":"ops@example.com","body":"a very long body"}`)
+	other := json.RawMessage(`{"path":"notes.md"}`)
+	oddID := `call"<1>` // needs escaping in JSON, and HTML-escaping as json.Marshal writes it
+	calls := []model.ToolCall{{ID: oddID, Name: "send_email", Arguments: full}, {ID: "call_2", Name: "read_file", Arguments: other}}
+	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_1", SessionID: "sess_1", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, Content: "sending", ToolCalls: calls},
+		Intents: []store.Intent{{CallID: oddID, Name: "send_email", Args: full}, {CallID: "call_2", Name: "read_file", Args: other, ReadOnly: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	callArgs := func() map[string]string {
+		t.Helper()
+		msgs, err := s.Messages(ctx, "sess_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, m := range msgs {
+			for _, c := range m.ToolCalls {
+				out[c.ID] = string(c.Arguments)
+			}
+		}
+		return out
+	}
+
+	// Not JSON: refused whole, and the result is not committed either.
+	_, err := s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_1", SessionID: "sess_1", CallID: oddID, Name: "send_email",
+		Text: "sent", BoundArgs: json.RawMessage(`{"to":`)})
+	if err == nil {
+		t.Fatal("invalid bound arguments were accepted")
+	}
+	if j, _ := s.Journal(ctx, "resp_1"); j[oddID].Done {
+		t.Fatal("a failed commit left the result journalled")
+	}
+
+	bound := json.RawMessage(`{"to":"ops@example.com","body":"[delta:elided 18 bytes]"}`)
+	if _, err := s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_1", SessionID: "sess_1", CallID: oddID, Name: "send_email",
+		Text: "sent", BoundArgs: bound}); err != nil {
+		t.Fatal(err)
+	}
+	got := callArgs()
+	if got[oddID] != string(bound) || got["call_2"] != string(other) {
+		t.Fatalf("stored arguments = %v, want %s bounded and call_2 untouched", got, oddID)
+	}
+	j, err := s.Journal(ctx, "resp_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(j[oddID].Args) != string(full) || !j[oddID].Done || j[oddID].Result != "sent" {
+		t.Fatalf("journal entry = %+v, want the full arguments and the result", j[oddID])
+	}
+
+	// A second result for the same call is refused, and so is its rewrite.
+	_, err = s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_1", SessionID: "sess_1", CallID: oddID, Name: "send_email",
+		Text: "again", BoundArgs: json.RawMessage(`{}`)})
+	if !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("second result = %v, want ErrAlreadyFinal", err)
+	}
+	if got := callArgs(); got[oddID] != string(bound) {
+		t.Fatalf("a refused result rewrote the arguments: %s", got[oddID])
+	}
+
+	// Without BoundArgs the stored arguments stay as they are.
+	if _, err := s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_1", SessionID: "sess_1", CallID: "call_2", Name: "read_file", Text: "# notes"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := callArgs(); got["call_2"] != string(other) {
+		t.Fatalf("call_2 arguments = %s", got["call_2"])
+	}
+}
