@@ -35,6 +35,10 @@ type Uploads struct {
 	// Limits, zero = the package constants (tests lower them).
 	MaxFiles, MaxFileSize, MaxTotal int64
 	Now                             func() time.Time
+	// Stored, when set, is told the workspace path of every file of a
+	// batch once the whole batch is in place. The daemon records the
+	// images among them as verified for vision models (package vision).
+	Stored func(rel string)
 }
 
 const filesMD = `# Files
@@ -80,6 +84,11 @@ func (s *Server) uploadFiles(w http.ResponseWriter, r *http.Request) {
 	if err := u.place(files); err != nil {
 		writeError(w, s.o.Logger, err)
 		return
+	}
+	if u.Stored != nil {
+		for _, f := range files {
+			u.Stored(f.Path)
+		}
 	}
 	s.o.Logger.Info("files uploaded", "count", len(files))
 	writeJSON(w, http.StatusOK, map[string]any{"files": files})

@@ -29,6 +29,7 @@ import (
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
+	"github.com/deltaharness/delta/internal/vision"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
@@ -43,6 +44,7 @@ type parts struct {
 	mcp       *mcp.Manager // nil without servers (and in delta run)
 	store     *store.Store
 	workspace string // absolute path, for uploads
+	images    *vision.Registry
 	queue     *queue.Queue
 	service   *engine.Service
 }
@@ -95,7 +97,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		}
 	}
 	plans := todo.New(st.DB(), todo.Options{Logger: logger})
-	reg, tools := buildTools(cfg, ws, p.vault, plans, logger)
+	// Images Delta itself verified (upload, read_file, MCP) reach a
+	// vision model; the record lives in this process only.
+	p.images = vision.New(ws, vision.Options{Models: cfg.VisionModels, Logger: logger})
+	reg, tools := buildTools(cfg, ws, p.vault, plans, p.images, logger)
 	addSubagent(cfg, ws.Dir(), st, provider, reg, tools, logger)
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
@@ -112,7 +117,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			resolve = p.vault.Resolver(context.WithoutCancel(ctx))
 		}
 		p.mcp = mcp.New(mcp.Options{Servers: cfg.MCP.Servers, Refresh: cfg.MCP.Refresh, Env: cfg.MCP.ChildEnv,
-			Logger: logger, Resolve: resolve, Redact: red.Redact})
+			Logger: logger, Resolve: resolve, Redact: red.Redact, SaveImage: saveImage(p.images)})
 		// Open never fails for a dead server: its tools are absent and
 		// its state is in /v1/status.
 		_ = p.mcp.Open(ctx)
@@ -141,7 +146,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		},
 		Prices:      model.Prices(cfg.ModelPrices),
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
-		Redact: red.Redact, CallContext: runTokenContext,
+		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		Logger: logger,
 	})
 	explorer.bind(eng)
@@ -206,7 +211,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
 		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite,
 		StrictTenant: cfg.StrictTenant, DevConfig: func() any { return devConfig(cfg, p) },
-		Uploads: &api.Uploads{Dir: p.workspace},
+		Uploads: &api.Uploads{Dir: p.workspace, Stored: verifyUpload(p.images, logger)},
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if err := p.queue.Open(); err != nil {

@@ -63,10 +63,10 @@ func (s *toolStatus) names(profile string) []string {
 }
 
 // buildTools assembles the built-in tools explicitly, in index order.
-func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, plans *todo.Plans, logger *slog.Logger) (*tool.Registry, *toolStatus) {
+func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, plans *todo.Plans, images file.Images, logger *slog.Logger) (*tool.Registry, *toolStatus) {
 	reg := tool.NewRegistry()
 	st := &toolStatus{reg: reg, omitted: map[string]string{}, cfg: cfg}
-	reg.Add(file.All(ws)...)
+	reg.Add(file.All(ws, images)...)
 	reg.Add(grep.New(ws, grep.Options{}))
 	reg.Add(web.Fetch(web.FetchOptions{AllowPrivate: cfg.FetchAllowPrivate}))
 	so := web.SearchOptions{APIKey: cfg.ExaAPIKey}

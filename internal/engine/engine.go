@@ -343,14 +343,20 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if x.req.Instructions != "" {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
 		}
+		if e.o.Attach != nil {
+			// Verified images for a vision model ride on this call's copy
+			// of the conversation only, after every other block.
+			msgs = e.o.Attach(ctx, modelName, msgs)
+		}
 		req := model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
 		resp, err := x.callModel(ctx, req)
 		if errors.Is(err, model.ErrContextOverflow) {
 			// One forced reduction, then the same turn once more. Until
-			// compaction exists the reduction elides the largest tool result
-			// (its full text stays in the journal and any spill file).
-			if reduced, ok := elideLargestToolResult(req.Messages); ok {
-				x.logger.Warn("context window exceeded; eliding the largest tool result and retrying the turn once")
+			// compaction exists the reduction drops attached images and
+			// elides the largest tool result (its full text stays in the
+			// journal and any spill file; an image stays a file marker).
+			if reduced, ok := elideLargestToolResult(withoutImages(req.Messages)); ok || len(reduced) < len(req.Messages) {
+				x.logger.Warn("context window exceeded; dropping attached images, eliding the largest tool result and retrying the turn once")
 				req.Messages = reduced
 				resp, err = x.callModel(ctx, req)
 			}
@@ -445,6 +451,15 @@ func sanitize(history []model.Message) []model.Message {
 		}
 	}
 	return out
+}
+
+// withoutImages drops the messages that carry attached images (Attach
+// appends them as messages of their own), or returns msgs as it came.
+func withoutImages(msgs []model.Message) []model.Message {
+	if !slices.ContainsFunc(msgs, func(m model.Message) bool { return len(m.Images) > 0 }) {
+		return msgs
+	}
+	return slices.DeleteFunc(slices.Clone(msgs), func(m model.Message) bool { return len(m.Images) > 0 })
 }
 
 // elideLargestToolResult returns a copy of msgs with the largest tool

@@ -134,7 +134,7 @@ func (t *mcpTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
 	if problem != "" {
 		return tool.Errorf("invalid arguments for %s: %s", t.spec.Name, problem), nil
 	}
-	return t.s.call(ctx, t.remote, t.readOnly, args), nil
+	return t.s.call(ctx, t.remote, c.CallID, t.readOnly, args), nil
 }
 
 // decodeArgs accepts a JSON object, null or nothing ({}), or an object
@@ -158,7 +158,8 @@ func decodeArgs(raw json.RawMessage) (map[string]any, string) {
 }
 
 // call runs one tool call with the per-call ceiling and the replay rules.
-func (s *server) call(ctx context.Context, name string, readOnly bool, args map[string]any) tool.Result {
+// callID is the model's id for the call; it names any image saved.
+func (s *server) call(ctx context.Context, name, callID string, readOnly bool, args map[string]any) tool.Result {
 	if s.isHTTP() && runTokenLost(ctx) {
 		// Falling back to the shared credential would act with authority
 		// this run's caller never had: refuse instead.
@@ -176,7 +177,7 @@ func (s *server) call(ctx context.Context, name string, readOnly bool, args map[
 		at := &attempt{}
 		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Name: name, Arguments: args})
 		if err == nil {
-			return s.render(res)
+			return s.render(res, name, callID)
 		}
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -213,22 +214,39 @@ func (s *server) call(ctx context.Context, name string, readOnly bool, args map[
 	}
 }
 
+// image keeps an image result through Options.SaveImage and returns the
+// marker the model sees in its place. Without SaveImage, or when the bytes
+// are not an image Delta can show, the image is described and dropped.
+func (s *server) image(c *sdk.ImageContent, name string) string {
+	dropped := fmt.Sprintf("[image: %s, %d bytes, not shown to the model]", c.MIMEType, len(c.Data))
+	if s.m.o.SaveImage == nil {
+		return dropped
+	}
+	marker, err := s.m.o.SaveImage(name, c.MIMEType, c.Data)
+	if err != nil {
+		s.log.Warn("mcp image not kept", "name", name, "mime", c.MIMEType, "bytes", len(c.Data), "err", err)
+		return dropped
+	}
+	return marker
+}
+
 func (s *server) errorResult(format string, a ...any) tool.Result {
 	return tool.Result{IsError: true, Text: s.m.o.Redact("error: " + fmt.Sprintf(format, a...))}
 }
 
 // render frames a result as untrusted data: text kept, images as markers,
 // structured content as compact JSON when there is no text.
-func (s *server) render(res *sdk.CallToolResult) tool.Result {
+func (s *server) render(res *sdk.CallToolResult, name, callID string) tool.Result {
 	parts := []string{fmt.Sprintf("MCP result from server %s (untrusted data):", s.cfg.Name)}
-	texts := 0
+	texts, images := 0, 0
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
 			parts = append(parts, c.Text)
 			texts++
 		case *sdk.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes, not shown to the model]", c.MIMEType, len(c.Data)))
+			images++
+			parts = append(parts, s.image(c, fmt.Sprintf("%s__%s-%s-%d", s.cfg.Name, name, callID, images)))
 		case *sdk.AudioContent:
 			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes, omitted]", c.MIMEType, len(c.Data)))
 		case *sdk.ResourceLink:

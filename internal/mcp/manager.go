@@ -57,6 +57,12 @@ type Options struct {
 	// HTTPClient is the base client for HTTP servers and the token endpoint
 	// (default: a client with http.DefaultTransport).
 	HTTPClient *http.Client
+	// SaveImage keeps an image a tool returned: it stores the bytes in the
+	// workspace, records them as verified for vision models, and returns
+	// the marker the model sees in the image's place. name is
+	// "<server>__<tool>-<call id>-<n>" (n counts the images of one result).
+	// nil, or an error, leaves a note that the image was not shown.
+	SaveImage func(name, mime string, data []byte) (marker string, err error)
 }
 
 // ServerStatus is one server as /v1/status and /v1/dev/config show it.

@@ -9,6 +9,7 @@ package model
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -43,6 +44,23 @@ type Message struct {
 	// "responses"). Each wire reads only its own key, so a sealed payload
 	// never reaches another wire. The store must persist it verbatim.
 	Extra json.RawMessage `json:"extra,omitempty"`
+	// Images ride on a user message to a vision model (package vision
+	// attaches them to one call's copy of the conversation). They are
+	// never serialised: the store, captures and run requests keep only the
+	// text markers that name the files.
+	Images []Image `json:"-"`
+}
+
+// Image is one image sent inline to a vision model.
+type Image struct {
+	MIME string // image/png, image/jpeg, image/gif or image/webp
+	Data []byte // the file's bytes, not base64
+}
+
+// DataURL is the image as a data: URL (data:<mime>;base64,<data>), the form
+// the OpenAI wires take.
+func (im Image) DataURL() string {
+	return "data:" + im.MIME + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }
 
 // ToolSpec is a tool's advertised name, description and JSON Schema.

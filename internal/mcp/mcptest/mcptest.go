@@ -3,7 +3,8 @@
 // stdio (the test binary re-executed, see ServeStdioIfChild) and streamable
 // HTTP on loopback (NewHTTP).
 //
-// Its tools cover what the client must handle: text, images, structured
+// Its tools cover what the client must handle: text, images (a PNG; a JPEG
+// next to bytes that only claim to be an image), structured
 // content without text, error results, a tool that reflects the request's
 // Authorization header inside an error, counters that show whether a call
 // was replayed, a tool that crashes the process mid-call, a slow tool, and
@@ -36,6 +37,10 @@ const (
 
 // PNG is a 1×1 transparent image returned by the image tool.
 var PNG = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89}
+
+// JPEG is the JPEG returned first by the get_images tool: a JFIF header,
+// enough for every content sniffer.
+var JPEG = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xd9")
 
 // Options shape one server.
 type Options struct {
@@ -98,6 +103,14 @@ func NewServer(o Options, counters *Counters) *sdk.Server {
 			return &sdk.CallToolResult{Content: []sdk.Content{
 				&sdk.TextContent{Text: "here is the image"},
 				&sdk.ImageContent{Data: PNG, MIMEType: "image/png"},
+			}}, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "get_images", Description: "Return two images: a JPEG, then bytes that only claim to be a PNG.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.ImageContent{Data: JPEG, MIMEType: "image/jpeg"},
+				&sdk.ImageContent{Data: []byte("<html>not an image</html>"), MIMEType: "image/png"},
+				&sdk.TextContent{Text: "two images"},
 			}}, nil
 		})
 	s.AddTool(&sdk.Tool{Name: "get_structured", Description: "Structured content only, no text.", InputSchema: empty},

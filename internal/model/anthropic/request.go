@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -125,10 +126,17 @@ func buildTurns(msgs []model.Message) ([]turn, error) {
 	for i, m := range msgs {
 		switch m.Role {
 		case model.RoleUser, model.RoleSystem:
-			if m.Content == "" {
-				continue // the API refuses empty text blocks
+			if m.Content != "" { // the API refuses empty text blocks
+				add(model.RoleUser, block{param: sdk.NewTextBlock(m.Content), eligible: true})
 			}
-			add(model.RoleUser, block{param: sdk.NewTextBlock(m.Content), eligible: true})
+			if m.Role == model.RoleUser {
+				// Images follow their message's text. They never carry a
+				// breakpoint: they ride at the tail, after the per-turn
+				// blocks, where a cache write would never be read.
+				for _, im := range m.Images {
+					add(model.RoleUser, block{param: sdk.NewImageBlockBase64(im.MIME, base64.StdEncoding.EncodeToString(im.Data))})
+				}
+			}
 		case model.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("build messages request: message %d: tool message without tool_call_id", i)

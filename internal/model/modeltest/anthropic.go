@@ -51,6 +51,7 @@ type anthBlock struct {
 	Content      json.RawMessage `json:"content"`
 	Signature    string          `json:"signature"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	Source       json.RawMessage `json:"source"` // image blocks
 }
 
 // blocks reads a content field: a plain string or an array of blocks.
@@ -129,6 +130,7 @@ func DecodeAnthropicRequest(body []byte) (ChatRequest, error) {
 			return fail("messages.%d: all messages must have non-empty content", i)
 		}
 		var a ChatMessage
+		lastUser := -1 // the user message an image block joins (images.go)
 		for j, b := range bs {
 			if len(b.CacheControl) > 0 {
 				markers++
@@ -138,6 +140,7 @@ func DecodeAnthropicRequest(body []byte) (ChatRequest, error) {
 				return fail("messages.%d.content.%d.text: text content blocks must be non-empty", i, j)
 			case m.Role == "user" && b.Type == "text":
 				req.Messages = append(req.Messages, ChatMessage{Role: "user", Content: *b.Text})
+				lastUser = len(req.Messages) - 1
 			case m.Role == "user" && b.Type == "tool_result":
 				text, err := contentText(b.Content)
 				if err != nil {
@@ -153,6 +156,15 @@ func DecodeAnthropicRequest(body []byte) (ChatRequest, error) {
 				a.ToolCalls = append(a.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: string(b.Input)})
 			case m.Role == "assistant" && (b.Type == "thinking" || b.Type == "redacted_thinking"):
 			case m.Role == "user" && b.Type == "image":
+				im, err := anthImage(b.Source)
+				if err != nil {
+					return fail("messages.%d.content.%d.source: %v", i, j, err)
+				}
+				if lastUser < 0 {
+					req.Messages = append(req.Messages, ChatMessage{Role: "user"})
+					lastUser = len(req.Messages) - 1
+				}
+				req.Messages[lastUser].Images = append(req.Messages[lastUser].Images, im)
 			default:
 				return fail("messages.%d.content.%d: unexpected %q block in a %q message", i, j, b.Type, m.Role)
 			}

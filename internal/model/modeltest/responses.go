@@ -90,11 +90,14 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 			default:
 				return ChatRequest{}, wireErrorf("Invalid value for 'input[%d].role': %q.", i, it.Role)
 			}
-			text, err := contentText(it.Content)
+			text, images, err := contentParts(it.Content)
 			if err != nil {
 				return ChatRequest{}, fmt.Errorf("input[%d].content: %v", i, err)
 			}
-			req.Messages = append(req.Messages, ChatMessage{Role: it.Role, Content: text})
+			if len(images) > 0 && it.Role != "user" {
+				return ChatRequest{}, wireErrorf("Invalid 'input[%d].content': input_image is only valid in user messages.", i)
+			}
+			req.Messages = append(req.Messages, ChatMessage{Role: it.Role, Content: text, Images: images})
 		case "function_call":
 			if it.CallID == "" || it.Name == "" {
 				return ChatRequest{}, wireErrorf("Missing required parameter: 'input[%d].call_id' or 'name'.", i)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 )
 
 // ChatRequest is one decoded Chat Completions request as the fake received it.
@@ -29,13 +28,16 @@ type ChatRequest struct {
 }
 
 // ChatMessage is one entry of the request's messages array. Content arrays
-// of text parts are joined into Content.
+// of text parts are joined into Content; image parts land in Images.
 type ChatMessage struct {
 	Role       string
 	Content    string
 	ToolCalls  []ToolCall
 	ToolCallID string
 	Name       string
+	// Images are the image parts of a user message (images.go), in order;
+	// nil for a text-only message.
+	Images []ChatImage
 }
 
 // ChatTool is one advertised function tool.
@@ -134,11 +136,14 @@ func DecodeRequest(body []byte) (ChatRequest, error) {
 		default:
 			return ChatRequest{}, fmt.Errorf("decode chat request: messages[%d]: unknown role %q", i, m.Role)
 		}
-		text, err := contentText(m.Content)
+		text, images, err := contentParts(m.Content)
 		if err != nil {
 			return ChatRequest{}, fmt.Errorf("decode chat request: messages[%d]: %w", i, err)
 		}
-		cm := ChatMessage{Role: m.Role, Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
+		if len(images) > 0 && m.Role != "user" {
+			return ChatRequest{}, fmt.Errorf("decode chat request: messages[%d]: image parts are only valid in user messages", i)
+		}
+		cm := ChatMessage{Role: m.Role, Content: text, ToolCallID: m.ToolCallID, Name: m.Name, Images: images}
 		for _, tc := range m.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -153,26 +158,10 @@ func DecodeRequest(body []byte) (ChatRequest, error) {
 	return req, nil
 }
 
-// contentText flattens a message content: a string, null, or an array of
-// parts whose text fields are joined.
+// contentText flattens a message content to its text: a string, null, or
+// an array of parts whose text fields are joined (image parts are checked
+// by contentParts and dropped).
 func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
+	text, _, err := contentParts(raw)
+	return text, err
 }

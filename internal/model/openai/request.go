@@ -67,6 +67,9 @@ func buildMessage(m model.Message) (sdk.ChatCompletionMessageParamUnion, error) 
 	case model.RoleSystem:
 		return sdk.SystemMessage(m.Content), nil
 	case model.RoleUser:
+		if len(m.Images) > 0 {
+			return userWithImages(m), nil
+		}
 		return sdk.UserMessage(m.Content), nil
 	case model.RoleTool:
 		if m.ToolCallID == "" {
@@ -93,6 +96,20 @@ func buildMessage(m model.Message) (sdk.ChatCompletionMessageParamUnion, error) 
 	default:
 		return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
 	}
+}
+
+// userWithImages renders a user message that carries images as content
+// parts: its text first, then one image_url part per image with the bytes
+// in a data: URL (the endpoint never fetches anything).
+func userWithImages(m model.Message) sdk.ChatCompletionMessageParamUnion {
+	parts := make([]sdk.ChatCompletionContentPartUnionParam, 0, len(m.Images)+1)
+	if m.Content != "" {
+		parts = append(parts, sdk.TextContentPart(m.Content))
+	}
+	for _, im := range m.Images {
+		parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: im.DataURL()}))
+	}
+	return sdk.UserMessage(parts)
 }
 
 // argumentsText is the arguments string echoed back to the model. Blank

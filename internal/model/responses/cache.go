@@ -46,6 +46,11 @@ func placeCacheBreakpoints(p *sdk.ResponseNewParams, items sdk.ResponseInputPara
 	for i, it := range items {
 		switch {
 		case it.OfMessage != nil && it.OfMessage.Role == sdk.EasyInputMessageRoleUser:
+			if !it.OfMessage.Content.OfString.Valid() {
+				// A content list is a message with images (userWithImages),
+				// attached after the per-turn blocks: never a breakpoint.
+				continue
+			}
 			text := it.OfMessage.Content.OfString.Value
 			if strings.HasPrefix(strings.TrimSpace(text), "<delta:") {
 				continue

@@ -51,6 +51,10 @@ func buildParams(req model.Request, ln lane) (sdk.ResponseNewParams, error) {
 	for i, m := range req.Messages {
 		switch m.Role {
 		case model.RoleUser:
+			if len(m.Images) > 0 {
+				items = append(items, userWithImages(m))
+				continue
+			}
 			items = append(items, sdk.ResponseInputItemParamOfMessage(m.Content, sdk.EasyInputMessageRoleUser))
 		case model.RoleSystem:
 			items = append(items, sdk.ResponseInputItemParamOfMessage(m.Content, sdk.EasyInputMessageRoleSystem))
@@ -120,6 +124,21 @@ func buildParams(req model.Request, ln lane) (sdk.ResponseNewParams, error) {
 		}
 	}
 	return p, nil
+}
+
+// userWithImages renders a user message that carries images as a content
+// list: its text as input_text, then one input_image per image with the
+// bytes in a data: URL and detail "auto" (the API requires a detail).
+func userWithImages(m model.Message) sdk.ResponseInputItemUnionParam {
+	parts := make(sdk.ResponseInputMessageContentListParam, 0, len(m.Images)+1)
+	if m.Content != "" {
+		parts = append(parts, sdk.ResponseInputContentUnionParam{OfInputText: &sdk.ResponseInputTextParam{Text: m.Content}})
+	}
+	for _, im := range m.Images {
+		img := sdk.ResponseInputImageParam{Detail: sdk.ResponseInputImageDetailAuto, ImageURL: param.NewOpt(im.DataURL())}
+		parts = append(parts, sdk.ResponseInputContentUnionParam{OfInputImage: &img})
+	}
+	return sdk.ResponseInputItemParamOfMessage(parts, sdk.EasyInputMessageRoleUser)
 }
 
 // reasoningModel: OpenAI models that return reasoning items (and refuse

@@ -46,9 +46,10 @@ var (
 	deleteDoc string
 )
 
-// All returns every file tool over ws, in the order the model sees them.
-func All(ws *workspace.Root) []tool.Tool {
-	return []tool.Tool{Read(ws), Write(ws), Edit(ws), List(ws), Move(ws), Delete(ws)}
+// All returns every file tool over ws, in the order the model sees them;
+// read_file records the images it reads through images (nil = none).
+func All(ws *workspace.Root, images Images) []tool.Tool {
+	return []tool.Tool{ReadImages(ws, images), Write(ws), Edit(ws), List(ws), Move(ws), Delete(ws)}
 }
 
 func doc(s string) string { return strings.TrimSpace(s) }

@@ -118,7 +118,7 @@ type m = map[string]any
 
 func TestAll(t *testing.T) {
 	e := newEnv(t)
-	tools := All(e.ws)
+	tools := All(e.ws, nil)
 	reg := tool.NewRegistry()
 	reg.Add(tools...) // panics on a duplicate name
 	wantNames := []string{ReadName, WriteName, EditName, ListName, MoveName, DeleteName}

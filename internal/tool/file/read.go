@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/vision"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
@@ -31,15 +33,31 @@ type readParams struct {
 	Limit  int    `json:"limit,omitempty" jsonschema:"maximum number of lines to return (default 2000)"`
 }
 
+// Images records the provenance of the images read_file shows (a
+// *vision.Registry): Verify sniffs and hashes the file and remembers it.
+type Images interface {
+	Verify(rel string) (vision.Info, error)
+}
+
+// ImageNote follows the marker read_file returns for an image.
+const ImageNote = "attached for vision models; otherwise only this reference"
+
 // Read is the read_file tool. It reads configuration files too: the
-// protected names guard writes, not reads.
-func Read(ws *workspace.Root) tool.Tool {
+// protected names guard writes, not reads. An image file is refused like
+// any other binary file; see ReadImages.
+func Read(ws *workspace.Root) tool.Tool { return ReadImages(ws, nil) }
+
+// ReadImages is read_file with images: a PNG, JPEG, GIF or WebP file (known
+// by its bytes, not its name) comes back as a vision marker and is
+// recorded through images as verified, so a vision model is shown it.
+// With images nil it is Read.
+func ReadImages(ws *workspace.Root, images Images) tool.Tool {
 	return tool.Func(ReadName, doc(readDoc), true, func(ctx context.Context, _ tool.Call, p readParams) (tool.Result, error) {
-		return read(ctx, ws, p)
+		return read(ctx, ws, images, p)
 	})
 }
 
-func read(ctx context.Context, ws *workspace.Root, p readParams) (tool.Result, error) {
+func read(ctx context.Context, ws *workspace.Root, images Images, p readParams) (tool.Result, error) {
 	if p.Offset < 0 {
 		return tool.Errorf("offset must be 1 or more (the first line is 1), got %d", p.Offset), nil
 	}
@@ -83,6 +101,8 @@ func read(ctx context.Context, ws *workspace.Root, p readParams) (tool.Result, e
 			return tool.Errorf("cannot read %s: %v", p.Path, err), nil
 		}
 		src, intro = strings.NewReader(text), fmt.Sprintf("[text extracted from %s; formatting is not shown]\n", kind)
+	case images != nil && vision.Sniff(head) != "":
+		return readImage(ws, images, p.Path)
 	case bytes.IndexByte(head, 0) >= 0:
 		return tool.Errorf("cannot read %s: it is a binary file (%s, %d bytes); read_file returns text only",
 			p.Path, http.DetectContentType(head), fi.Size()), nil
@@ -111,6 +131,22 @@ func read(ctx context.Context, ws *workspace.Root, p readParams) (tool.Result, e
 		return tool.Text(intro + w.text), nil
 	}
 	return tool.Text(intro + w.text + w.note()), nil
+}
+
+// readImage verifies an image through images and returns its marker.
+func readImage(ws *workspace.Root, images Images, rel string) (tool.Result, error) {
+	info, err := images.Verify(rel)
+	if errors.Is(err, vision.ErrNotImage) {
+		// It changed under us between the two reads: say what it is now.
+		return tool.Errorf("cannot read %s: it is a binary file; read_file returns text and images only", rel), nil
+	}
+	if err != nil {
+		return failure("read", rel, err)
+	}
+	if !info.Attachable() {
+		return tool.Text(fmt.Sprintf("%s\ntoo large to attach to a vision model (the limit is %d bytes); only this reference", info.Marker(), vision.MaxImageBytes)), nil
+	}
+	return tool.Text(info.Marker() + "\n" + ImageNote), nil
 }
 
 // validPrefix reports whether b is UTF-8, allowing a rune cut off at the

@@ -1,0 +1,82 @@
+package responses_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/model/responses"
+)
+
+var gifBytes = []byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
+
+func canon(t *testing.T, raw []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestImagesWire: on both lanes a user message with images becomes one
+// message item whose content is input_text then input_image parts (data:
+// URL, detail auto). On a model with explicit prompt caching the images
+// item never carries a breakpoint, and the breakpoints stay where they
+// would be without it.
+func TestImagesWire(t *testing.T) {
+	for _, tt := range []struct {
+		lane, model string
+		breakpoints int
+	}{
+		{"plain", "gpt-5", 0},
+		{"native", "gpt-5.6", 2}, // the opening request and the tool output
+	} {
+		t.Run(tt.lane, func(t *testing.T) {
+			fake := startFake(t, nil)
+			c := responses.New(responses.Options{BaseURL: fake.URL()})
+			if tt.lane == "native" {
+				c = native(fake, responses.Options{})
+			}
+			req := basicRequest()
+			req.Model = tt.model
+			req.Messages = append(req.Messages,
+				model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"spin.gif"}`)}}},
+				model.Message{Role: model.RoleTool, ToolCallID: "call_1", Name: "read_file", Content: "[image: spin.gif (image/gif, 43 bytes)]"},
+				model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"},
+				model.Message{Role: model.RoleUser, Content: "<delta:images>\nspin.gif\n</delta:images>", Images: []model.Image{{MIME: "image/gif", Data: gifBytes}}},
+			)
+			if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			got := fake.Requests()[0]
+			var body struct {
+				Input []json.RawMessage `json:"input"`
+			}
+			if err := json.Unmarshal(got.Raw, &body); err != nil {
+				t.Fatal(err)
+			}
+			want := `{"role":"user","content":[` +
+				`{"type":"input_text","text":"<delta:images>\nspin.gif\n</delta:images>"},` +
+				`{"type":"input_image","detail":"auto","image_url":"data:image/gif;base64,` + base64.StdEncoding.EncodeToString(gifBytes) + `"}]}`
+			last := body.Input[len(body.Input)-1]
+			if g, w := canon(t, last), canon(t, []byte(want)); g != w {
+				t.Errorf("images item on the wire:\n got %s\nwant %s", g, w)
+			}
+			if n := strings.Count(string(got.Raw), `"prompt_cache_breakpoint"`); n != tt.breakpoints {
+				t.Errorf("%d breakpoints, want %d: %s", n, tt.breakpoints, got.Raw)
+			}
+			s := sha256.Sum256(gifBytes)
+			if ims := got.Images(); len(ims) != 1 || ims[0] != (modeltest.ChatImage{MIME: "image/gif", Bytes: len(gifBytes), SHA256: hex.EncodeToString(s[:])}) {
+				t.Errorf("fake recorded images %+v", ims)
+			}
+		})
+	}
+}
