@@ -82,7 +82,7 @@ func Vars() []VarDoc {
 		{"DELTA_MAX_BODY_BYTES", strconv.Itoa(DefaultMaxBodyBytes), "HTTP request body cap; larger bodies get 413."},
 		{"DELTA_LEASE_HOLDER", "", "Single-writer lease holder ID; default FLY_MACHINE_ID, then the host name."},
 		{"FLY_MACHINE_ID", "", "Read only as the default lease holder."},
-		{"DELTA_SUBAGENT_DEPTH", "0", "spawn_subagent nesting depth, set by the parent on its child (0–8); at 1 or more spawn_subagent is not offered."},
+		{"DELTA_SUBAGENT_DEPTH", "0", "Delegation nesting depth, set by the parent on its child (0–8); at 1 or more spawn_subagent, eval_n and research are not offered."},
 		{"DELTA_LEASE_TTL_MS", ms(DefaultLeaseTTL), "Writer lease lifetime in ms, renewed every third of it; values below 5000 become 5000."},
 	}
 }
