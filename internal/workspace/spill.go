@@ -23,7 +23,7 @@ func (r *Root) Spill(runID, callID, text string, max int) (string, error) {
 	if total <= max {
 		return text, nil
 	}
-	rel := path.Join(SpillDir, spillID(runID, "run")+"."+spillID(callID, "call")+".txt")
+	rel := path.Join(SpillDir, FileID(runID, "run")+"."+FileID(callID, "call")+".txt")
 	err := r.WriteFile(rel, []byte(text))
 	note := func(omitted int) string {
 		if err != nil {
@@ -81,10 +81,12 @@ func tailRunes(s string, n int) string {
 	return s[i:]
 }
 
-// spillID makes an id safe as part of a file name: only [A-Za-z0-9_-] is
+// FileID makes an id safe as part of a file name: only [A-Za-z0-9_-] is
 // kept, the length is bounded, and if anything was changed a hash of the
 // original is appended so two ids that clean to the same text stay apart.
-func spillID(id, fallback string) string {
+// Every per-run artifact (spill, research findings) names its run with it,
+// so one glob on the run id finds them all.
+func FileID(id, fallback string) string {
 	var b strings.Builder
 	for _, c := range id {
 		switch {

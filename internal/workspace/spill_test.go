@@ -93,13 +93,13 @@ func TestSpill(t *testing.T) {
 }
 
 func TestSpillIDsStayDistinct(t *testing.T) {
-	if a, b := spillID("a/b", "x"), spillID("a_b", "x"); a == b {
-		t.Fatalf("spillID(a/b) == spillID(a_b) == %q", a)
+	if a, b := FileID("a/b", "x"), FileID("a_b", "x"); a == b {
+		t.Fatalf("FileID(a/b) == FileID(a_b) == %q", a)
 	}
-	if got := spillID("call_ok-1", "x"); got != "call_ok-1" {
+	if got := FileID("call_ok-1", "x"); got != "call_ok-1" {
 		t.Fatalf("a clean id was changed to %q", got)
 	}
-	if got := spillID(strings.Repeat("z", 500), "x"); len(got) > maxIDLen+9 {
+	if got := FileID(strings.Repeat("z", 500), "x"); len(got) > maxIDLen+9 {
 		t.Fatalf("long id kept %d bytes", len(got))
 	}
 }

@@ -13,7 +13,6 @@ package research
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"path"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/workspace"
 )
 
 // Name is the tool's name.
@@ -168,7 +168,7 @@ func check(qs []string) string {
 // FileName is the findings file of one research call:
 // Dir/<runID>.<callID>.md, each id made file-name safe.
 func FileName(runID, callID string) string {
-	return path.Join(Dir, safeID(runID, "run")+"."+safeID(callID, "call")+".md")
+	return path.Join(Dir, workspace.FileID(runID, "run")+"."+workspace.FileID(callID, "call")+".md")
 }
 
 // findings renders the findings file: every question with its full answer.
@@ -242,36 +242,4 @@ func clip(s string, n int, tail string) string {
 	keep := max(n-utf8.RuneCountInString(tail), 0)
 	r := []rune(s)
 	return strings.TrimRightFunc(string(r[:keep]), func(r rune) bool { return r == ' ' || r == '\n' }) + tail
-}
-
-// maxIDLen bounds each id in a findings file name.
-const maxIDLen = 64
-
-// safeID makes an id safe in a file name: only [A-Za-z0-9_-] is kept, the
-// length is bounded, and if anything changed a hash of the original is
-// appended so two ids that clean to the same text stay apart (the spill
-// files follow the same rule, so a run id is spelled the same in both).
-func safeID(id, fallback string) string {
-	var b strings.Builder
-	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-			b.WriteRune(c)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := b.String()
-	if len(s) > maxIDLen {
-		s = s[:maxIDLen]
-	}
-	if s == id && s != "" {
-		return s
-	}
-	if id == "" {
-		return fallback
-	}
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return fmt.Sprintf("%s-%08x", s, h.Sum32())
 }
