@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
@@ -60,17 +61,7 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	if err != nil {
 		return model.Response{}, fmt.Errorf("model call failed: %w", err)
 	}
-	if resp.Model == "" {
-		resp.Model = req.Model
-	}
-	if !resp.Usage.CostReported {
-		if usd, ok := model.Cost(e.o.Prices, resp.Model, resp.Usage); ok {
-			resp.Usage.CostUSD = usd
-		} else if _, warned := e.unpriced.LoadOrStore(resp.Model, true); !warned {
-			// Once per model: a dollar cap cannot protect an unpriced model.
-			x.logger.Warn("model has no price: recording $0; set DELTA_MODEL_PRICES to enforce the cost budget", "model", resp.Model)
-		}
-	}
+	e.price(&resp, req.Model, x.logger)
 	x.callStats = callStats{latency: time.Since(attemptStart), wall: time.Since(wall), retries: retries, fallback: fallback, provider: provider}
 	return resp, nil
 }
@@ -163,5 +154,23 @@ func (x *execution) remember(m model.Message) {
 	defer x.mu.Unlock()
 	if x.history != nil {
 		x.history = append(x.history, m)
+	}
+}
+
+// price names the model that served resp (req's when the provider did not
+// say) and fills its cost from the price table unless the provider reported
+// one. An unpriced model is warned about once per process: a dollar cap
+// cannot protect it.
+func (e *Engine) price(resp *model.Response, reqModel string, logger *slog.Logger) {
+	if resp.Model == "" {
+		resp.Model = reqModel
+	}
+	if resp.Usage.CostReported {
+		return
+	}
+	if usd, ok := model.Cost(e.o.Prices, resp.Model, resp.Usage); ok {
+		resp.Usage.CostUSD = usd
+	} else if _, warned := e.unpriced.LoadOrStore(resp.Model, true); !warned {
+		logger.Warn("model has no price: recording $0; set DELTA_MODEL_PRICES to enforce the cost budget", "model", resp.Model)
 	}
 }

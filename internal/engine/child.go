@@ -248,16 +248,7 @@ func (c *child) call(ctx context.Context, req model.Request) (model.Response, er
 	if err != nil {
 		return model.Response{}, fmt.Errorf("research model call: %w", err)
 	}
-	if resp.Model == "" {
-		resp.Model = req.Model
-	}
-	if !resp.Usage.CostReported {
-		if usd, ok := model.Cost(e.o.Prices, resp.Model, resp.Usage); ok {
-			resp.Usage.CostUSD = usd
-		} else if _, warned := e.unpriced.LoadOrStore(resp.Model, true); !warned {
-			c.logger.Warn("model has no price: recording $0; set DELTA_MODEL_PRICES to enforce the cost budget", "model", resp.Model)
-		}
-	}
+	e.price(&resp, req.Model, c.logger)
 	c.found.Steps++
 	c.found.Usage = c.found.Usage.Add(resp.Usage)
 	// Charged even when ctx ends now: the provider has billed the call.
