@@ -2,7 +2,8 @@
 // once, the runs of one session strictly one after another, in the order
 // they were accepted. The queue holds no state of its own that matters: the
 // run table is the queue, so a restart loses nothing. On Open, runs left
-// running by a crash are resumed before any queued run starts.
+// running by a crash are resumed before any queued run starts; those beyond
+// the concurrency limit stay ahead of every queued run until a slot frees.
 package queue
 
 import (
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
 )
 
@@ -18,9 +20,14 @@ import (
 // cancelled ctx was a cancel request (true) rather than shutdown.
 type Executor func(ctx context.Context, runID string, userCancel func() bool)
 
-// Lister is the part of the store the queue reads.
+// Lister is the part of the store the queue uses: it reads the live runs
+// and makes one write, marking crash leftovers resumed in a batch.
 type Lister interface {
-	RunsByStatus(ctx context.Context, status string) ([]store.Run, error)
+	// LiveRuns lists running then queued runs, each in queue order.
+	LiveRuns(ctx context.Context) ([]store.Run, error)
+	// ResumeRuns durably marks runs left running by an earlier process as
+	// resumed, in one transaction.
+	ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error)
 }
 
 // Queue dispatches runs to an Executor.
@@ -36,11 +43,19 @@ type Queue struct {
 	mu       sync.Mutex
 	busy     map[string]bool // session id → a run of it is executing
 	inflight map[string]*slot
-	wake     chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	resumed  bool
+	// resumed holds the running rows this process has resumed. A running
+	// row that is not executing and not in it was left by an earlier
+	// process; one that is in it and stopped without finishing is left for
+	// the next start rather than retried in a loop.
+	resumed map[string]bool
+	// ended holds the runs whose execution returned since the current
+	// dispatch began: its snapshot may still show them queued or running,
+	// and starting them again from it would be a wasted start.
+	ended  map[string]bool
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 type slot struct {
@@ -60,7 +75,8 @@ func New(st Lister, exec Executor, max int, logger *slog.Logger) *Queue {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Queue{store: st, exec: exec, max: max, logger: logger, Poll: 2 * time.Second,
-		busy: make(map[string]bool), inflight: make(map[string]*slot), wake: make(chan struct{}, 1)}
+		busy: make(map[string]bool), inflight: make(map[string]*slot), resumed: make(map[string]bool),
+		ended: make(map[string]bool), wake: make(chan struct{}, 1)}
 }
 
 // Open starts the dispatcher.
@@ -133,41 +149,79 @@ func (q *Queue) loop() {
 	}
 }
 
-// dispatch starts every runnable run: resumed (running) rows first, on the
-// first pass, then queued rows in acceptance order.
+// dispatch starts every runnable run: running rows left by an earlier
+// process first, then queued rows in acceptance order. The running rows it
+// picks are marked resumed in one transaction before any of them starts,
+// so a restart with many runs in flight costs one write, not one per run.
+// A running row beyond the concurrency limit stays a running row and
+// resumes, still ahead of queued rows, when a slot frees.
 func (q *Queue) dispatch() {
-	var candidates []store.Run
-	q.mu.Lock()
-	first := !q.resumed
-	q.mu.Unlock()
-	if first {
-		running, err := q.store.RunsByStatus(q.ctx, store.StatusRunning)
-		if err != nil {
-			q.logger.Error("list running runs", "err", err)
-			return
-		}
-		candidates = append(candidates, running...)
+	if q.ctx.Err() != nil {
+		return
 	}
-	queued, err := q.store.RunsByStatus(q.ctx, store.StatusQueued)
+	q.mu.Lock()
+	clear(q.ended)
+	q.mu.Unlock()
+	// One statement: a run moving from queued to running between two
+	// reads would otherwise look like a crash leftover.
+	live, err := q.store.LiveRuns(q.ctx)
 	if err != nil {
 		if q.ctx.Err() == nil {
-			q.logger.Error("list queued runs", "err", err)
+			q.logger.Error("list live runs", "err", err)
 		}
 		return
 	}
-	candidates = append(candidates, queued...)
+	picks, resume := q.pick(live)
+	if len(resume) > 0 {
+		// No slot is taken yet: a cancel arriving meanwhile finishes the
+		// run directly, and its start then finds it final.
+		if _, err := q.store.ResumeRuns(q.ctx, resume); err != nil && q.ctx.Err() == nil {
+			// Not fatal: each run's own start writes its resume instead.
+			q.logger.Warn("mark runs resumed", "runs", len(resume), "err", err)
+		}
+		q.logger.Info("resuming runs left running", "runs", len(resume))
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.resumed = true
-	for _, r := range candidates {
-		if len(q.inflight) >= q.max {
-			return
+	for _, r := range picks {
+		if q.ctx.Err() != nil {
+			return // shutting down: a picked run stays for the next start
 		}
-		if q.busy[r.SessionID] || q.inflight[r.ID] != nil {
+		if len(q.inflight) >= q.max || q.busy[r.SessionID] || q.inflight[r.ID] != nil {
 			continue
 		}
 		q.start(r)
 	}
+}
+
+// pick chooses from a snapshot of live runs the ones to start now, within
+// the free slots and one per idle session, and which of them are running
+// rows to resume. A running row is resumed once per process: one this
+// process resumed that stopped without finishing waits for the next start
+// rather than looping.
+func (q *Queue) pick(live []store.Run) (picks []store.Run, resume []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	free := q.max - len(q.inflight)
+	sessions := make(map[string]bool)
+	for _, r := range live {
+		if len(picks) >= free {
+			break
+		}
+		if q.busy[r.SessionID] || sessions[r.SessionID] || q.inflight[r.ID] != nil || q.ended[r.ID] {
+			continue
+		}
+		if r.Status == store.StatusRunning {
+			if q.resumed[r.ID] {
+				continue
+			}
+			q.resumed[r.ID] = true
+			resume = append(resume, r.ID)
+		}
+		sessions[r.SessionID] = true
+		picks = append(picks, r)
+	}
+	return picks, resume
 }
 
 // start launches r; q.mu is held.
@@ -184,6 +238,7 @@ func (q *Queue) start(r store.Run) {
 			q.mu.Lock()
 			delete(q.inflight, r.ID)
 			delete(q.busy, r.SessionID)
+			q.ended[r.ID] = true
 			q.mu.Unlock()
 			q.Notify()
 		}()

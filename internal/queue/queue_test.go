@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -142,5 +143,145 @@ func TestClampConcurrency(t *testing.T) {
 		if tt.want == 1 && rec.maxTotal != 1 {
 			t.Fatalf("limit %d ran %d at once", tt.in, rec.maxTotal)
 		}
+	}
+}
+
+func TestRunningRowsBeyondLimitResumeBeforeQueued(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	// Three runs were executing when the daemon died; the new one runs a
+	// single session at a time.
+	for _, id := range []string{"r1", "r2", "r3"} {
+		create(t, st, id, "S"+id, "")
+		if _, _, err := st.Start(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(t, st, "q1", "Q1", "")
+	rec := &recorder{st: st, active: map[string]int{}}
+	q := queue.New(st, rec.exec, 1, nil)
+	q.Poll = time.Hour // no rescue by the safety-net poll: slots freeing must do it
+	q.Open()
+	defer q.Close(ctx)
+	waitDone(t, st, "r1", "r2", "r3", "q1")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := []string{"r1", "r2", "r3", "q1"}
+	if len(rec.order) != len(want) {
+		t.Fatalf("start order %v, want %v", rec.order, want)
+	}
+	for i := range want {
+		if rec.order[i] != want[i] {
+			t.Fatalf("start order %v, want %v: leftovers past the limit first, each once", rec.order, want)
+		}
+	}
+}
+
+func TestResumesDurableBeforeAnyRunExecutes(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	ids := []string{"r1", "r2", "r3", "r4"}
+	for _, id := range ids {
+		create(t, st, id, "S"+id, "")
+		if _, _, err := st.Start(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	countResumed := func() int {
+		evs, err := st.Events(ctx, store.EventFilter{})
+		if err != nil {
+			t.Error(err)
+		}
+		n := 0
+		for _, e := range evs {
+			if e.Name == event.RunResumed {
+				n++
+			}
+		}
+		return n
+	}
+	var mu sync.Mutex
+	var seen []int // run.resumed rows committed when each run began executing
+	rec := &recorder{st: st, active: map[string]int{}}
+	q := queue.New(st, func(ctx context.Context, id string, uc func() bool) {
+		n := countResumed()
+		mu.Lock()
+		seen = append(seen, n)
+		mu.Unlock()
+		rec.exec(ctx, id, uc)
+	}, len(ids), nil)
+	q.Poll = 10 * time.Millisecond
+	q.Open()
+	defer q.Close(ctx)
+	waitDone(t, st, ids...)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range seen {
+		if n != len(ids) {
+			t.Fatalf("execution %d began with %d run.resumed rows committed, want all %d", i, n, len(ids))
+		}
+	}
+	// The batch wrote each resume; the runs' own Start wrote none.
+	if n := countResumed(); n != len(ids) {
+		t.Fatalf("%d run.resumed events, want exactly one per run (%d)", n, len(ids))
+	}
+	for _, id := range ids {
+		r, _ := st.Run(ctx, id)
+		if r.Attempts != 2 {
+			t.Fatalf("run %s attempts = %d, want 2", id, r.Attempts)
+		}
+	}
+}
+
+// hookedStore runs a hook inside ResumeRuns, before the batch is written.
+type hookedStore struct {
+	*store.Store
+	beforeResume func(ids []string)
+}
+
+func (h hookedStore) ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error) {
+	h.beforeResume(ids)
+	return h.Store.ResumeRuns(ctx, ids)
+}
+
+func TestCancelWhileResumesAreWritten(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	create(t, st, "r1", "S1", "")
+	if _, _, err := st.Start(ctx, "r1", nil); err != nil {
+		t.Fatal(err)
+	}
+	var q *queue.Queue
+	cancelled := make(chan bool, 1)
+	hs := hookedStore{Store: st, beforeResume: func([]string) {
+		// What engine.Service.Cancel does: the queue first, and when the
+		// run is not executing, the terminal state directly.
+		executing := q.Cancel("r1")
+		if !executing {
+			if _, err := st.Finish(ctx, "r1", store.StatusCancelled, json.RawMessage(`{}`), "cancelled by request"); err != nil {
+				t.Error(err)
+			}
+		}
+		cancelled <- executing
+	}}
+	rec := &recorder{st: st, active: map[string]int{}}
+	q = queue.New(hs, rec.exec, 2, nil)
+	q.Poll = 10 * time.Millisecond
+	q.Open()
+	defer q.Close(ctx)
+	if <-cancelled {
+		t.Fatal("the run held a slot while its resume was being written: the cancel would rely on an execution not yet started")
+	}
+	waitDone(t, st, "r1")
+	r, _ := st.Run(ctx, "r1")
+	evs, _ := st.Events(ctx, store.EventFilter{RunID: "r1"})
+	finished := 0
+	for _, e := range evs {
+		if e.Name == event.RunFinished {
+			finished++
+		}
+	}
+	if r.Status != store.StatusCancelled || finished != 1 {
+		t.Fatalf("run %s with %d run.finished, want cancelled with exactly one", r.Status, finished)
 	}
 }

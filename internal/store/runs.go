@@ -182,8 +182,17 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 // Start marks a run as executing. For a queued run it appends input (the
 // request's user messages) to the session history in the same transaction
 // and emits run.started; for a run left running by a crash it emits
-// run.resumed. A terminal run gives ErrAlreadyFinal.
+// run.resumed — or, when ResumeRuns already marked it in this process, only
+// reads it and returns that run.resumed. A terminal run gives ErrAlreadyFinal.
 func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Run, event.Event, error) {
+	if m, ok := s.takeResume(id); ok {
+		// ResumeRuns already wrote this attempt's run.resumed: a read is
+		// enough, unless the run moved on since (then start it as usual).
+		r, err := getRun(ctx, s.r, id)
+		if err == nil && r.Status == StatusRunning && r.Attempts == m.attempt {
+			return r, m.ev, nil
+		}
+	}
 	var run Run
 	var ev event.Event
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -221,6 +230,74 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		return Run{}, event.Event{}, fmt.Errorf("start run %s: %w", id, err)
 	}
 	return run, ev, nil
+}
+
+// resumeMark is one run ResumeRuns marked: the attempt it counted and the
+// run.resumed event it wrote.
+type resumeMark struct {
+	attempt int
+	ev      event.Event
+}
+
+// ResumeRuns marks runs left running by an earlier process as resumed, all
+// in one transaction: each gets its attempt counted and its run.resumed
+// event, exactly as Start would write them one transaction at a time. The
+// next Start of each run in this process returns that resume without
+// writing again. Runs no longer running are skipped. It returns the events
+// written, in the order of ids.
+//
+// After a crash every in-flight run resumes at once; one transaction instead
+// of one per run keeps the single writer free for the runs' own work.
+func (s *Store) ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	marks := make(map[string]resumeMark, len(ids))
+	var evs []event.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			var sessionID string
+			var attempt int
+			err := tx.QueryRowContext(ctx, `UPDATE runs SET attempts = attempts + 1 WHERE id = ? AND status = 'running'
+				RETURNING session_id, attempts`, id).Scan(&sessionID, &attempt)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			ev := event.New(id, sessionID, event.RunResumed, map[string]int{"attempt": attempt})
+			if err := s.insertEvent(ctx, tx, &ev); err != nil {
+				return err
+			}
+			marks[id] = resumeMark{attempt: attempt, ev: ev}
+			evs = append(evs, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resume %d runs: %w", len(ids), err)
+	}
+	s.resumeMu.Lock()
+	if s.resumes == nil {
+		s.resumes = make(map[string]resumeMark, len(marks))
+	}
+	for id, m := range marks {
+		s.resumes[id] = m
+	}
+	s.resumeMu.Unlock()
+	return evs, nil
+}
+
+// takeResume removes and returns the mark ResumeRuns left for id.
+func (s *Store) takeResume(id string) (resumeMark, bool) {
+	s.resumeMu.Lock()
+	defer s.resumeMu.Unlock()
+	m, ok := s.resumes[id]
+	if ok {
+		delete(s.resumes, id)
+	}
+	return m, ok
 }
 
 // Finish moves a live run to a terminal status with its result and writes

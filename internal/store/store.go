@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -45,6 +46,12 @@ type Store struct {
 	w    *sql.DB // the single writer
 	r    *sql.DB // readers (== w for in-memory databases)
 	path string
+
+	// resumes holds the runs ResumeRuns marked in this process whose Start
+	// has not yet been called: Start hands out that resume instead of
+	// writing a second one.
+	resumeMu sync.Mutex
+	resumes  map[string]resumeMark
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
