@@ -34,7 +34,11 @@ type Options struct {
 	StrictTenant bool                          // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
 	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
 	Uploads      *Uploads                      // POST /v1/files; nil = 404
-	Logger       *slog.Logger
+	// TrustReviewMetadata keeps review_kind and widen_authorized in the
+	// request metadata a run stores and echoes (DELTA_TRUST_REVIEW_METADATA);
+	// by default they are stripped. authToken is never kept.
+	TrustReviewMetadata bool
+	Logger              *slog.Logger
 }
 
 // Server handles HTTP.

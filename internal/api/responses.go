@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,10 @@ import (
 // submission validates a create body and turns it into a Submission.
 func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest, error) {
 	var body createRequest
+	// Keep the bytes as read: the typed decode knows only the metadata keys
+	// Delta acts on, and the run keeps all of them (keptMetadata).
+	var raw bytes.Buffer
+	r.Body = io.NopCloser(io.TeeReader(r.Body, &raw))
 	if err := decodeBody(r, &body); err != nil {
 		return engine.Submission{}, nil, err
 	}
@@ -46,6 +52,9 @@ func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest,
 		authToken = *body.Metadata.AuthToken
 	}
 	req.Profile = s.o.Placement(requested)
+	if req.Metadata, err = keptMetadata(raw.Bytes(), s.o.TrustReviewMetadata); err != nil {
+		return engine.Submission{}, nil, err
+	}
 	sub := engine.Submission{Owner: owner(r), Request: req, AuthToken: authToken}
 	if s.o.StrictTenant && sub.Owner == "" {
 		return engine.Submission{}, nil, &requestError{status: http.StatusUnauthorized, msg: "x-delta-user is required (DELTA_STRICT_TENANT=1)"}
@@ -67,6 +76,49 @@ func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest,
 	}
 	sub.IdempotencyTerminal = body.IdempotencyTerminal != nil && *body.IdempotencyTerminal
 	return sub, &body, nil
+}
+
+// Request metadata keys the run does not keep as sent.
+const (
+	// metaAuthToken is a per-run credential: held in memory for the run's
+	// tool calls, never stored or echoed.
+	metaAuthToken = "authToken"
+	// metaReviewKind and metaWidenAuthorized claim a human review. A
+	// shared control token is no proof of one, so they are dropped unless
+	// the operator trusts its callers (DELTA_TRUST_REVIEW_METADATA).
+	metaReviewKind      = "review_kind"
+	metaWidenAuthorized = "widen_authorized"
+)
+
+// keptMetadata is the request's metadata object as the run stores it and
+// the response echoes it: every key as sent, minus authToken and, unless
+// trustReview, the review keys. Keys are compared case-insensitively, as
+// the typed decode matches them, so "AuthToken" is a credential too. It is
+// nil when nothing is left. body has already decoded as a JSON object.
+func keptMetadata(body []byte, trustReview bool) (json.RawMessage, error) {
+	var doc struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, badRequest("field metadata must be an object")
+	}
+	for k := range doc.Metadata {
+		drop := strings.EqualFold(k, metaAuthToken)
+		if !trustReview {
+			drop = drop || strings.EqualFold(k, metaReviewKind) || strings.EqualFold(k, metaWidenAuthorized)
+		}
+		if drop {
+			delete(doc.Metadata, k)
+		}
+	}
+	if len(doc.Metadata) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(doc.Metadata)
+	if err != nil {
+		return nil, badRequest("field metadata: " + err.Error())
+	}
+	return b, nil
 }
 
 // createResponse runs a request synchronously (or streams it).

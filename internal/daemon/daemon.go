@@ -210,7 +210,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
 		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite,
-		StrictTenant: cfg.StrictTenant, DevConfig: func() any { return devConfig(cfg, p) },
+		StrictTenant: cfg.StrictTenant, TrustReviewMetadata: cfg.TrustReviewMetadata, DevConfig: func() any { return devConfig(cfg, p) },
 		Uploads: &api.Uploads{Dir: p.workspace, Stored: verifyUpload(p.images, logger)},
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}

@@ -111,7 +111,7 @@ func BuildResponse(r store.Run, status, text, errText string) Response {
 			InputTokensDetails:  map[string]int64{"cached_tokens": r.Usage.CacheReadTokens},
 			OutputTokensDetails: map[string]int64{"reasoning_tokens": 0},
 		},
-		Metadata: map[string]any{},
+		Metadata: requestMetadata(r.Request),
 	}
 	if r.PreviousID != "" {
 		p := r.PreviousID
@@ -125,4 +125,21 @@ func BuildResponse(r store.Run, status, text, errText string) Response {
 		resp.Error = &ResponseError{Code: code, Message: errText}
 	}
 	return resp
+}
+
+// requestMetadata is the metadata the run kept from its request, echoed as
+// the Responses API does (the API has already removed what must not be
+// kept). It is an empty object when there is none.
+func requestMetadata(request json.RawMessage) map[string]any {
+	var req struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	out := map[string]any{}
+	if json.Unmarshal(request, &req) != nil {
+		return out
+	}
+	for k, v := range req.Metadata {
+		out[k] = v
+	}
+	return out
 }
