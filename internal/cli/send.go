@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -267,10 +269,23 @@ func waitTerminal(ctx context.Context, cl *daemonClient, id string) error {
 	}
 }
 
-// watchCommand tails the daemon's dev event stream. It does not reconnect:
-// when the stream ends, so does watch. --since lets a user resume from the
-// last event id they saw.
-type watchCommand struct{ env }
+// watchCommand tails the daemon's dev event stream until interrupted. When
+// the stream drops after it was open (the daemon restarted, the connection
+// broke) it says so on stderr and reconnects with backoff, from 250 ms
+// doubling to 5 s, forever. Each reconnect resumes with since=<the last
+// durable event id it printed>, so no stored event is missed or printed
+// twice; ephemeral frames (text deltas, which carry no id) that passed
+// while it was away are not replayed. --since starts after a given id.
+type watchCommand struct {
+	env
+	retry, retryMax time.Duration // reconnect backoff; 0 = 250 ms and 5 s
+}
+
+// Reconnect backoff of delta watch.
+const (
+	watchRetry    = 250 * time.Millisecond
+	watchRetryMax = 5 * time.Second
+)
 
 func (c *watchCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("watch")
@@ -292,24 +307,116 @@ func (c *watchCommand) Run(ctx context.Context, args []string) error {
 		return usageFor(c.env, fs, synopsis, "%v", err)
 	}
 	control, inspect := config.ClientTokens(c.lookup)
-	cl := newDaemonClient(*host, *port, control, inspect)
-	path := "/v1/dev/stream"
-	if *since >= 0 {
-		path += "?since=" + strconv.FormatInt(*since, 10)
-	}
-	err = cl.stream(ctx, path, func(f frame) (bool, error) {
-		_, err := fmt.Fprintln(c.stdout, decodeEvent(f).Line())
-		return false, err
-	})
-	switch {
-	case ctx.Err() != nil:
-		return nil // interrupted: the normal way to stop watching
-	case errors.Is(err, io.EOF):
-		return errors.New("watch: the daemon closed the event stream")
-	case err != nil:
+	if err := c.follow(ctx, newDaemonClient(*host, *port, control, inspect), *since); err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
 	return nil
+}
+
+// outputError is a failure to print: watching further is pointless.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return "write output: " + e.err.Error() }
+func (e *outputError) Unwrap() error { return e.err }
+
+// follow prints the stream from after last (-1 = the daemon's default)
+// and reconnects until ctx ends (then it returns nil) or an error that a
+// reconnect cannot cure. Until a stream has been open once, any failure is
+// returned: a wrong port or token should fail at once, not retry forever.
+func (c *watchCommand) follow(ctx context.Context, cl *daemonClient, last int64) error {
+	retry, retryMax := c.retry, c.retryMax
+	if retry <= 0 {
+		retry = watchRetry
+	}
+	if retryMax <= 0 {
+		retryMax = watchRetryMax
+	}
+	tr := &openTracker{next: cl.http.Transport}
+	cl.http.Transport = tr
+	delay := retry
+	everOpened := false
+	for {
+		path := "/v1/dev/stream"
+		if last >= 0 {
+			path += "?since=" + strconv.FormatInt(last, 10)
+		}
+		err := cl.stream(ctx, path, func(f frame) (bool, error) {
+			id, idErr := strconv.ParseInt(f.ID, 10, 64)
+			durable := idErr == nil && id > 0
+			if durable && id <= last {
+				return false, nil // printed before the reconnect
+			}
+			if _, err := fmt.Fprintln(c.stdout, decodeEvent(f).Line()); err != nil {
+				return true, &outputError{err}
+			}
+			if durable {
+				last = id
+			}
+			return false, nil
+		})
+		if ctx.Err() != nil {
+			return nil // interrupted: the normal way to stop watching
+		}
+		if tr.opened.Swap(false) {
+			everOpened, delay = true, retry // it was open: the backoff starts over
+		}
+		if !everOpened || !reconnectable(err) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return errors.New("the daemon closed the event stream")
+			}
+			return err
+		}
+		from := "from the start"
+		if last >= 0 {
+			from = fmt.Sprintf("after event %d", last)
+		}
+		fmt.Fprintf(c.stderr, "delta: watch: %s; reconnecting in %s, %s\n", dropReason(err), delay, from)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, retryMax)
+	}
+}
+
+// openTracker notes that the daemon answered a request with 2xx: the
+// stream was open, however it ended.
+type openTracker struct {
+	next   http.RoundTripper
+	opened atomic.Bool
+}
+
+func (t *openTracker) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		t.opened.Store(true)
+	}
+	return resp, err
+}
+
+// reconnectable reports whether a stream error may pass by reconnecting: a
+// closed or broken connection, a daemon not answering yet, a server-side
+// failure. A refused credential or a missing endpoint (4xx), an oversized
+// frame and a failure to print are final.
+func reconnectable(err error) bool {
+	var out *outputError
+	var api *apiError
+	switch {
+	case errors.As(err, &out), errors.Is(err, errFrameTooLarge):
+		return false
+	case errors.As(err, &api):
+		return api.Status >= 500 || api.Status == http.StatusTooManyRequests
+	}
+	return true
+}
+
+// dropReason says in a few words why the stream ended.
+func dropReason(err error) string {
+	if err == nil || errors.Is(err, io.EOF) {
+		return "the daemon closed the event stream"
+	}
+	return err.Error()
 }
 
 // printText writes s with exactly one trailing newline.

@@ -24,6 +24,7 @@ type fakeDaemon struct {
 	control, inspect string   // required bearer tokens ("" = open)
 	frames           []string // raw SSE written on /v1/dev/stream
 	holdStream       bool     // keep the stream open after the frames
+	streamStatus     []int    // status of the nth stream request (0 or past the end = the frames)
 	finalStatus      string   // status GET /v1/tasks/{id} reports
 	taskError        any
 	response         map[string]any // answer of POST /v1/responses
@@ -70,7 +71,13 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 		}
 		d.mu.Lock()
 		d.queries = append(d.queries, r.URL.RawQuery)
+		n := len(d.queries) - 1
 		d.mu.Unlock()
+		if n < len(d.streamStatus) && d.streamStatus[n] != 0 {
+			w.WriteHeader(d.streamStatus[n])
+			io.WriteString(w, `{"error":{"message":"stream refused"}}`)
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, f := range d.frames {
 			io.WriteString(w, f)
@@ -327,31 +334,113 @@ func TestSendNoDaemon(t *testing.T) {
 	}
 }
 
-func TestWatchPrintsUntilStreamEnds(t *testing.T) {
+// fastWatch runs watch with a 1 ms reconnect backoff until stop reports
+// true about the daemon (checked every few ms) or 10 s pass.
+func fastWatch(t *testing.T, d *fakeDaemon, stop func() bool, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	e := env{stdout: out, stderr: errb, lookup: mapLookup(nil)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- (&watchCommand{env: e, retry: time.Millisecond, retryMax: 2 * time.Millisecond}).Run(ctx, append(args, "--port", d.port(t)))
+	}()
+	for {
+		select {
+		case err := <-done:
+			return out.String(), errb.String(), err
+		case <-time.After(5 * time.Millisecond):
+		}
+		d.mu.Lock()
+		ok := stop()
+		d.mu.Unlock()
+		if ok {
+			cancel()
+			return out.String(), errb.String(), <-done
+		}
+	}
+}
+
+func TestWatchReconnectsAfterLastPrintedID(t *testing.T) {
 	d := newFakeDaemon(t)
+	// The fake ignores since= and replays everything: watch must not
+	// print an event twice.
 	d.frames = []string{
 		": ping\n\n",
 		sseFrame(1, "run.started", `{"name":"run.started","run_id":"r1"}`),
+		"event: output_text.delta\ndata: {\"name\":\"output_text.delta\",\"data\":{\"delta\":\"hi\"}}\n\n",
 		sseFrame(2, "run.finished", `{"status":"done"}`),
 	}
-	var out, errb bytes.Buffer
-	e := env{stdout: &out, stderr: &errb, lookup: mapLookup(nil)}
-	err := (&watchCommand{env: e}).Run(context.Background(), []string{"--port", d.port(t)})
-	if err == nil || !strings.Contains(err.Error(), "closed the event stream") {
-		t.Fatalf("watch: %v, want 'closed the event stream' (no reconnect)", err)
+	out, errOut, err := fastWatch(t, d, func() bool { return len(d.queries) >= 3 })
+	if err != nil {
+		t.Fatalf("watch: %v, want nil after the interrupt", err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[1], "run.finished") {
-		t.Fatalf("watch printed %q, want both events (watch does not stop at run.finished)", out.String())
+	if d.queries[0] != "" || d.queries[1] != "since=2" || d.queries[2] != "since=2" {
+		t.Fatalf("watch queries %q, want none, then since=2 on every reconnect", d.queries)
 	}
-	if len(d.queries) != 1 || d.queries[0] != "" {
-		t.Fatalf("watch queries %q, want exactly one, without since", d.queries)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// The delta (no id) repeats: the fake replays it, which the daemon,
+	// whose deltas are never stored, would not.
+	if len(lines) < 3 || !strings.Contains(lines[0], "run.started") || !strings.Contains(lines[2], "run.finished") ||
+		strings.Count(out, "run.started") != 1 || strings.Count(out, "run.finished") != 1 {
+		t.Fatalf("watch printed %q, want each stored event once", out)
 	}
+	if !strings.Contains(errOut, "delta: watch: the daemon closed the event stream; reconnecting in 1ms, after event 2") {
+		t.Fatalf("stderr %q, want a one-line reconnect notice", errOut)
+	}
+}
 
-	d.queries = nil
-	_ = (&watchCommand{env: e}).Run(context.Background(), []string{"--since", "41", "--port", d.port(t)})
-	if len(d.queries) != 1 || d.queries[0] != "since=41" {
-		t.Fatalf("watch --since 41 queries %q, want since=41", d.queries)
+func TestWatchSince(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.holdStream = true
+	_, _, err := fastWatch(t, d, func() bool { return len(d.queries) >= 1 }, "--since", "41")
+	if err != nil || d.queries[0] != "since=41" {
+		t.Fatalf("watch --since 41: queries %q, %v; want since=41", d.queries, err)
+	}
+}
+
+func TestWatchReconnectOutcomes(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		status  []int  // of the stream requests
+		wantErr string // "" = still reconnecting when stopped
+		queries int    // stream requests made by then
+	}{
+		{"refused credential on reconnect is final", []int{0, http.StatusUnauthorized}, "HTTP 401", 2},
+		{"missing endpoint on reconnect is final", []int{0, http.StatusNotFound}, "HTTP 404", 2},
+		{"server errors are retried", []int{0, 503, 502, 500}, "", 5},
+		{"refused before any stream is final", []int{http.StatusUnauthorized}, "HTTP 401", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newFakeDaemon(t)
+			d.frames = []string{sseFrame(1, "run.started", `{}`)}
+			d.streamStatus = tt.status
+			_, _, err := fastWatch(t, d, func() bool { return len(d.queries) >= tt.queries && tt.wantErr == "" })
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("watch: %v, want it still reconnecting", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("watch: %v, want an error with %q", err, tt.wantErr)
+			}
+			if len(d.queries) < tt.queries || (tt.wantErr != "" && len(d.queries) != tt.queries) {
+				t.Fatalf("%d stream requests, want %d", len(d.queries), tt.queries)
+			}
+		})
+	}
+}
+
+func TestWatchNoDaemonFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	e := env{stdout: io.Discard, stderr: io.Discard, lookup: mapLookup(nil)}
+	err = (&watchCommand{env: e}).Run(context.Background(), []string{"--port", port})
+	if err == nil || !strings.Contains(err.Error(), "no Delta daemon answers") {
+		t.Fatalf("watch with no daemon: %v, want the 'no daemon' error, not a retry loop", err)
 	}
 }
 
