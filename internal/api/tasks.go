@@ -241,6 +241,10 @@ func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 	if !live {
 		return
 	}
+	// Events are published after their commit by the goroutine that made
+	// them, so live ids can arrive out of order: skip only what the replay
+	// already sent, never an id below the newest one sent live.
+	replayed := last
 	hb := time.NewTicker(s.o.Heartbeat)
 	defer hb.Stop()
 	for {
@@ -253,13 +257,10 @@ func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			if e.ID != 0 && e.ID <= last {
+			if e.ID != 0 && e.ID <= replayed {
 				continue // already replayed
 			}
 			sse.sendID(e.ID, e.Name, e)
-			if e.ID > last {
-				last = e.ID
-			}
 		}
 	}
 }

@@ -175,6 +175,14 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		err = json.Unmarshal(run.Request, &req)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// A shutdown leaves the run to resume on the next start; a
+			// user's cancel ends it here.
+			if userCancel() {
+				e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusCancelled, "", "cancelled by request")
+			}
+			return
+		}
 		logger.Error("load run", "err", err)
 		e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusFailed, "", "load run: "+err.Error())
 		return

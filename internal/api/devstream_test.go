@@ -1,0 +1,82 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/api"
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/queue"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// Durable events are published after their commit by the goroutine that
+// made them (concurrent tool results), so they can reach the broker out of
+// id order. The live stream must deliver every one of them.
+func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, _ := bundle.Load(bundle.Options{Dir: dir})
+	broker := event.NewBroker()
+	eng := engine.New(engine.Options{Store: st, Broker: broker, Provider: echoProvider, Models: []string{"m"}, Prompt: b,
+		Tools: tool.NewRegistry(), ToolNames: func(string) []string { return nil },
+		Budget: func(string) engine.Budget { return engine.Budget{Steps: 1, Tokens: 1, CostUSD: 1} }})
+	q := queue.New(st, eng.Execute, 1, nil)
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(context.Background())
+	srv := httptest.NewServer(api.New(api.Options{Service: &engine.Service{Store: st, Queue: q, Engine: eng}, Heartbeat: time.Hour}))
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/dev/stream?since=0&run=resp_x", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				lines <- id
+			}
+		}
+		close(lines)
+	}()
+	// The subscription exists once the response headers are out.
+	for _, id := range []int64{7, 5, 6} {
+		broker.Publish(event.Event{ID: id, RunID: "resp_x", Name: event.ToolResult, Time: time.Now()})
+	}
+	var got []string
+	for len(got) < 3 {
+		select {
+		case id, ok := <-lines:
+			if !ok {
+				t.Fatalf("stream ended after %v", got)
+			}
+			got = append(got, id)
+		case <-ctx.Done():
+			t.Fatalf("live stream delivered only %v of ids 7, 5, 6", got)
+		}
+	}
+	if strings.Join(got, ",") != "7,5,6" {
+		t.Fatalf("live ids %v, want 7,5,6", got)
+	}
+}
