@@ -25,6 +25,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/search"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
@@ -117,14 +118,17 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			resolve = p.vault.Resolver(context.WithoutCancel(ctx))
 		}
 		p.mcp = mcp.New(mcp.Options{Servers: cfg.MCP.Servers, Refresh: cfg.MCP.Refresh, Env: cfg.MCP.ChildEnv,
-			Logger: logger, Resolve: resolve, Redact: red.Redact, SaveImage: saveImage(p.images)})
+			Logger: logger, Resolve: resolve, Redact: red.Redact, SaveImage: saveImage(p.images),
+			// Tools a server reveals later (bobby's phases) join the
+			// registry, searchable on the next turn.
+			OnToolsAdded: func(ts []tool.Tool) { reg.AddMissing(ts...) }})
 		// Open never fails for a dead server: its tools are absent and
 		// its state is in /v1/status.
 		_ = p.mcp.Open(ctx)
-		reg.Add(p.mcp.Tools()...)
+		reg.AddMissing(p.mcp.Tools()...)
 		if p.vault != nil {
 			// A server that waited for a credential connects when it arrives.
-			p.vault.OnPut(func(string) { reg.Add(p.mcp.Retry(context.WithoutCancel(ctx))...) })
+			p.vault.OnPut(func(string) { reg.AddMissing(p.mcp.Retry(context.WithoutCancel(ctx))...) })
 		}
 	}
 	p.status = func() any { return statusView(cfg, provider, tools, p) }

@@ -59,9 +59,14 @@ func (s *server) adapted() []tool.Tool {
 	s.mu.Lock()
 	defs := s.tools
 	s.mu.Unlock()
-	var out []tool.Tool
-	seen := map[string]bool{}
-	dropped := 0
+	out, dropped := s.adapt(defs, map[string]bool{})
+	s.setStatus(func(st *ServerStatus) { st.Tools, st.Dropped = len(out), dropped })
+	return out
+}
+
+// adapt turns tool definitions into registry tools; seen holds the names
+// already taken and gains the new ones.
+func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool, dropped int) {
 	for _, d := range defs {
 		name, ok := ToolName(s.cfg.Name, d.Name)
 		if !ok || seen[name] {
@@ -88,8 +93,7 @@ func (s *server) adapted() []tool.Tool {
 			readOnly: ReadOnlyName(d.Name),
 		})
 	}
-	s.setStatus(func(st *ServerStatus) { st.Tools, st.Dropped = len(out), dropped })
-	return out
+	return out, dropped
 }
 
 // inputSchema renders a tool's input schema as an object schema with

@@ -63,6 +63,10 @@ type Options struct {
 	// "<server>__<tool>-<call id>-<n>" (n counts the images of one result).
 	// nil, or an error, leaves a note that the image was not shown.
 	SaveImage func(name, mime string, data []byte) (marker string, err error)
+	// OnToolsAdded receives the tools a connected server revealed later with
+	// notifications/tools/list_changed; the daemon adds them to its registry
+	// (nil = such notifications are ignored).
+	OnToolsAdded func([]tool.Tool)
 }
 
 // ServerStatus is one server as /v1/status and /v1/dev/config show it.
@@ -86,6 +90,10 @@ type Manager struct {
 
 	mu    sync.Mutex
 	tools []tool.Tool
+
+	// ctx lives until Close: background relists run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New fills defaults; it connects nothing (see Open).
@@ -107,6 +115,7 @@ func New(o Options) *Manager {
 		o.HTTPClient = &http.Client{}
 	}
 	m := &Manager{o: o, log: o.Logger}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, c := range o.Servers {
 		s := &server{m: m, cfg: c, log: o.Logger.With("mcp_server", c.Name)}
 		if o.Refresh != nil && o.Refresh.Server == c.Name && c.Transport == config.MCPHTTP {
@@ -190,6 +199,7 @@ func (m *Manager) Status() []ServerStatus {
 // Close ends every session and stops stdio children, waiting at most until
 // ctx is done.
 func (m *Manager) Close(ctx context.Context) error {
+	m.cancel()
 	done := make(chan error, 1)
 	go func() {
 		var wg sync.WaitGroup

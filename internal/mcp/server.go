@@ -28,6 +28,7 @@ type server struct {
 	connMu  sync.Mutex
 	session *sdk.ClientSession
 
+	listMu sync.Mutex // serialises relists, so a tool is added once
 	mu     sync.Mutex // guards status, tools
 	status ServerStatus
 	tools  []*sdk.Tool // discovered once; nil until the first successful boot
@@ -157,7 +158,12 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 	default:
 		return nil, "", fmt.Errorf("unknown transport %q", s.cfg.Transport)
 	}
-	c := sdk.NewClient(&sdk.Implementation{Name: "delta", Version: version.Version}, &sdk.ClientOptions{Logger: s.log})
+	c := sdk.NewClient(&sdk.Implementation{Name: "delta", Version: version.Version}, &sdk.ClientOptions{Logger: s.log,
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			// Not in the handler's goroutine: it must not wait on a request
+			// over the connection it is serving.
+			go s.relist(s.m.ctx, req.Session)
+		}})
 	at := &attempt{}
 	sess, err = c.Connect(withAttempt(ctx, at), t, nil)
 	if p := at.access.Load(); p != nil {

@@ -43,6 +43,25 @@ func (r *Registry) Add(ts ...Tool) {
 	}
 }
 
+// AddMissing registers the tools whose names are not registered yet and
+// returns how many it added. It is for sources that can report the same
+// tool twice (an MCP server's list at boot and its later list_changed).
+func (r *Registry) AddMissing(ts ...Tool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range ts {
+		name := t.Spec().Name
+		if _, dup := r.byName[name]; dup || name == "" {
+			continue
+		}
+		r.byName[name] = t
+		r.order = append(r.order, name)
+		n++
+	}
+	return n
+}
+
 // Get returns the tool registered under name.
 func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()

@@ -78,3 +78,14 @@ func TestRegistryRefusesWiringMistakes(t *testing.T) {
 		})
 	}
 }
+
+func TestRegistryAddMissingSkipsKnownNames(t *testing.T) {
+	r := NewRegistry()
+	r.Add(named("a"))
+	if n := r.AddMissing(named("a"), named("b"), named("b"), named("c")); n != 2 {
+		t.Fatalf("AddMissing added %d, want 2 (b and c once each)", n)
+	}
+	if got, want := r.Names(), []string{"a", "b", "c"}; !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+}

@@ -172,6 +172,20 @@ func NewServer(o Options, counters *Counters) *sdk.Server {
 				return textResult(name + " survived"), nil
 			})
 	}
+	// unlock reveals a tool the server did not list at first, as bobby
+	// does when a session changes phase: the SDK then notifies
+	// tools/list_changed to every connected client.
+	var revealed sync.Once
+	s.AddTool(&sdk.Tool{Name: "unlock", Description: "Reveal the secret_door tool.", InputSchema: empty},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			revealed.Do(func() {
+				s.AddTool(&sdk.Tool{Name: "secret_door", Description: "Only listed after unlock.", InputSchema: empty},
+					func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+						return textResult("door opened"), nil
+					})
+			})
+			return textResult("unlocked"), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "slow", Description: "Block until cancelled.", InputSchema: empty},
 		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			<-ctx.Done()

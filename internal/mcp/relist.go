@@ -1,0 +1,60 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// relist answers a server's notifications/tools/list_changed: it lists the
+// tools again and hands the ones it has not seen to Options.OnToolsAdded,
+// so a server that reveals tools as a session progresses (bobby's phases)
+// is usable without a restart. Tools are only ever added: one that
+// disappeared stays registered, and a call to it gets the server's own
+// error, which says why.
+func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
+	if !s.discovered() || s.m.o.OnToolsAdded == nil {
+		return // boot lists everything itself
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.m.o.ConnectTimeout)
+	defer cancel()
+	var fresh []*sdk.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			s.log.Warn("mcp tools changed, but listing them failed; the new ones stay absent", "err", fmt.Errorf("list tools: %w", err))
+			return
+		}
+		fresh = append(fresh, t)
+	}
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	s.mu.Lock()
+	known := map[string]bool{}
+	seen := map[string]bool{}
+	for _, d := range s.tools {
+		known[d.Name] = true
+		if name, ok := ToolName(s.cfg.Name, d.Name); ok {
+			seen[name] = true
+		}
+	}
+	var added []*sdk.Tool
+	for _, d := range fresh {
+		if !known[d.Name] {
+			known[d.Name] = true
+			added = append(added, d)
+		}
+	}
+	s.tools = append(s.tools, added...)
+	s.mu.Unlock()
+	if len(added) == 0 {
+		return
+	}
+	ts, dropped := s.adapt(added, seen)
+	s.setStatus(func(st *ServerStatus) { st.Tools += len(ts); st.Dropped += dropped })
+	s.m.mu.Lock()
+	s.m.tools = append(s.m.tools, ts...)
+	s.m.mu.Unlock()
+	s.log.Info("mcp server added tools after tools/list_changed", "added", len(ts))
+	s.m.o.OnToolsAdded(ts)
+}
