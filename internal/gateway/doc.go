@@ -100,6 +100,9 @@
 // JSON per object or list of evidence, and last, unescaped, the snapshot
 // text of a11y_snapshot or workflow_observe (a11y_snapshot's header carries
 // the page title, URL and node count).
+// A completed screenshot also carries its PNG as image content, for a
+// principal holding artifact:read: hosts show content to the model and
+// rarely read artifact:// resources.
 //
 // # Resources and prompts
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -267,7 +268,29 @@ func (cs *clientSession) callTool(ctx context.Context, req *mcp.CallToolRequest)
 		cs.g.log.Error("tool failed", "tool", t.name, "err", err)
 		return errorResult(t.name, errorf(CodeInternal, "%s failed unexpectedly", t.name)), nil
 	}
-	return structuredResult(t.name, out), nil
+	res := structuredResult(t.name, out)
+	if img := cs.g.screenshotImage(p, out); img != nil {
+		res.Content = append(res.Content, img)
+	}
+	return res, nil
+}
+
+// screenshotImage returns the PNG of a completed screenshot as image
+// content. Hosts forward content to the model, not structuredContent, and
+// most never read the artifact:// resource, so without it no model would
+// see the capture. Only a principal that may read the artifact gets it.
+func (g *Gateway) screenshotImage(p policy.Principal, v any) *mcp.ImageContent {
+	o, ok := v.(*Outcome)
+	if !ok || o.Kind != "screenshot" || o.failed() || !p.Capabilities.Has(policy.ArtifactRead) {
+		return nil
+	}
+	art, _ := o.Evidence["artifact"].(map[string]any)
+	uri, _ := art["uri"].(string)
+	a, ok := g.artifacts.get(strings.TrimPrefix(uri, artifactScheme))
+	if !ok || a.Owner != p.Name {
+		return nil
+	}
+	return &mcp.ImageContent{Data: a.Data, MIMEType: a.MIME}
 }
 
 // safeHandle runs the handler and turns a panic into an internal error: a

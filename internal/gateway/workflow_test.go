@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/base64"
 	"net"
 	"strings"
@@ -198,6 +199,18 @@ func TestEvaluatePolicyAndScreenshotArtifacts(t *testing.T) {
 	png := rr.Contents[0].Blob
 	if len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Errorf("artifact is not a PNG: %q", base64.StdEncoding.EncodeToString(png[:min(len(png), 8)]))
+	}
+	// The same PNG rides in the result as image content: hosts forward
+	// content, not structuredContent, to the model.
+	res, _ := callTool(t, alice, "screenshot", map[string]any{"workflowHandle": plain["workflowHandle"]})
+	var imgs []*mcp.ImageContent
+	for _, c := range res.Content {
+		if img, ok := c.(*mcp.ImageContent); ok {
+			imgs = append(imgs, img)
+		}
+	}
+	if len(imgs) != 1 || imgs[0].MIMEType != "image/png" || !bytes.HasPrefix(imgs[0].Data, []byte("\x89PNG")) {
+		t.Errorf("screenshot content: %d images, want one PNG", len(imgs))
 	}
 	bob := connectHTTP(t, base, "bob-token", nil)
 	if _, err := bob.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: uri}); err == nil {
