@@ -1,12 +1,14 @@
 package anthropic
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
 // history50 is a 50-message conversation: a user request, then 16 rounds
@@ -33,7 +35,7 @@ func history50() model.Request {
 }
 
 // BenchmarkBuildRequest is the pure request build and JSON encoding of a
-// 50-message history, no network.
+// 50-message history, no network: the body Complete sends.
 func BenchmarkBuildRequest(b *testing.B) {
 	req := history50()
 	b.ReportAllocs()
@@ -42,8 +44,37 @@ func BenchmarkBuildRequest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := json.Marshal(p); err != nil {
+		if len(p.encode()) == 0 {
+			b.Fatal("empty body")
+		}
+	}
+}
+
+// tools50 is 50 tools with schemas like tool.Func's (~480 bytes each).
+func tools50() []model.ToolSpec {
+	var out []model.ToolSpec
+	for i := range 50 {
+		out = append(out, model.ToolSpec{Name: fmt.Sprintf("tool_%02d", i), Description: "Read part of a file in the workspace.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"path relative to the workspace root"},"offset":{"type":"integer","description":"first line to read, 1-based"},"limit":{"type":"integer","description":"how many lines to read at most"},"pattern":{"type":"string","description":"a regular expression"}},"required":["path"],"additionalProperties":false}`)})
+	}
+	return out
+}
+
+// BenchmarkBuildRequestTools50 is BenchmarkBuildRequest with 50 tools, as
+// every call of a client after its first builds it: the tools' definitions
+// memoized.
+func BenchmarkBuildRequestTools50(b *testing.B) {
+	req := history50()
+	req.Tools = tools50()
+	var defs model.ToolDefs
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := build(req, DefaultMaxTokens, &defs)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if len(p.encode()) == 0 {
+			b.Fatal("empty body")
 		}
 	}
 }
@@ -62,6 +93,30 @@ func BenchmarkParseStream(b *testing.B) {
 		}
 		if r := acc.response(); len(r.ToolCalls) != 2 {
 			b.Fatal(r)
+		}
+	}
+}
+
+// BenchmarkCompleteHistory50 is one whole call with that history over
+// loopback against the fake at zero latency: build the request, send it
+// through the SDK's transport, stream a tool call back, assemble it. The
+// fake's own work is in the figure too.
+func BenchmarkCompleteHistory50(b *testing.B) {
+	fake, err := modeltest.Start(modeltest.Sequence(modeltest.ToolReply(modeltest.ToolCall{
+		ID: "call_1", Name: "read_file", Arguments: `{"path":"src/next.go"}`,
+	})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	c := New(Options{BaseURL: fake.URL(), APIKey: "sk-bench"})
+	req := history50()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.Complete(ctx, req, model.Stream{})
+		if err != nil || len(res.ToolCalls) != 1 {
+			b.Fatalf("Complete = %+v, %v", res, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package anthropic is the model.Provider for the native Anthropic Messages
 // API (MODEL_API=anthropic), built on the official anthropic-sdk-go for
-// request encoding and transport.
+// transport; the request body is encoded here, byte for byte as the SDK
+// would encode it (see encode.go), at a fraction of the cost.
 //
 // Endpoint: the configured base URL is the versioned base
 // (https://api.anthropic.com/v1) and the client appends /messages; a bare
@@ -31,9 +32,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +70,7 @@ type Client struct {
 	maxTokens int64
 	timeout   time.Duration
 	setupErr  error
+	toolDefs  model.ToolDefs // the tools' definitions, encoded once per client
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -112,12 +115,7 @@ func New(o Options) *Client {
 	if o.APIKey != "" {
 		opts = append(opts, option.WithHeader("x-api-key", o.APIKey))
 	}
-	names := make([]string, 0, len(o.Headers))
-	for k := range o.Headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
 		opts = append(opts, option.WithHeader(k, o.Headers[k]))
 	}
 	c.messages = sdk.NewMessageService(opts...)
@@ -147,20 +145,20 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	if c.setupErr != nil {
 		return model.Response{}, &model.Error{Message: c.setupErr.Error(), Err: c.setupErr}
 	}
-	params, err := buildParams(req, c.maxTokens)
+	p, err := build(req, c.maxTokens, &c.toolDefs)
 	if err != nil {
 		return model.Response{}, err
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if c.timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, c.timeout)
-	}
+	callCtx, cancel := model.CallContext(ctx, c.timeout)
 	defer cancel()
 
-	// The raw *http.Response lets this package read the event stream itself
-	// and tell a finished stream from a cut one.
+	// The SDK stays the transport (headers, auth, retries off); the body
+	// is ours (encode.go), so the empty params are never encoded onto the
+	// wire. The raw *http.Response lets this package read the event
+	// stream itself and tell a finished stream from a cut one.
 	var res *http.Response
-	stream := c.messages.NewStreaming(callCtx, params,
+	stream := c.messages.NewStreaming(callCtx, sdk.MessageNewParams{},
+		option.WithRequestBody("application/json", p.encode()),
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res),
 	)
@@ -180,22 +178,12 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	return acc.response(), nil
 }
 
-// clean scrubs and bounds an endpoint message.
-func (c *Client) clean(msg string) string { return model.CleanMessage(msg, c.apiKey) }
-
 // fail turns any failure into the error the harness branches on: the
 // caller's own cancellation stays a context error, everything else is a
 // *model.Error.
 func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("anthropic messages: %w", ctx.Err())
-	}
-	if callCtx.Err() != nil {
-		return &model.Error{
-			Message:   fmt.Sprintf("no complete answer within %s", c.timeout),
-			Retriable: true,
-			Err:       callCtx.Err(),
-		}
+	if e := model.Interrupted(ctx, callCtx, "anthropic messages", c.timeout); e != nil {
+		return e
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
@@ -218,14 +206,11 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	}
 	// Network failures, cut streams and garbled events: the endpoint may
 	// well answer the next attempt.
-	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
+	return model.NetworkError(err, c.apiKey)
 }
 
 func (c *Client) statusError(status int, msg string, err error) *model.Error {
-	if strings.TrimSpace(msg) == "" {
-		msg = http.StatusText(status)
-	}
-	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: model.RetriableStatus(status), Err: err}
+	e := model.StatusError(status, msg, c.apiKey, err)
 	if overflow(status, msg) {
 		e.Retriable = false
 		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)

@@ -1,21 +1,12 @@
 package anthropic
 
-import sdk "github.com/anthropics/anthropic-sdk-go/v2"
+// Adapters that let the placement tests build blocks without naming the
+// body's types.
 
-type paramsForTest struct{ sdk.MessageNewParams }
+type paramsForTest struct{ MessageNewParams request }
 
-func textBlock(s string) sdk.ContentBlockParamUnion { return sdk.NewTextBlock(s) }
+func textBlock(s string) content { return content{kind: kindText, text: s} }
 
-func resultBlock(id string) sdk.ContentBlockParamUnion {
-	return sdk.ContentBlockParamUnion{OfToolResult: &sdk.ToolResultBlockParam{ToolUseID: id}}
-}
+func resultBlock(id string) content { return content{kind: kindToolResult, id: id} }
 
-func marked(b block) bool {
-	switch {
-	case b.param.OfText != nil:
-		return b.param.OfText.CacheControl.Type != ""
-	case b.param.OfToolResult != nil:
-		return b.param.OfToolResult.CacheControl.Type != ""
-	}
-	return false
-}
+func marked(b block) bool { return b.param.cache }

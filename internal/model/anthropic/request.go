@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/deltaharness/delta/internal/model"
 )
 
@@ -30,10 +28,73 @@ type extra struct {
 	Thinking []json.RawMessage `json:"thinking,omitempty"`
 }
 
+// request is the Messages body; encode.go writes it exactly as the SDK's
+// MessageNewParams would be written.
+type request struct {
+	MaxTokens    int64
+	Messages     []message
+	Model        string
+	OutputEffort string // output_config.effort; "" leaves output_config out
+	System       []content
+	Thinking     thinking
+	ToolDefs     []byte // the tools, encoded (tool.appendJSON) and comma-separated
+}
+
+type message struct {
+	Role    model.Role // user or assistant
+	Content []content
+}
+
+// Content block kinds.
+const (
+	kindText             = "text"
+	kindImage            = "image"
+	kindToolUse          = "tool_use"
+	kindToolResult       = "tool_result"
+	kindThinking         = "thinking"
+	kindRedactedThinking = "redacted_thinking"
+)
+
+// content is one content block; kind says which of the other fields it
+// sends.
+type content struct {
+	kind      string
+	text      string          // text and thinking; a tool_result's text content ("" = none)
+	id        string          // tool_use id, tool_result tool_use_id
+	name      string          // tool_use
+	input     json.RawMessage // tool_use: a valid JSON object
+	signature string          // thinking
+	data      string          // redacted_thinking; an image's base64 bytes
+	mediaType string          // image
+	cache     bool            // cache_control: ephemeral (text and tool_result only)
+}
+
+// thinking is the thinking config; kind "" leaves it out.
+type thinking struct {
+	kind   string // enabled | adaptive | disabled
+	budget int64  // enabled only
+}
+
+// tool is one tool definition. The schema's top level is split as the
+// SDK's ToolInputSchemaParam splits it: properties and required are
+// fields, type is always "object", every other key is an extra field.
+type tool struct {
+	name        string
+	description string
+	properties  json.RawMessage
+	required    []string // nil leaves required out
+	extras      []schemaField
+}
+
+type schemaField struct {
+	key   string
+	value json.RawMessage
+}
+
 // block is one content block being assembled, with what the cache
 // placement needs to know about it.
 type block struct {
-	param    sdk.ContentBlockParamUnion
+	param    content
 	eligible bool // a user text or tool_result block may carry a breakpoint
 }
 
@@ -43,44 +104,42 @@ type turn struct {
 }
 
 // buildParams maps a neutral request onto the Messages body.
-func buildParams(req model.Request, maxTokens int64) (sdk.MessageNewParams, error) {
+func buildParams(req model.Request, maxTokens int64) (request, error) {
+	return build(req, maxTokens, nil)
+}
+
+// build is buildParams with the client's memo of tool definitions.
+func build(req model.Request, maxTokens int64, defs *model.ToolDefs) (request, error) {
 	if req.Model == "" {
-		return sdk.MessageNewParams{}, fmt.Errorf("build messages request: model is required")
+		return request{}, fmt.Errorf("build messages request: model is required")
 	}
-	p := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: maxTokens}
+	p := request{Model: req.Model, MaxTokens: maxTokens}
 	for _, s := range req.System {
 		if s != "" {
-			p.System = append(p.System, sdk.TextBlockParam{Text: s})
+			p.System = append(p.System, content{kind: kindText, text: s})
 		}
 	}
 	turns, err := buildTurns(req.Messages)
 	if err != nil {
-		return sdk.MessageNewParams{}, err
+		return request{}, err
 	}
 	if len(turns) == 0 {
-		return sdk.MessageNewParams{}, fmt.Errorf("build messages request: no messages")
+		return request{}, fmt.Errorf("build messages request: no messages")
 	}
 	if turns[0].role != model.RoleUser {
-		return sdk.MessageNewParams{}, fmt.Errorf("build messages request: the first message must be the user's, not %s", turns[0].role)
+		return request{}, fmt.Errorf("build messages request: the first message must be the user's, not %s", turns[0].role)
 	}
 	placeBreakpoints(&p, turns)
-	for _, t := range turns {
-		blocks := make([]sdk.ContentBlockParamUnion, len(t.blocks))
-		for i, b := range t.blocks {
-			blocks[i] = b.param
+	p.Messages = make([]message, len(turns))
+	for i, t := range turns {
+		blocks := make([]content, len(t.blocks))
+		for j, b := range t.blocks {
+			blocks[j] = b.param
 		}
-		if t.role == model.RoleAssistant {
-			p.Messages = append(p.Messages, sdk.NewAssistantMessage(blocks...))
-		} else {
-			p.Messages = append(p.Messages, sdk.NewUserMessage(blocks...))
-		}
+		p.Messages[i] = message{Role: t.role, Content: blocks}
 	}
-	for _, t := range req.Tools {
-		tool, err := buildTool(t)
-		if err != nil {
-			return sdk.MessageNewParams{}, fmt.Errorf("build messages request: tool %q: %w", t.Name, err)
-		}
-		p.Tools = append(p.Tools, tool)
+	if p.ToolDefs, err = defs.Join(req.Tools, 0, appendTool); err != nil {
+		return request{}, fmt.Errorf("build messages request: %w", err)
 	}
 	if !loopMissingThinking(turns) {
 		applyEffort(&p, req.Model, req.ReasoningEffort)
@@ -101,10 +160,10 @@ func loopMissingThinking(turns []turn) bool {
 		}
 		hasTool := false
 		for _, b := range turns[i].blocks {
-			hasTool = hasTool || b.param.OfToolUse != nil
+			hasTool = hasTool || b.param.kind == kindToolUse
 		}
-		first := turns[i].blocks[0].param
-		return hasTool && first.OfThinking == nil && first.OfRedactedThinking == nil
+		first := turns[i].blocks[0].param.kind
+		return hasTool && first != kindThinking && first != kindRedactedThinking
 	}
 	return false
 }
@@ -127,43 +186,35 @@ func buildTurns(msgs []model.Message) ([]turn, error) {
 		switch m.Role {
 		case model.RoleUser, model.RoleSystem:
 			if m.Content != "" { // the API refuses empty text blocks
-				add(model.RoleUser, block{param: sdk.NewTextBlock(m.Content), eligible: true})
+				add(model.RoleUser, block{param: content{kind: kindText, text: m.Content}, eligible: true})
 			}
 			if m.Role == model.RoleUser {
 				// Images follow their message's text. They never carry a
 				// breakpoint: they ride at the tail, after the per-turn
 				// blocks, where a cache write would never be read.
 				for _, im := range m.Images {
-					add(model.RoleUser, block{param: sdk.NewImageBlockBase64(im.MIME, base64.StdEncoding.EncodeToString(im.Data))})
+					add(model.RoleUser, block{param: content{kind: kindImage, mediaType: im.MIME, data: base64.StdEncoding.EncodeToString(im.Data)}})
 				}
 			}
 		case model.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("build messages request: message %d: tool message without tool_call_id", i)
 			}
-			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-			if m.Content != "" {
-				r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: m.Content}}}
-			}
-			add(model.RoleUser, block{param: sdk.ContentBlockParamUnion{OfToolResult: &r}, eligible: true})
+			add(model.RoleUser, block{param: content{kind: kindToolResult, id: m.ToolCallID, text: m.Content}, eligible: true})
 		case model.RoleAssistant:
-			var ex extra
-			if raw := wireExtra(m.Extra); raw != nil {
-				_ = json.Unmarshal(raw, &ex) // a damaged record only loses the replay
-			}
-			for _, th := range ex.Thinking {
+			for _, th := range model.StoredExtra[extra](m.Extra, extraKey).Thinking {
 				if b, ok := thinkingBlock(th); ok {
 					add(model.RoleAssistant, block{param: b})
 				}
 			}
 			if m.Content != "" {
-				add(model.RoleAssistant, block{param: sdk.NewTextBlock(m.Content)})
+				add(model.RoleAssistant, block{param: content{kind: kindText, text: m.Content}})
 			}
 			for _, tc := range m.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
 					return nil, fmt.Errorf("build messages request: message %d: tool call without id or name", i)
 				}
-				add(model.RoleAssistant, block{param: sdk.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name)})
+				add(model.RoleAssistant, block{param: content{kind: kindToolUse, id: tc.ID, name: tc.Name, input: toolInput(tc.Arguments)}})
 			}
 		default:
 			return nil, fmt.Errorf("build messages request: message %d: unknown role %q", i, m.Role)
@@ -172,20 +223,8 @@ func buildTurns(msgs []model.Message) ([]turn, error) {
 	return turns, nil
 }
 
-// wireExtra returns this wire's part of a message's Extra, or nil.
-func wireExtra(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var all map[string]json.RawMessage
-	if json.Unmarshal(raw, &all) != nil {
-		return nil
-	}
-	return all[extraKey]
-}
-
 // thinkingBlock rebuilds a recorded thinking or redacted_thinking block.
-func thinkingBlock(raw json.RawMessage) (sdk.ContentBlockParamUnion, bool) {
+func thinkingBlock(raw json.RawMessage) (content, bool) {
 	var b struct {
 		Type      string `json:"type"`
 		Thinking  string `json:"thinking"`
@@ -193,15 +232,15 @@ func thinkingBlock(raw json.RawMessage) (sdk.ContentBlockParamUnion, bool) {
 		Data      string `json:"data"`
 	}
 	if json.Unmarshal(raw, &b) != nil {
-		return sdk.ContentBlockParamUnion{}, false
+		return content{}, false
 	}
 	switch {
-	case b.Type == "thinking" && b.Signature != "":
-		return sdk.NewThinkingBlock(b.Signature, b.Thinking), true
-	case b.Type == "redacted_thinking" && b.Data != "":
-		return sdk.NewRedactedThinkingBlock(b.Data), true
+	case b.Type == kindThinking && b.Signature != "":
+		return content{kind: kindThinking, signature: b.Signature, text: b.Thinking}, true
+	case b.Type == kindRedactedThinking && b.Data != "":
+		return content{kind: kindRedactedThinking, data: b.Data}, true
 	}
-	return sdk.ContentBlockParamUnion{}, false
+	return content{}, false
 }
 
 // toolInput is the tool_use input echoed back: the model's own JSON when
@@ -234,10 +273,9 @@ func toolInput(raw json.RawMessage) json.RawMessage {
 //
 // So a turn of N parallel calls (≈2N blocks) still reaches the previous
 // turn's write: with 12 calls r1 is the tail and r2 the first tool_result.
-func placeBreakpoints(p *sdk.MessageNewParams, turns []turn) {
+func placeBreakpoints(p *request, turns []turn) {
 	if n := len(p.System); n > 0 {
-		p.System[n-1].CacheControl = sdk.CacheControlEphemeralParam{}
-		p.System[n-1].CacheControl.Type = "ephemeral"
+		p.System[n-1].cache = true
 	}
 	var flat []*block
 	for ti := range turns {
@@ -277,52 +315,48 @@ func placeBreakpoints(p *sdk.MessageNewParams, turns []turn) {
 }
 
 func markCache(b *block) {
-	cc := sdk.CacheControlEphemeralParam{Type: "ephemeral"}
-	switch {
-	case b.param.OfText != nil:
-		b.param.OfText.CacheControl = cc
-	case b.param.OfToolResult != nil:
-		b.param.OfToolResult.CacheControl = cc
+	if k := b.param.kind; k == kindText || k == kindToolResult {
+		b.param.cache = true
 	}
 }
 
-func buildTool(t model.ToolSpec) (sdk.ToolUnionParam, error) {
+// appendTool appends t's definition as encode.go writes it.
+func appendTool(dst []byte, t model.ToolSpec) ([]byte, error) {
+	tl, err := buildTool(t)
+	if err != nil {
+		return dst, err
+	}
+	return tl.appendJSON(dst)
+}
+
+func buildTool(t model.ToolSpec) (tool, error) {
 	if t.Name == "" {
-		return sdk.ToolUnionParam{}, fmt.Errorf("tool name is required")
+		return tool{}, fmt.Errorf("tool name is required")
 	}
-	schema := sdk.ToolInputSchemaParam{Properties: json.RawMessage(`{}`)}
-	if len(t.Parameters) > 0 {
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(t.Parameters, &top); err != nil {
-			return sdk.ToolUnionParam{}, fmt.Errorf("parameters must be a JSON object: %w", err)
-		}
-		if top == nil {
-			return sdk.ToolUnionParam{}, fmt.Errorf("parameters must be a JSON object, not null")
-		}
-		// Raw values keep the schema byte for byte below the top level;
-		// "type" is always "object" on this wire.
-		for k, v := range top {
-			switch k {
-			case "type":
-			case "properties":
-				schema.Properties = v
-			case "required":
-				if err := json.Unmarshal(v, &schema.Required); err != nil {
-					return sdk.ToolUnionParam{}, fmt.Errorf("required must be an array of names: %w", err)
-				}
-			default:
-				if schema.ExtraFields == nil {
-					schema.ExtraFields = map[string]any{}
-				}
-				schema.ExtraFields[k] = v
+	members, err := model.ToolSchema(t.Parameters)
+	if err != nil {
+		return tool{}, err
+	}
+	// Raw values keep the schema byte for byte below the top level;
+	// "type" is always "object" on this wire. The SDK writes the extra
+	// fields in map order, a new order every call; sorted (as members
+	// come), a tool's bytes stay the same across calls, which is what the
+	// prompt cache keys on.
+	tl := tool{name: t.Name, description: t.Description, properties: json.RawMessage(`{}`)}
+	for _, m := range members {
+		switch m.Name {
+		case "type":
+		case "properties":
+			tl.properties = m.Value
+		case "required":
+			if err := json.Unmarshal(m.Value, &tl.required); err != nil {
+				return tool{}, fmt.Errorf("required must be an array of names: %w", err)
 			}
+		default:
+			tl.extras = append(tl.extras, schemaField{key: m.Name, value: m.Value})
 		}
 	}
-	tool := sdk.ToolParam{Name: t.Name, InputSchema: schema}
-	if t.Description != "" {
-		tool.Description = sdk.String(t.Description)
-	}
-	return sdk.ToolUnionParam{OfTool: &tool}, nil
+	return tl, nil
 }
 
 // Thinking budgets for Claude 4.5 and earlier (D-MOD-21).
@@ -339,12 +373,12 @@ const unknownBudget = 16384
 
 // adaptiveHeadroom is added to max_tokens on the adaptive wire so thinking
 // does not starve the answer.
-var adaptiveHeadroom = map[sdk.OutputConfigEffort]int64{
-	sdk.OutputConfigEffortLow:    4096,
-	sdk.OutputConfigEffortMedium: 8192,
-	sdk.OutputConfigEffortHigh:   16384,
-	sdk.OutputConfigEffortXhigh:  32768,
-	sdk.OutputConfigEffortMax:    32768,
+var adaptiveHeadroom = map[string]int64{
+	"low":    4096,
+	"medium": 8192,
+	"high":   16384,
+	"xhigh":  32768,
+	"max":    32768,
 }
 
 // applyEffort renders a reasoning effort (already trimmed and lowercased
@@ -357,34 +391,34 @@ var adaptiveHeadroom = map[sdk.OutputConfigEffort]int64{
 // Claude 4.5 and earlier get the budget wire: none disables thinking, the
 // other names map to budget_tokens, and max_tokens grows by the budget so
 // it stays above it.
-func applyEffort(p *sdk.MessageNewParams, modelID, effort string) {
+func applyEffort(p *request, modelID, effort string) {
 	effort = strings.ToLower(strings.TrimSpace(effort))
 	if effort == "" {
 		return
 	}
 	if adaptive(modelID) {
-		e := sdk.OutputConfigEffort(effort)
+		e := effort
 		switch effort {
 		case "none", "minimal":
-			e = sdk.OutputConfigEffortLow
+			e = "low"
 		}
 		if _, ok := adaptiveHeadroom[e]; !ok {
-			e = sdk.OutputConfigEffortHigh
+			e = "high"
 		}
-		p.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{Type: "adaptive"}}
-		p.OutputConfig.Effort = e
+		p.Thinking = thinking{kind: "adaptive"}
+		p.OutputEffort = e
 		p.MaxTokens += adaptiveHeadroom[e]
 		return
 	}
 	if effort == "none" {
-		p.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{Type: "disabled"}}
+		p.Thinking = thinking{kind: "disabled"}
 		return
 	}
 	budget, ok := budgets[effort]
 	if !ok {
 		budget = unknownBudget
 	}
-	p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{Type: "enabled", BudgetTokens: budget}}
+	p.Thinking = thinking{kind: "enabled", budget: budget}
 	p.MaxTokens += budget
 }
 

@@ -3,18 +3,12 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
-
 	"github.com/deltaharness/delta/internal/model"
 )
-
-// errIncomplete marks a stream that ended before message_stop.
-var errIncomplete = errors.New("stream ended before the model finished")
 
 // event is the union of the Messages stream events, only the fields this
 // client reads (the SDK's MessageStreamEventUnion decodes every field of
@@ -115,23 +109,12 @@ var errorStatus = map[string]int{
 // read consumes a text/event-stream body until message_stop, its end, or
 // an error.
 func (a *accumulator) read(res *http.Response) error {
-	dec := ssestream.NewDecoder(res)
-	if dec == nil {
-		return fmt.Errorf("read stream: no body: %w", errIncomplete)
-	}
-	defer dec.Close()
-	for !a.finished && dec.Next() {
-		if err := a.event(dec.Event().Data); err != nil {
-			return err
-		}
-	}
-	if err := dec.Err(); err != nil {
-		return fmt.Errorf("read stream: %w", err)
-	}
-	if !a.finished {
-		return errIncomplete
-	}
-	return nil
+	return model.ReadStream(res, a.event, a.complete, a.complete)
+}
+
+// complete reports whether message_stop arrived.
+func (a *accumulator) complete() bool {
+	return a.finished
 }
 
 // event applies one SSE data payload. The payload's own type field is

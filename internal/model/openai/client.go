@@ -1,6 +1,8 @@
 // Package openai is the model.Provider for OpenAI-compatible Chat
 // Completions endpoints (OpenRouter, vLLM, most gateways), built on the
-// official openai-go SDK for request encoding and transport.
+// official openai-go SDK for transport; the request body is encoded here,
+// byte for byte as the SDK would encode it (see encode.go), at a fraction
+// of the cost.
 //
 // Every call streams: text and reasoning deltas reach the caller as they
 // arrive, tool calls are assembled across chunks by index, and usage
@@ -19,10 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,8 +53,9 @@ type Client struct {
 	chat       sdk.ChatCompletionService
 	apiKey     string
 	timeout    time.Duration
-	openRouter bool  // the host takes reasoning:{effort}, not reasoning_effort
-	setupErr   error // a base URL that cannot work; every call reports it
+	openRouter bool           // the host takes reasoning:{effort}, not reasoning_effort
+	setupErr   error          // a base URL that cannot work; every call reports it
+	toolDefs   model.ToolDefs // the tools' definitions, encoded once per client
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -73,32 +77,51 @@ func New(o Options) *Client {
 		h := strings.ToLower(u.Hostname())
 		c.openRouter = h == "openrouter.ai" || strings.HasSuffix(h, ".openrouter.ai")
 	}
-	hc := o.HTTPClient
+	c.chat = sdk.NewChatCompletionService(SDKOptions(base, o.APIKey, o.HTTPClient, o.Headers)...)
+	return c
+}
+
+// SDKOptions configure an openai-go service from explicit values only:
+// the SDK's NewClient would first apply DefaultClientOptions, which read
+// OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS and
+// more from the environment. Retries are off (the harness owns them), the
+// key goes as a bearer token when set, and the static headers are sent in
+// name order. Package responses builds its service from them too.
+func SDKOptions(baseURL, apiKey string, hc *http.Client, headers map[string]string) []option.RequestOption {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	// The chat service is built straight from explicit options: the SDK's
-	// NewClient would first apply DefaultClientOptions, which read
-	// OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS
-	// and more from the environment.
 	opts := []option.RequestOption{
-		option.WithBaseURL(base),
+		option.WithBaseURL(baseURL),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
 	}
-	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
+	if apiKey != "" {
+		opts = append(opts, option.WithAPIKey(apiKey))
 	}
-	names := make([]string, 0, len(o.Headers))
-	for k := range o.Headers {
-		names = append(names, k)
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		opts = append(opts, option.WithHeader(k, headers[k]))
 	}
-	sort.Strings(names)
-	for _, k := range names {
-		opts = append(opts, option.WithHeader(k, o.Headers[k]))
-	}
-	c.chat = sdk.NewChatCompletionService(opts...)
-	return c
+	return opts
+}
+
+// Post sends body, already encoded, through call (an openai-go service's
+// New method) and returns the raw response. The SDK stays the transport
+// (auth, headers, retries off) while the empty params it is given are
+// never encoded onto the wire. Asking for the raw *http.Response keeps the
+// SDK from decoding the body, so the caller reads the event stream itself
+// and can tell a finished stream from one that was cut. On an error the
+// response, if any, is returned too, for its status and body. Package
+// responses posts through it too.
+func Post[P, R any](ctx context.Context, call func(context.Context, P, ...option.RequestOption) (R, error), body []byte) (*http.Response, error) {
+	var res *http.Response
+	var params P
+	_, err := call(ctx, params,
+		option.WithRequestBody("application/json", body),
+		option.WithHeader("Accept", "text/event-stream"),
+		option.WithResponseBodyInto(&res),
+	)
+	return res, err
 }
 
 // Complete performs one streamed call. On a failure after the stream began
@@ -107,25 +130,14 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	if c.setupErr != nil {
 		return model.Response{}, &model.Error{Message: c.setupErr.Error(), Err: c.setupErr}
 	}
-	params, err := buildParams(req, c.openRouter)
+	p, err := build(req, c.openRouter, &c.toolDefs)
 	if err != nil {
 		return model.Response{}, err
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if c.timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, c.timeout)
-	}
+	callCtx, cancel := model.CallContext(ctx, c.timeout)
 	defer cancel()
 
-	// Asking for the raw *http.Response keeps the SDK from decoding the
-	// body, so this package reads the event stream itself and can tell a
-	// finished stream from one that was cut.
-	var res *http.Response
-	_, err = c.chat.New(callCtx, params,
-		option.WithJSONSet("stream", true),
-		option.WithHeader("Accept", "text/event-stream"),
-		option.WithResponseBodyInto(&res),
-	)
+	res, err := Post(callCtx, c.chat.New, p.encode())
 	if err != nil {
 		if res != nil && res.Body != nil {
 			defer res.Body.Close()
@@ -171,22 +183,12 @@ func isJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// clean scrubs and bounds an endpoint message.
-func (c *Client) clean(msg string) string { return model.CleanMessage(msg, c.apiKey) }
-
 // fail turns any failure into the error the harness branches on: the
 // caller's own cancellation stays a context error, everything else is a
 // *model.Error.
 func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("chat completion: %w", ctx.Err())
-	}
-	if callCtx.Err() != nil {
-		return &model.Error{
-			Message:   fmt.Sprintf("no complete answer within %s", c.timeout),
-			Retriable: true,
-			Err:       callCtx.Err(),
-		}
+	if e := model.Interrupted(ctx, callCtx, "chat completion", c.timeout); e != nil {
+		return e
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
@@ -194,24 +196,17 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 		if msg == "" {
 			msg = model.BodyText(res)
 		}
-		return c.statusError(apiErr.StatusCode, msg, err)
+		return model.StatusError(apiErr.StatusCode, msg, c.apiKey, err)
 	}
 	if res != nil && res.StatusCode >= 400 {
-		return c.statusError(res.StatusCode, model.BodyText(res), err)
+		return model.StatusError(res.StatusCode, model.BodyText(res), c.apiKey, err)
 	}
 	var se *streamError
 	if errors.As(err, &se) {
 		retriable := se.code == 0 || model.RetriableStatus(se.code)
-		return &model.Error{Status: se.code, Message: c.clean(se.Error()), Retriable: retriable, Err: err}
+		return &model.Error{Status: se.code, Message: model.CleanMessage(se.Error(), c.apiKey), Retriable: retriable, Err: err}
 	}
 	// Network failures, cut streams and garbled chunks: the endpoint may
 	// well answer the next attempt.
-	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
-}
-
-func (c *Client) statusError(status int, msg string, err error) error {
-	if strings.TrimSpace(msg) == "" {
-		msg = http.StatusText(status)
-	}
-	return &model.Error{Status: status, Message: c.clean(msg), Retriable: model.RetriableStatus(status), Err: err}
+	return model.NetworkError(err, c.apiKey)
 }

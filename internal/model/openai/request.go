@@ -5,111 +5,118 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/deltaharness/delta/internal/model"
 )
 
-// emptySchema is sent for a tool that declares no parameters: some
-// endpoints refuse a function without a parameters object.
-var emptySchema = sdk.FunctionParameters{"type": json.RawMessage(`"object"`), "properties": json.RawMessage(`{}`)}
+// request is the Chat Completions body; encode.go writes it exactly as the
+// SDK's ChatCompletionNewParams would be written.
+type request struct {
+	Messages []message
+	Model    string
+	// ReasoningEffort is reasoning_effort (direct endpoints);
+	// RouterEffort is OpenRouter's reasoning.effort. At most one is set.
+	ReasoningEffort string
+	RouterEffort    string
+	ToolDefs        []byte // the tools, encoded (tool.appendJSON) and comma-separated
+}
+
+// message is one chat message; Role selects the fields it sends.
+type message struct {
+	Role       model.Role
+	Content    string
+	HasContent bool          // assistant only: content is sent (tool-call turns without text leave it out)
+	Images     []model.Image // user only: content goes as parts, text first
+	ToolCallID string        // tool only
+	ToolCalls  []toolCall    // assistant only
+}
+
+type toolCall struct {
+	ID, Name, Arguments string
+}
+
+// tool is one function tool. Parameters are the schema's top-level
+// members in name order, each value the schema's own bytes.
+type tool struct {
+	Name        string
+	Description string
+	Parameters  []model.Member
+}
 
 // buildParams maps a neutral request onto the Chat Completions body.
 //
 // System blocks become one system message each, in order: keeping them
 // apart leaves each block's bytes untouched, which is what prefix caches
 // key on. openRouter selects the reasoning wire (D-MOD-20).
-func buildParams(req model.Request, openRouter bool) (sdk.ChatCompletionNewParams, error) {
+func buildParams(req model.Request, openRouter bool) (request, error) {
+	return build(req, openRouter, nil)
+}
+
+// build is buildParams with the client's memo of tool definitions.
+func build(req model.Request, openRouter bool, defs *model.ToolDefs) (request, error) {
 	if req.Model == "" {
-		return sdk.ChatCompletionNewParams{}, fmt.Errorf("build chat request: model is required")
+		return request{}, fmt.Errorf("build chat request: model is required")
 	}
-	p := sdk.ChatCompletionNewParams{
-		Model:         shared.ChatModel(req.Model),
-		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
-	}
+	p := request{Model: req.Model, Messages: make([]message, 0, len(req.System)+len(req.Messages))}
 	for _, block := range req.System {
 		if block == "" {
 			continue
 		}
-		p.Messages = append(p.Messages, sdk.SystemMessage(block))
+		p.Messages = append(p.Messages, message{Role: model.RoleSystem, Content: block})
 	}
 	for i, m := range req.Messages {
 		msg, err := buildMessage(m)
 		if err != nil {
-			return sdk.ChatCompletionNewParams{}, fmt.Errorf("build chat request: message %d: %w", i, err)
+			return request{}, fmt.Errorf("build chat request: message %d: %w", i, err)
 		}
 		p.Messages = append(p.Messages, msg)
 	}
 	if len(p.Messages) == 0 {
-		return sdk.ChatCompletionNewParams{}, fmt.Errorf("build chat request: no messages")
-	}
-	for _, t := range req.Tools {
-		tool, err := buildTool(t)
-		if err != nil {
-			return sdk.ChatCompletionNewParams{}, fmt.Errorf("build chat request: tool %q: %w", t.Name, err)
-		}
-		p.Tools = append(p.Tools, tool)
+		return request{}, fmt.Errorf("build chat request: no messages")
 	}
 	if effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort)); effort != "" {
 		if openRouter {
-			p.SetExtraFields(map[string]any{"reasoning": map[string]string{"effort": effort}})
+			p.RouterEffort = effort
 		} else {
-			p.ReasoningEffort = shared.ReasoningEffort(effort)
+			p.ReasoningEffort = effort
 		}
+	}
+	// OpenRouter's reasoning object is an extra field, which the SDK merges
+	// after encoding every other field without trusting nested values to
+	// be compact: tool schemas are compacted then.
+	encode, variant := appendTool, byte(0)
+	if p.RouterEffort != "" {
+		encode, variant = appendCompactTool, 1
+	}
+	var err error
+	if p.ToolDefs, err = defs.Join(req.Tools, variant, encode); err != nil {
+		return request{}, fmt.Errorf("build chat request: %w", err)
 	}
 	return p, nil
 }
 
-func buildMessage(m model.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+func buildMessage(m model.Message) (message, error) {
 	switch m.Role {
 	case model.RoleSystem:
-		return sdk.SystemMessage(m.Content), nil
+		return message{Role: model.RoleSystem, Content: m.Content}, nil
 	case model.RoleUser:
-		if len(m.Images) > 0 {
-			return userWithImages(m), nil
-		}
-		return sdk.UserMessage(m.Content), nil
+		// A user message that carries images is sent as content parts: its
+		// text first, then one image_url part per image with the bytes in
+		// a data: URL (the endpoint never fetches anything).
+		return message{Role: model.RoleUser, Content: m.Content, Images: m.Images}, nil
 	case model.RoleTool:
 		if m.ToolCallID == "" {
-			return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message without tool_call_id")
+			return message{}, fmt.Errorf("tool message without tool_call_id")
 		}
-		return sdk.ToolMessage(m.Content, m.ToolCallID), nil
+		return message{Role: model.RoleTool, Content: m.Content, ToolCallID: m.ToolCallID}, nil
 	case model.RoleAssistant:
-		var a sdk.ChatCompletionAssistantMessageParam
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = param.NewOpt(m.Content)
-		}
+		a := message{Role: model.RoleAssistant, Content: m.Content, HasContent: m.Content != "" || len(m.ToolCalls) == 0}
 		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID: tc.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name:      tc.Name,
-						Arguments: argumentsText(tc.Arguments),
-					},
-				},
-			})
+			a.ToolCalls = append(a.ToolCalls, toolCall{ID: tc.ID, Name: tc.Name, Arguments: argumentsText(tc.Arguments)})
 		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		return a, nil
 	default:
-		return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+		return message{}, fmt.Errorf("unknown role %q", m.Role)
 	}
-}
-
-// userWithImages renders a user message that carries images as content
-// parts: its text first, then one image_url part per image with the bytes
-// in a data: URL (the endpoint never fetches anything).
-func userWithImages(m model.Message) sdk.ChatCompletionMessageParamUnion {
-	parts := make([]sdk.ChatCompletionContentPartUnionParam, 0, len(m.Images)+1)
-	if m.Content != "" {
-		parts = append(parts, sdk.TextContentPart(m.Content))
-	}
-	for _, im := range m.Images {
-		parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: im.DataURL()}))
-	}
-	return sdk.UserMessage(parts)
 }
 
 // argumentsText is the arguments string echoed back to the model. Blank
@@ -121,30 +128,34 @@ func argumentsText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func buildTool(t model.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
+// appendTool appends t's definition as encode.go writes it.
+func appendTool(dst []byte, t model.ToolSpec) ([]byte, error) {
+	tl, err := buildTool(t)
+	if err != nil {
+		return dst, err
+	}
+	return tl.appendJSON(dst, false), nil
+}
+
+// appendCompactTool is appendTool with the schema's values compacted.
+func appendCompactTool(dst []byte, t model.ToolSpec) ([]byte, error) {
+	tl, err := buildTool(t)
+	if err != nil {
+		return dst, err
+	}
+	return tl.appendJSON(dst, true), nil
+}
+
+func buildTool(t model.ToolSpec) (tool, error) {
 	if t.Name == "" {
-		return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool name is required")
+		return tool{}, fmt.Errorf("tool name is required")
 	}
-	fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: emptySchema}
-	if t.Description != "" {
-		fn.Description = param.NewOpt(t.Description)
+	// Keep each top-level value as raw JSON: the schema reaches the wire
+	// byte for byte below the top level (numbers, nested key order), and
+	// the top level is sorted, so a tool's bytes are stable across calls.
+	params, err := model.ToolSchema(t.Parameters)
+	if err != nil {
+		return tool{}, err
 	}
-	if len(t.Parameters) > 0 {
-		// Keep each top-level value as raw JSON: the schema reaches the wire
-		// byte for byte below the top level (numbers, nested key order), and
-		// the top level is sorted, so a tool's bytes are stable across calls.
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(t.Parameters, &top); err != nil {
-			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters must be a JSON object: %w", err)
-		}
-		if top == nil {
-			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters must be a JSON object, not null")
-		}
-		params := make(sdk.FunctionParameters, len(top))
-		for k, v := range top {
-			params[k] = v
-		}
-		fn.Parameters = params
-	}
-	return sdk.ChatCompletionFunctionTool(fn), nil
+	return tool{Name: t.Name, Description: t.Description, Parameters: params}, nil
 }

@@ -11,13 +11,12 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/deltaharness/delta/internal/model"
 )
 
 // errIncomplete marks a stream that ended before the model finished.
-var errIncomplete = errors.New("stream ended before the model finished")
+var errIncomplete = model.ErrIncompleteStream
 
 // accumulator assembles one streamed answer from chunk bodies and forwards
 // deltas to the caller's Stream as they arrive.
@@ -48,23 +47,9 @@ func newAccumulator(s model.Stream) *accumulator {
 // error. It returns errIncomplete (wrapped) for a body that ended cleanly
 // before any finish_reason or [DONE].
 func (a *accumulator) read(res *http.Response) error {
-	dec := ssestream.NewDecoder(res)
-	if dec == nil {
-		return fmt.Errorf("read stream: no body: %w", errIncomplete)
-	}
-	defer dec.Close()
-	for !a.done && dec.Next() {
-		if err := a.event(dec.Event().Data); err != nil {
-			return err
-		}
-	}
-	if err := dec.Err(); err != nil {
-		return fmt.Errorf("read stream: %w", err)
-	}
-	if !a.done && !a.finished {
-		return errIncomplete
-	}
-	return nil
+	return model.ReadStream(res, a.event,
+		func() bool { return a.done },               // a usage chunk may follow the finish_reason
+		func() bool { return a.done || a.finished }) // a cut after the finish still has the whole answer
 }
 
 // streamError is an error object the server sent inside a 200 stream
@@ -89,9 +74,20 @@ func (a *accumulator) event(data []byte) error {
 	if err := errorEvent(data); err != nil {
 		return err
 	}
-	var c sdk.ChatCompletionChunk
+	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("malformed stream chunk: %w", err)
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return fmt.Errorf("malformed stream chunk: %w", err)
+		}
+		// A field of an unexpected type (arguments sent as an object, a
+		// count as a string): the SDK's lenient decoder reads what it
+		// can of such a chunk, as this client always did.
+		var sc sdk.ChatCompletionChunk
+		if err := json.Unmarshal(data, &sc); err != nil {
+			return fmt.Errorf("malformed stream chunk: %w", err)
+		}
+		c = chunkOf(&sc)
 	}
 	a.chunk(&c)
 	return nil
@@ -125,11 +121,94 @@ func errorEvent(data []byte) error {
 	return nil
 }
 
-func (a *accumulator) chunk(c *sdk.ChatCompletionChunk) {
+// chunk is the part of a chat.completion.chunk this client reads (the
+// SDK's ChatCompletionChunk decodes every field through reflection, ten
+// times slower).
+type chunk struct {
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chunkUsage   `json:"usage"` // nil when absent or null
+}
+
+type chunkChoice struct {
+	Index        int64      `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Content string `json:"content"`
+	// Reasoning arrives as delta.reasoning (OpenRouter) or
+	// delta.reasoning_content (other gateways); neither is in the SDK's
+	// types. Raw, so a value of another type is skipped, not refused.
+	Reasoning        json.RawMessage `json:"reasoning"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	ToolCalls        []chunkToolCall `json:"tool_calls"`
+}
+
+type chunkToolCall struct {
+	Index    int64  `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chunkUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	// Cost is OpenRouter's usage.cost in USD; raw, so a value of another
+	// type is skipped, not refused.
+	Cost json.RawMessage `json:"cost"`
+}
+
+// chunkOf takes from the SDK's decoding of a chunk what chunk holds.
+func chunkOf(sc *sdk.ChatCompletionChunk) chunk {
+	c := chunk{Model: sc.Model}
+	if sc.JSON.Usage.Valid() {
+		c.Usage = usageFromSDK(&sc.Usage)
+	}
+	for _, ch := range sc.Choices {
+		cc := chunkChoice{Index: ch.Index, FinishReason: ch.FinishReason, Delta: chunkDelta{
+			Content:          ch.Delta.Content,
+			Reasoning:        rawField(ch.Delta.JSON.ExtraFields, "reasoning"),
+			ReasoningContent: rawField(ch.Delta.JSON.ExtraFields, "reasoning_content"),
+		}}
+		for _, tc := range ch.Delta.ToolCalls {
+			t := chunkToolCall{Index: tc.Index, ID: tc.ID}
+			t.Function.Name, t.Function.Arguments = tc.Function.Name, tc.Function.Arguments
+			cc.Delta.ToolCalls = append(cc.Delta.ToolCalls, t)
+		}
+		c.Choices = append(c.Choices, cc)
+	}
+	return c
+}
+
+func usageFromSDK(su *sdk.CompletionUsage) *chunkUsage {
+	u := &chunkUsage{PromptTokens: su.PromptTokens, CompletionTokens: su.CompletionTokens, Cost: rawField(su.JSON.ExtraFields, "cost")}
+	u.PromptTokensDetails.CachedTokens = su.PromptTokensDetails.CachedTokens
+	u.PromptTokensDetails.CacheWriteTokens = su.PromptTokensDetails.CacheWriteTokens
+	return u
+}
+
+// rawField is an extra field's raw JSON, nil when absent.
+func rawField(extra map[string]respjson.Field, key string) json.RawMessage {
+	if f, ok := extra[key]; ok && f.Raw() != "" {
+		return json.RawMessage(f.Raw())
+	}
+	return nil
+}
+
+func (a *accumulator) chunk(c *chunk) {
 	if c.Model != "" {
 		a.served = c.Model
 	}
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		a.usage = usageOf(c.Usage)
 	}
 	for i := range c.Choices {
@@ -138,7 +217,7 @@ func (a *accumulator) chunk(c *sdk.ChatCompletionChunk) {
 			continue // we never ask for n > 1
 		}
 		d := &ch.Delta
-		if r := reasoningOf(d.JSON.ExtraFields); r != "" && a.s.OnReasoning != nil {
+		if r := reasoningOf(d.Reasoning, d.ReasoningContent); r != "" && a.s.OnReasoning != nil {
 			a.s.OnReasoning(r)
 		}
 		if d.Content != "" {
@@ -172,21 +251,15 @@ func (a *accumulator) chunk(c *sdk.ChatCompletionChunk) {
 	}
 }
 
-// reasoningOf reads the reasoning delta OpenRouter sends as delta.reasoning
-// (other gateways use delta.reasoning_content). Neither is in the SDK's
-// types, so both come from the raw extra fields.
-func reasoningOf(extra map[string]respjson.Field) string {
-	for _, key := range [...]string{"reasoning", "reasoning_content"} {
-		f, ok := extra[key]
-		if !ok {
-			continue
-		}
-		raw := f.Raw()
-		if raw == "" || raw == "null" {
+// reasoningOf is the reasoning delta: the first of delta.reasoning and
+// delta.reasoning_content that is a non-empty string.
+func reasoningOf(raws ...json.RawMessage) string {
+	for _, raw := range raws {
+		if len(raw) == 0 || raw[0] != '"' {
 			continue
 		}
 		var s string
-		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
+		if json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
 	}
@@ -195,19 +268,17 @@ func reasoningOf(extra map[string]respjson.Field) string {
 
 // usageOf maps the wire usage. OpenRouter adds usage.cost in USD, which is
 // what the call was billed, so it wins over any price table.
-func usageOf(u sdk.CompletionUsage) model.Usage {
+func usageOf(u *chunkUsage) model.Usage {
 	out := model.Usage{
 		InputTokens:      u.PromptTokens,
 		OutputTokens:     u.CompletionTokens,
 		CacheReadTokens:  u.PromptTokensDetails.CachedTokens,
 		CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
 	}
-	if f, ok := u.JSON.ExtraFields["cost"]; ok {
-		var cost float64
-		if raw := f.Raw(); raw != "" && raw != "null" && json.Unmarshal([]byte(raw), &cost) == nil && cost >= 0 {
-			out.CostUSD = cost
-			out.CostReported = true
-		}
+	var cost float64
+	if len(u.Cost) > 0 && string(u.Cost) != "null" && json.Unmarshal(u.Cost, &cost) == nil && cost >= 0 {
+		out.CostUSD = cost
+		out.CostReported = true
 	}
 	return out
 }
@@ -244,13 +315,14 @@ func (a *accumulator) response() model.Response {
 func (a *accumulator) fromCompletion(c *sdk.ChatCompletion) {
 	a.served = c.Model
 	if c.JSON.Usage.Valid() {
-		a.usage = usageOf(c.Usage)
+		a.usage = usageOf(usageFromSDK(&c.Usage))
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue
 		}
-		if r := reasoningOf(ch.Message.JSON.ExtraFields); r != "" && a.s.OnReasoning != nil {
+		extra := ch.Message.JSON.ExtraFields
+		if r := reasoningOf(rawField(extra, "reasoning"), rawField(extra, "reasoning_content")); r != "" && a.s.OnReasoning != nil {
 			a.s.OnReasoning(r)
 		}
 		if ch.Message.Content != "" {

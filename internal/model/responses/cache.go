@@ -1,13 +1,9 @@
 package responses
 
 import (
-	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/openai/openai-go/v3/packages/param"
-	sdk "github.com/openai/openai-go/v3/responses"
 )
 
 // explicitCacheModel reports whether a model takes explicit prompt-cache
@@ -40,26 +36,25 @@ var gptVersion = regexp.MustCompile(`^gpt-(\d+)(?:\.(\d+))?`)
 //     call's prompt stops matching this one's.
 //
 // OpenAI writes at most four explicit breakpoints; this places three.
-func placeCacheBreakpoints(p *sdk.ResponseNewParams, items sdk.ResponseInputParam) {
+func placeCacheBreakpoints(p *request) {
 	var candidates []int
 	first := -1
-	for i, it := range items {
+	for i, it := range p.Input {
 		switch {
-		case it.OfMessage != nil && it.OfMessage.Role == sdk.EasyInputMessageRoleUser:
-			if !it.OfMessage.Content.OfString.Valid() {
-				// A content list is a message with images (userWithImages),
-				// attached after the per-turn blocks: never a breakpoint.
+		case it.kind == kindMessage && it.role == "user":
+			if len(it.images) > 0 {
+				// A message with images (a content list), attached after
+				// the per-turn blocks: never a breakpoint.
 				continue
 			}
-			text := it.OfMessage.Content.OfString.Value
-			if strings.HasPrefix(strings.TrimSpace(text), "<delta:") {
+			if strings.HasPrefix(strings.TrimSpace(it.text), "<delta:") {
 				continue
 			}
 			if first < 0 {
 				first = i
 			}
 			candidates = append(candidates, i)
-		case it.OfFunctionCallOutput != nil:
+		case it.kind == kindCallOutput:
 			candidates = append(candidates, i)
 		}
 	}
@@ -70,29 +65,10 @@ func placeCacheBreakpoints(p *sdk.ResponseNewParams, items sdk.ResponseInputPara
 	for k := len(candidates) - 1; k >= 0 && len(marks) < 3; k-- {
 		marks[candidates[k]] = true
 	}
+	// A marked item's text goes as one input_text part carrying the
+	// breakpoint (only text parts can carry one); see encode.go.
 	for i := range marks {
-		markBreakpoint(&items[i])
+		p.Input[i].breakpoint = true
 	}
-	p.PromptCacheOptions.Mode = "explicit"
-}
-
-// explicitMark is a breakpoint with the request's TTL. It is written raw
-// because the SDK drops a zero-valued breakpoint struct (omitzero).
-var explicitMark = json.RawMessage(`{"mode":"explicit"}`)
-
-// markBreakpoint rewrites a string item as one input_text part carrying a
-// breakpoint (only text parts can carry one).
-func markBreakpoint(it *sdk.ResponseInputItemUnionParam) {
-	switch {
-	case it.OfMessage != nil:
-		text := it.OfMessage.Content.OfString.Value
-		it.OfMessage.Content = sdk.EasyInputMessageContentUnionParam{OfInputItemContentList: sdk.ResponseInputMessageContentListParam{
-			{OfInputText: &sdk.ResponseInputTextParam{Text: text, PromptCacheBreakpoint: param.Override[sdk.ResponseInputTextPromptCacheBreakpointParam](explicitMark)}},
-		}}
-	case it.OfFunctionCallOutput != nil:
-		text := it.OfFunctionCallOutput.Output.OfString.Value
-		it.OfFunctionCallOutput.Output = sdk.ResponseInputItemFunctionCallOutputOutputUnionParam{OfResponseFunctionCallOutputItemArray: sdk.ResponseFunctionCallOutputItemListParam{
-			{OfInputText: &sdk.ResponseInputTextContentParam{Text: text, PromptCacheBreakpoint: param.Override[sdk.ResponseInputTextContentPromptCacheBreakpointParam](explicitMark)}},
-		}}
-	}
+	p.ExplicitCache = true
 }

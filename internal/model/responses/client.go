@@ -1,7 +1,9 @@
 // Package responses is the model.Provider for the OpenAI Responses API
-// (MODEL_API=responses), built on openai-go's responses service with
-// explicit options only: it never reads OPENAI_API_KEY, OPENAI_BASE_URL or
-// any other environment variable, and it never retries.
+// (MODEL_API=responses), built on openai-go's responses service for
+// transport, with explicit options only (openai.SDKOptions): it never reads
+// OPENAI_API_KEY, OPENAI_BASE_URL or any other environment variable, and
+// it never retries. The request body is encoded here, byte for byte as the
+// SDK would encode it (see encode.go), at a fraction of the cost.
 //
 // The base URL is the versioned base (https://api.openai.com/v1); the
 // client appends /responses. Every call streams and is stateless
@@ -31,15 +33,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/openai"
 )
 
 // DefaultBaseURL is OpenAI's versioned base.
@@ -69,6 +70,7 @@ type Client struct {
 	timeout  time.Duration
 	lane     lane
 	setupErr error
+	toolDefs model.ToolDefs // the tools' definitions, encoded once per client
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -120,29 +122,7 @@ func New(o Options) *Client {
 			verbosity: strings.ToLower(strings.TrimSpace(o.TextVerbosity)),
 			summary:   strings.ToLower(strings.TrimSpace(o.ReasoningSummary))}
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	// Built from explicit options: openai.NewClient would first apply
-	// DefaultClientOptions, which read OPENAI_* from the environment.
-	opts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	}
-	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
-	}
-	names := make([]string, 0, len(o.Headers))
-	for k := range o.Headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		opts = append(opts, option.WithHeader(k, o.Headers[k]))
-	}
-	c.svc = responses.NewResponseService(opts...)
+	c.svc = responses.NewResponseService(openai.SDKOptions(base, o.APIKey, o.HTTPClient, o.Headers)...)
 	return c
 }
 
@@ -152,21 +132,14 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	if c.setupErr != nil {
 		return model.Response{}, &model.Error{Message: c.setupErr.Error(), Err: c.setupErr}
 	}
-	params, err := buildParams(req, c.lane)
+	p, err := build(req, c.lane, &c.toolDefs)
 	if err != nil {
 		return model.Response{}, err
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if c.timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, c.timeout)
-	}
+	callCtx, cancel := model.CallContext(ctx, c.timeout)
 	defer cancel()
-	var res *http.Response
-	_, err = c.svc.New(callCtx, params,
-		option.WithJSONSet("stream", true),
-		option.WithHeader("Accept", "text/event-stream"),
-		option.WithResponseBodyInto(&res),
-	)
+
+	res, err := openai.Post(callCtx, c.svc.New, p.encode())
 	if err != nil {
 		if res != nil && res.Body != nil {
 			defer res.Body.Close()
@@ -183,15 +156,9 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	return acc.response(), nil
 }
 
-// clean scrubs and bounds an endpoint message.
-func (c *Client) clean(msg string) string { return model.CleanMessage(msg, c.apiKey) }
-
 func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("responses call: %w", ctx.Err())
-	}
-	if callCtx.Err() != nil {
-		return &model.Error{Message: fmt.Sprintf("no complete answer within %s", c.timeout), Retriable: true, Err: callCtx.Err()}
+	if e := model.Interrupted(ctx, callCtx, "responses call", c.timeout); e != nil {
+		return e
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
@@ -212,14 +179,11 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 		}
 		return e
 	}
-	return &model.Error{Message: c.clean(err.Error()), Retriable: true, Err: err}
+	return model.NetworkError(err, c.apiKey)
 }
 
 func (c *Client) statusError(status int, code, msg string, err error) *model.Error {
-	if strings.TrimSpace(msg) == "" {
-		msg = http.StatusText(status)
-	}
-	e := &model.Error{Status: status, Message: c.clean(msg), Retriable: model.RetriableStatus(status), Err: err}
+	e := model.StatusError(status, msg, c.apiKey, err)
 	if overflow(code, msg) {
 		e.Retriable = false
 		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)

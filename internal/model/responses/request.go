@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3/packages/param"
-	sdk "github.com/openai/openai-go/v3/responses"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/deltaharness/delta/internal/model"
 )
 
@@ -30,115 +26,124 @@ type lane struct {
 	summary   string // reasoning.summary, native only
 }
 
+// request is the Responses body; encode.go writes it exactly as the SDK's
+// ResponseNewParams would be written. store is always false.
+type request struct {
+	Instructions  string // "" leaves instructions out
+	IncludeSealed bool   // include: ["reasoning.encrypted_content"]
+	Input         []inputItem
+	Model         string
+	ExplicitCache bool   // prompt_cache_options: {"mode":"explicit"}
+	Effort        string // reasoning.effort
+	Summary       string // reasoning.summary
+	Verbosity     string // text.verbosity
+	ToolDefs      []byte // the tools, encoded (tool.appendJSON) and comma-separated
+}
+
+// Input item kinds.
+const (
+	kindMessage      = "message"
+	kindFunctionCall = "function_call"
+	kindCallOutput   = "function_call_output"
+	kindStored       = "stored" // a reasoning item replayed verbatim
+)
+
+// inputItem is one input item; kind says which of the other fields it sends.
+type inputItem struct {
+	kind       string
+	role       string          // message: user, system or assistant
+	text       string          // message content; function_call_output output
+	phase      string          // message
+	images     []model.Image   // message: sent as a content list, its text first
+	breakpoint bool            // message or output: the text goes as one input_text part with a cache breakpoint
+	callID     string          // function_call, function_call_output
+	name       string          // function_call
+	arguments  string          // function_call
+	raw        json.RawMessage // stored: valid JSON
+}
+
+// tool is one function tool: the schema's top-level members in name
+// order, each value the schema's own bytes.
+type tool struct {
+	name        string
+	description string
+	parameters  []model.Member
+}
+
 // buildParams maps a neutral request onto the Responses body. System
 // blocks become instructions (joined by blank lines); the conversation is
 // sent in full every call (store:false), never by previous_response_id.
-func buildParams(req model.Request, ln lane) (sdk.ResponseNewParams, error) {
+func buildParams(req model.Request, ln lane) (request, error) {
+	return build(req, ln, nil)
+}
+
+// build is buildParams with the client's memo of tool definitions.
+func build(req model.Request, ln lane, defs *model.ToolDefs) (request, error) {
 	if req.Model == "" {
-		return sdk.ResponseNewParams{}, fmt.Errorf("build responses request: model is required")
+		return request{}, fmt.Errorf("build responses request: model is required")
 	}
-	p := sdk.ResponseNewParams{Model: shared.ResponsesModel(req.Model), Store: param.NewOpt(false)}
+	p := request{Model: req.Model}
 	var sys []string
 	for _, s := range req.System {
 		if s != "" {
 			sys = append(sys, s)
 		}
 	}
-	if len(sys) > 0 {
-		p.Instructions = param.NewOpt(strings.Join(sys, "\n\n"))
-	}
-	var items sdk.ResponseInputParam
+	p.Instructions = strings.Join(sys, "\n\n")
+	items := make([]inputItem, 0, 2*len(req.Messages))
 	for i, m := range req.Messages {
 		switch m.Role {
 		case model.RoleUser:
-			if len(m.Images) > 0 {
-				items = append(items, userWithImages(m))
-				continue
-			}
-			items = append(items, sdk.ResponseInputItemParamOfMessage(m.Content, sdk.EasyInputMessageRoleUser))
+			items = append(items, inputItem{kind: kindMessage, role: "user", text: m.Content, images: m.Images})
 		case model.RoleSystem:
-			items = append(items, sdk.ResponseInputItemParamOfMessage(m.Content, sdk.EasyInputMessageRoleSystem))
+			items = append(items, inputItem{kind: kindMessage, role: "system", text: m.Content})
 		case model.RoleTool:
 			if m.ToolCallID == "" {
-				return sdk.ResponseNewParams{}, fmt.Errorf("build responses request: message %d: tool message without tool_call_id", i)
+				return request{}, fmt.Errorf("build responses request: message %d: tool message without tool_call_id", i)
 			}
-			out := sdk.ResponseInputItemParamOfFunctionCallOutput(m.Content)
-			out.OfFunctionCallOutput.CallID = param.NewOpt(m.ToolCallID)
-			items = append(items, out)
+			items = append(items, inputItem{kind: kindCallOutput, text: m.Content, callID: m.ToolCallID})
 		case model.RoleAssistant:
 			var ex extra
 			if ln.native {
-				if raw := wireExtra(m.Extra); raw != nil {
-					_ = json.Unmarshal(raw, &ex) // a damaged record only loses the replay
-				}
+				ex = model.StoredExtra[extra](m.Extra, extraKey)
+				// Each item is valid JSON: it was cut from a document
+				// json.Unmarshal checked whole.
 				for _, it := range ex.Items {
-					if json.Valid(it) {
-						items = append(items, param.Override[sdk.ResponseInputItemUnionParam](it))
-					}
+					items = append(items, inputItem{kind: kindStored, raw: it})
 				}
 			}
 			if m.Content != "" || len(m.ToolCalls) == 0 {
-				msg := sdk.ResponseInputItemParamOfMessage(m.Content, sdk.EasyInputMessageRoleAssistant)
-				if ex.Phase != "" {
-					msg.OfMessage.Phase = sdk.EasyInputMessagePhase(ex.Phase)
-				}
-				items = append(items, msg)
+				items = append(items, inputItem{kind: kindMessage, role: "assistant", text: m.Content, phase: ex.Phase})
 			}
 			for _, tc := range m.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
-					return sdk.ResponseNewParams{}, fmt.Errorf("build responses request: message %d: tool call without id or name", i)
+					return request{}, fmt.Errorf("build responses request: message %d: tool call without id or name", i)
 				}
-				items = append(items, sdk.ResponseInputItemParamOfFunctionCall(argumentsText(tc.Arguments), tc.ID, tc.Name))
+				items = append(items, inputItem{kind: kindFunctionCall, arguments: argumentsText(tc.Arguments), callID: tc.ID, name: tc.Name})
 			}
 		default:
-			return sdk.ResponseNewParams{}, fmt.Errorf("build responses request: message %d: unknown role %q", i, m.Role)
+			return request{}, fmt.Errorf("build responses request: message %d: unknown role %q", i, m.Role)
 		}
 	}
 	if len(items) == 0 {
-		return sdk.ResponseNewParams{}, fmt.Errorf("build responses request: no messages")
+		return request{}, fmt.Errorf("build responses request: no messages")
 	}
-	p.Input = sdk.ResponseNewParamsInputUnion{OfInputItemList: items}
-	for _, t := range req.Tools {
-		tool, err := buildTool(t)
-		if err != nil {
-			return sdk.ResponseNewParams{}, fmt.Errorf("build responses request: tool %q: %w", t.Name, err)
-		}
-		p.Tools = append(p.Tools, tool)
+	p.Input = items
+	var err error
+	if p.ToolDefs, err = defs.Join(req.Tools, 0, appendTool); err != nil {
+		return request{}, fmt.Errorf("build responses request: %w", err)
 	}
 	effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort))
-	if effort != "" {
-		p.Reasoning.Effort = shared.ReasoningEffort(effort)
-	}
+	p.Effort = effort
 	if ln.native {
-		if ln.summary != "" {
-			p.Reasoning.Summary = shared.ReasoningSummary(ln.summary)
-		}
-		if ln.verbosity != "" {
-			p.Text.Verbosity = sdk.ResponseTextConfigVerbosity(ln.verbosity)
-		}
-		if effort != "" && effort != "none" || reasoningModel(req.Model) {
-			p.Include = []sdk.ResponseIncludable{sdk.ResponseIncludableReasoningEncryptedContent}
-		}
+		p.Summary = ln.summary
+		p.Verbosity = ln.verbosity
+		p.IncludeSealed = effort != "" && effort != "none" || reasoningModel(req.Model)
 		if explicitCacheModel(req.Model) {
-			placeCacheBreakpoints(&p, items)
+			placeCacheBreakpoints(&p)
 		}
 	}
 	return p, nil
-}
-
-// userWithImages renders a user message that carries images as a content
-// list: its text as input_text, then one input_image per image with the
-// bytes in a data: URL and detail "auto" (the API requires a detail).
-func userWithImages(m model.Message) sdk.ResponseInputItemUnionParam {
-	parts := make(sdk.ResponseInputMessageContentListParam, 0, len(m.Images)+1)
-	if m.Content != "" {
-		parts = append(parts, sdk.ResponseInputContentUnionParam{OfInputText: &sdk.ResponseInputTextParam{Text: m.Content}})
-	}
-	for _, im := range m.Images {
-		img := sdk.ResponseInputImageParam{Detail: sdk.ResponseInputImageDetailAuto, ImageURL: param.NewOpt(im.DataURL())}
-		parts = append(parts, sdk.ResponseInputContentUnionParam{OfInputImage: &img})
-	}
-	return sdk.ResponseInputItemParamOfMessage(parts, sdk.EasyInputMessageRoleUser)
 }
 
 // reasoningModel: OpenAI models that return reasoning items (and refuse
@@ -153,18 +158,6 @@ func reasoningModel(id string) bool {
 	return false
 }
 
-// wireExtra returns this wire's part of a message's Extra, or nil.
-func wireExtra(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var all map[string]json.RawMessage
-	if json.Unmarshal(raw, &all) != nil {
-		return nil
-	}
-	return all[extraKey]
-}
-
 // argumentsText is the arguments string echoed back; blank becomes "{}".
 func argumentsText(raw json.RawMessage) string {
 	if strings.TrimSpace(string(raw)) == "" {
@@ -173,29 +166,25 @@ func argumentsText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func buildTool(t model.ToolSpec) (sdk.ToolUnionParam, error) {
+// appendTool appends t's definition as encode.go writes it.
+func appendTool(dst []byte, t model.ToolSpec) ([]byte, error) {
+	tl, err := buildTool(t)
+	if err != nil {
+		return dst, err
+	}
+	return tl.appendJSON(dst), nil
+}
+
+// buildTool keeps each top-level schema value as raw JSON, sorted by name,
+// so a tool's bytes are stable across calls. It is sent with strict:false:
+// Delta's schemas mark optional fields optional, which strict mode forbids.
+func buildTool(t model.ToolSpec) (tool, error) {
 	if t.Name == "" {
-		return sdk.ToolUnionParam{}, fmt.Errorf("tool name is required")
+		return tool{}, fmt.Errorf("tool name is required")
 	}
-	params := map[string]any{"type": json.RawMessage(`"object"`), "properties": json.RawMessage(`{}`)}
-	if len(t.Parameters) > 0 {
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(t.Parameters, &top); err != nil {
-			return sdk.ToolUnionParam{}, fmt.Errorf("parameters must be a JSON object: %w", err)
-		}
-		if top == nil {
-			return sdk.ToolUnionParam{}, fmt.Errorf("parameters must be a JSON object, not null")
-		}
-		params = make(map[string]any, len(top))
-		for k, v := range top {
-			params[k] = v
-		}
+	params, err := model.ToolSchema(t.Parameters)
+	if err != nil {
+		return tool{}, err
 	}
-	// strict:false: Delta's schemas mark optional fields optional, which
-	// strict mode forbids.
-	fn := sdk.FunctionToolParam{Name: t.Name, Parameters: params, Strict: param.NewOpt(false)}
-	if t.Description != "" {
-		fn.Description = param.NewOpt(t.Description)
-	}
-	return sdk.ToolUnionParam{OfFunction: &fn}, nil
+	return tool{name: t.Name, description: t.Description, parameters: params}, nil
 }

@@ -3,17 +3,12 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/deltaharness/delta/internal/model"
 )
-
-var errIncomplete = errors.New("stream ended before the model finished")
 
 // event holds the fields of the Responses stream events this client reads
 // (the SDK's ResponseStreamEventUnion decodes every variant's fields).
@@ -97,25 +92,14 @@ var codeStatus = map[string]int{
 	"invalid_prompt":       http.StatusBadRequest,
 }
 
+// read consumes a text/event-stream body until response.completed (or
+// response.incomplete), its end, or an error.
 func (a *accumulator) read(res *http.Response) error {
-	dec := ssestream.NewDecoder(res)
-	if dec == nil {
-		return fmt.Errorf("read stream: no body: %w", errIncomplete)
-	}
-	defer dec.Close()
-	for !a.finished && dec.Next() {
-		if err := a.event(dec.Event().Data); err != nil {
-			return err
-		}
-	}
-	if err := dec.Err(); err != nil {
-		return fmt.Errorf("read stream: %w", err)
-	}
-	if !a.finished {
-		return errIncomplete
-	}
-	return nil
+	return model.ReadStream(res, a.event, a.complete, a.complete)
 }
+
+// complete reports whether the response's last event arrived.
+func (a *accumulator) complete() bool { return a.finished }
 
 func (a *accumulator) event(data []byte) error {
 	data = bytes.TrimSpace(data)

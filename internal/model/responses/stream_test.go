@@ -2,8 +2,6 @@ package responses
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -89,45 +87,4 @@ func FuzzStream(f *testing.F) {
 		_ = acc.read(recorded(b))
 		_ = acc.response()
 	})
-}
-
-func history50() model.Request {
-	req := model.Request{Model: "gpt-5", System: []string{"You are Delta.", "Tool index."}, ReasoningEffort: "medium",
-		Tools:    []model.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
-		Messages: []model.Message{{Role: model.RoleUser, Content: "Summarise the repository."}}}
-	for i := 0; len(req.Messages) < 49; i++ {
-		id := fmt.Sprintf("call_%03d", i)
-		req.Messages = append(req.Messages,
-			model.Message{Role: model.RoleAssistant, Content: "Reading.", ToolCalls: []model.ToolCall{{ID: id, Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}},
-				Extra: json.RawMessage(`{"responses":{"items":[{"id":"rs","type":"reasoning","summary":[],"encrypted_content":"gAAAA"}],"phase":"commentary"}}`)},
-			model.Message{Role: model.RoleTool, ToolCallID: id, Content: "package main\n"},
-			model.Message{Role: model.RoleUser, Content: "<delta:turn/>"})
-	}
-	req.Messages = append(req.Messages[:49], model.Message{Role: model.RoleUser, Content: "<delta:turn/>"})
-	return req
-}
-
-func BenchmarkBuildRequest(b *testing.B) {
-	req := history50()
-	b.ReportAllocs()
-	for b.Loop() {
-		p, err := buildParams(req, lane{native: true, summary: "auto"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(p); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkParseStream(b *testing.B) {
-	body := []byte(recordedStream)
-	b.ReportAllocs()
-	for b.Loop() {
-		acc := newAccumulator(model.Stream{}, true)
-		if err := acc.read(recorded(body)); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

@@ -1,0 +1,478 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/deltaharness/delta/internal/model"
+)
+
+// The encoder (encode.go) must put on the wire exactly the bytes the SDK
+// put there when it encoded ChatCompletionNewParams itself. These tests
+// send each request twice through a capturing transport: once through
+// Complete, once through the SDK with the request lowered onto its params
+// and "stream" set as the client did before, and compare what was sent.
+
+var errCaptured = errors.New("captured")
+
+// capture records one request and answers with an error, so nothing
+// leaves the process.
+type capture struct {
+	url    string
+	body   []byte
+	header http.Header
+	calls  int
+}
+
+func (c *capture) RoundTrip(r *http.Request) (*http.Response, error) {
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	c.url, c.body, c.header = r.URL.String(), b, r.Header.Clone()
+	c.calls++
+	return nil, errCaptured
+}
+
+// sdkParams lowers a request (its tools given as specs) onto the SDK's
+// params, message for message as the client built them before encode.go
+// existed.
+func sdkParams(p request, tools []model.ToolSpec) sdk.ChatCompletionNewParams {
+	out := sdk.ChatCompletionNewParams{
+		Model:         shared.ChatModel(p.Model),
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
+	}
+	for _, m := range p.Messages {
+		switch m.Role {
+		case model.RoleSystem:
+			out.Messages = append(out.Messages, sdk.SystemMessage(m.Content))
+		case model.RoleUser:
+			if len(m.Images) == 0 {
+				out.Messages = append(out.Messages, sdk.UserMessage(m.Content))
+				continue
+			}
+			var parts []sdk.ChatCompletionContentPartUnionParam
+			if m.Content != "" {
+				parts = append(parts, sdk.TextContentPart(m.Content))
+			}
+			for _, im := range m.Images {
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: im.DataURL()}))
+			}
+			out.Messages = append(out.Messages, sdk.UserMessage(parts))
+		case model.RoleTool:
+			out.Messages = append(out.Messages, sdk.ToolMessage(m.Content, m.ToolCallID))
+		case model.RoleAssistant:
+			var a sdk.ChatCompletionAssistantMessageParam
+			if m.HasContent {
+				a.Content.OfString = param.NewOpt(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+					},
+				})
+			}
+			out.Messages = append(out.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		}
+	}
+	for _, spec := range tools {
+		t, err := buildTool(spec)
+		if err != nil {
+			panic(err) // build accepted it
+		}
+		params := sdk.FunctionParameters{}
+		for _, m := range t.Parameters {
+			params[m.Name] = m.Value
+		}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
+		if t.Description != "" {
+			fn.Description = param.NewOpt(t.Description)
+		}
+		out.Tools = append(out.Tools, sdk.ChatCompletionFunctionTool(fn))
+	}
+	if p.ReasoningEffort != "" {
+		out.ReasoningEffort = shared.ReasoningEffort(p.ReasoningEffort)
+	}
+	if p.RouterEffort != "" {
+		out.SetExtraFields(map[string]any{"reasoning": map[string]string{"effort": p.RouterEffort}})
+	}
+	return out
+}
+
+// sent is what one path put on the wire; body is nil when the request
+// never left.
+type sent struct {
+	url    string
+	body   []byte
+	header http.Header
+}
+
+var equivHeaders = map[string]string{"X-Title": "Delta", "HTTP-Referer": "https://example.test"}
+
+func viaClient(t testing.TB, base string, req model.Request) sent {
+	t.Helper()
+	tr := &capture{}
+	c := New(Options{BaseURL: base, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
+	_, err := c.Complete(context.Background(), req, model.Stream{})
+	if tr.calls == 0 {
+		return sent{}
+	}
+	if !errors.Is(err, errCaptured) {
+		t.Fatalf("Complete: %v", err)
+	}
+	// Again, with the tool definitions memoized: the same bytes.
+	first := tr.body
+	_, _ = c.Complete(context.Background(), req, model.Stream{})
+	if !bytes.Equal(tr.body, first) {
+		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.body)
+	}
+	return sent{tr.url, tr.body, tr.header}
+}
+
+func viaSDK(t testing.TB, base string, req model.Request) sent {
+	t.Helper()
+	p, err := buildParams(req, New(Options{BaseURL: base}).openRouter)
+	if err != nil {
+		return sent{}
+	}
+	tr := &capture{}
+	svc := sdk.NewChatCompletionService(SDKOptions(base, "sk-equiv", &http.Client{Transport: tr}, equivHeaders)...)
+	var res *http.Response
+	_, err = svc.New(context.Background(), sdkParams(p, req.Tools),
+		option.WithJSONSet("stream", true),
+		option.WithHeader("Accept", "text/event-stream"),
+		option.WithResponseBodyInto(&res),
+	)
+	if tr.calls == 0 {
+		return sent{}
+	}
+	if !errors.Is(err, errCaptured) {
+		t.Fatalf("SDK: %v", err)
+	}
+	return sent{tr.url, tr.body, tr.header}
+}
+
+// checkSame fails t unless both paths sent the same request to the same
+// URL; it reports whether the request was sent at all.
+func checkSame(t testing.TB, base string, req model.Request) bool {
+	t.Helper()
+	got, want := viaClient(t, base, req), viaSDK(t, base, req)
+	if (got.body == nil) != (want.body == nil) {
+		t.Fatalf("sent by the client: %v, by the SDK: %v\nclient: %s\nsdk:    %s", got.body != nil, want.body != nil, got.body, want.body)
+	}
+	if got.body == nil {
+		return false
+	}
+	if !bytes.Equal(got.body, want.body) {
+		t.Fatalf("bodies differ\nclient: %s\nsdk:    %s", got.body, want.body)
+	}
+	if got.url != want.url {
+		t.Errorf("url: client %s, sdk %s", got.url, want.url)
+	}
+	for k := range want.header {
+		if g, w := strings.Join(got.header.Values(k), ","), strings.Join(want.header.Values(k), ","); g != w {
+			t.Errorf("header %s: client %q, sdk %q", k, g, w)
+		}
+	}
+	if len(got.header) != len(want.header) {
+		t.Errorf("headers: client %v, sdk %v", got.header, want.header)
+	}
+	return true
+}
+
+const (
+	directBase = "http://capture.invalid/v1"
+	routerBase = "https://openrouter.ai/api/v1"
+)
+
+func equivRequest() model.Request {
+	return model.Request{
+		Model:  "test/model-1",
+		System: []string{"You are Delta.", "", "Workspace: /tmp/ws <&> \u2028."},
+		Messages: []model.Message{
+			{Role: model.RoleUser, Content: "write a brief"},
+		},
+		Tools: []model.ToolSpec{{
+			Name:        "write_file",
+			Description: "Write a file in the workspace.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","maxLength":4096},"content":{"type":"string"}},"required":["path","content"]}`),
+		}},
+	}
+}
+
+func TestEncoderMatchesSDK(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	with := func(f func(r *model.Request)) model.Request {
+		r := equivRequest()
+		f(&r)
+		return r
+	}
+	toolRound := func(r *model.Request, args string) {
+		r.Messages = append(r.Messages,
+			model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1", Name: "write_file", Arguments: json.RawMessage(args)}, {ID: "call_2", Name: "noop"}}},
+			model.Message{Role: model.RoleTool, ToolCallID: "call_1", Name: "write_file", Content: "wrote it"},
+			model.Message{Role: model.RoleTool, ToolCallID: "call_2", Name: "noop", Content: ""},
+			model.Message{Role: model.RoleAssistant, Content: "Done <ok>."},
+			model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"})
+	}
+	schema := func(s string) func(r *model.Request) {
+		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
+	}
+	spaced := "{ \"type\" : \"object\",\n \"properties\" : { \"a\" : { \"type\" : \"string\", \"description\": \"<b> & c\" } },\n \"required\" : [ \"a\" ] }"
+	tests := map[string]model.Request{
+		"basic":              equivRequest(),
+		"50 messages":        history50(),
+		"no system no tools": with(func(r *model.Request) { r.System, r.Tools = nil, nil }),
+		"strings to escape": with(func(r *model.Request) {
+			r.Messages[0].Content = "quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f nul \x00 us \x1f del \x7f html <b>&amp;</b> ls \u2028 ps \u2029 bad \xff\xfe utf8 é 日本 🎉"
+		}),
+		"tool round trip":      with(func(r *model.Request) { toolRound(r, `{"path":"a.md","content":"# Brief <x> & \u2028"}`) }),
+		"arguments with space": with(func(r *model.Request) { toolRound(r, " {\n  \"path\" : \"a b.md\" }\n") }),
+		"arguments invalid":    with(func(r *model.Request) { toolRound(r, `{"path":`) }),
+		"arguments blank":      with(func(r *model.Request) { toolRound(r, " \n") }),
+		"assistant empty":      with(func(r *model.Request) { r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant}) }),
+		"system in history": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleSystem, Content: ""})
+		}),
+		"images": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Content: "<delta:images/>", Images: []model.Image{
+				{MIME: "image/png", Data: png}, {MIME: "", Data: []byte("no mime")}, {MIME: "image/jpeg", Data: nil}}})
+		}),
+		"images without text": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Images: []model.Image{{MIME: "image/gif", Data: png}}})
+		}),
+		"images on assistant": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant, Content: "x", Images: []model.Image{{MIME: "image/png", Data: png}}})
+		}),
+		"effort":                with(func(r *model.Request) { r.ReasoningEffort = " HIGH " }),
+		"effort to escape":      with(func(r *model.Request) { r.ReasoningEffort = "<&>" }),
+		"schema absent":         with(func(r *model.Request) { r.Tools[0].Parameters = nil }),
+		"schema empty":          with(schema(`{}`)),
+		"schema spaced":         with(schema(spaced)),
+		"schema keys to order":  with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
+		"schema duplicate keys": with(schema(`{"properties":{"a":{}},"properties":{"b":{}}}`)),
+		"description empty":     with(func(r *model.Request) { r.Tools[0].Description = "" }),
+		"many tools": with(func(r *model.Request) {
+			for i := range 5 {
+				r.Tools = append(r.Tools, model.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "d", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}`)})
+			}
+		}),
+	}
+	for name, req := range tests {
+		for _, base := range []string{directBase, routerBase} {
+			t.Run(name+"/"+base, func(t *testing.T) {
+				if !checkSame(t, base, req) {
+					t.Error("not sent")
+				}
+			})
+			if name == "schema spaced" || name == "effort" {
+				// The lane where the SDK compacts the schema.
+				r := req
+				r.ReasoningEffort = "medium"
+				t.Run(name+"/"+base+"/with effort", func(t *testing.T) { checkSame(t, base, r) })
+			}
+		}
+	}
+}
+
+// TestMemoKeepsLanesApart: one OpenRouter client sends a schema with
+// white space without an effort (the schema as it is), with one (the
+// schema compacted, as the SDK sent it), and without again; each body is
+// the SDK's.
+func TestMemoKeepsLanesApart(t *testing.T) {
+	tr := &capture{}
+	c := New(Options{BaseURL: routerBase, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
+	req := equivRequest()
+	req.Tools[0].Parameters = json.RawMessage("{ \"type\" : \"object\", \"properties\" : { \"a\" : { } } }")
+	var bodies []string
+	for _, effort := range []string{"", "high", ""} {
+		req.ReasoningEffort = effort
+		_, _ = c.Complete(context.Background(), req, model.Stream{})
+		want := viaSDK(t, routerBase, req)
+		if !bytes.Equal(tr.body, want.body) {
+			t.Fatalf("effort %q:\nclient: %s\nsdk:    %s", effort, tr.body, want.body)
+		}
+		bodies = append(bodies, string(tr.body))
+	}
+	if bodies[0] == bodies[1] || bodies[0] != bodies[2] {
+		t.Errorf("the two lanes' bodies are not told apart: %q", bodies)
+	}
+}
+
+// FuzzEncoderMatchesSDK builds requests from arbitrary text, tool
+// arguments, a tool schema and an effort, on both lanes, and holds the
+// encoder to the SDK's bytes for each.
+func FuzzEncoderMatchesSDK(f *testing.F) {
+	f.Add("write <a> & b", `{"path":"a.md"}`, `{"type":"object","properties":{"a":{}},"required":["a"]}`, "medium", uint8(0))
+	f.Add("\u2028\xff\x00", " { \"a\" : [1, 2] } ", "{ \"properties\" : { \"x\" : 1 } , \"b\" : [ ] }", "<&>", uint8(1))
+	f.Add("", "", `{}`, "", uint8(2))
+	f.Add("image", `{`, `{"required":null}`, "high", uint8(7))
+	f.Fuzz(func(t *testing.T, text, args, schema, effort string, flags uint8) {
+		req := model.Request{
+			Model:           "test/" + text,
+			System:          []string{"spine", text},
+			ReasoningEffort: effort,
+			Messages: []model.Message{
+				{Role: model.RoleUser, Content: text},
+				{Role: model.RoleAssistant, Content: text, ToolCalls: []model.ToolCall{{ID: "call_" + text, Name: "tool", Arguments: json.RawMessage(args)}}},
+				{Role: model.RoleTool, ToolCallID: "call_" + text, Content: text},
+				{Role: model.RoleUser, Content: "<delta:turn/>"},
+			},
+			Tools: []model.ToolSpec{{Name: "tool", Description: text, Parameters: json.RawMessage(schema)}},
+		}
+		if flags&4 != 0 {
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: text, Images: []model.Image{{MIME: text, Data: []byte(args)}}})
+		}
+		if flags&8 != 0 {
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleSystem, Content: text})
+		}
+		base := directBase
+		if flags&1 != 0 {
+			base = routerBase
+		}
+		checkSame(t, base, req)
+	})
+}
+
+// applyOld applies one chunk body as the client did before: always
+// through the SDK's ChatCompletionChunk.
+func (a *accumulator) applyOld(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil
+	}
+	if bytes.Equal(data, []byte("[DONE]")) {
+		a.done = true
+		return nil
+	}
+	if err := errorEvent(data); err != nil {
+		return err
+	}
+	var sc sdk.ChatCompletionChunk
+	if err := json.Unmarshal(data, &sc); err != nil {
+		return fmt.Errorf("malformed stream chunk: %w", err)
+	}
+	c := chunkOf(&sc)
+	a.chunk(&c)
+	return nil
+}
+
+// FuzzChunkMatchesSDK holds the chunk decoder to the SDK's reading of the
+// same chunks: the answer assembled, the deltas streamed and whether a
+// chunk is refused are the same.
+func FuzzChunkMatchesSDK(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"Hi <b> \u2028","reasoning":"why","tool_calls":[{"index":1,"id":"a","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}],"usage":null}`,
+		`{"choices":[],"model":"served","usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120,"prompt_tokens_details":{"cached_tokens":60,"cache_write_tokens":30},"cost":0.25}}`,
+		`{"choices":[{"index":0,"delta":{"reasoning":null,"reasoning_content":"hmm"}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning":{"nested":true},"content":null}}],"usage":{"cost":"free"}}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":{"a":1}}}]}}],"usage":{"prompt_tokens":"12"}}`,
+		`{"choices":null,"model":null,"usage":{}}`,
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad \xff\xfe \\ud800 utf8\"}}],\"model\":\"m\",\"model\":\"n\"}",
+		`{"error":{"message":"boom","code":502}}`,
+		`null`,
+		`[]`,
+		`[DONE]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if irregular(data) {
+			t.Skip()
+		}
+		var newEvents, oldEvents []string
+		rec := func(ev *[]string) model.Stream {
+			return model.Stream{
+				OnText:      func(d string) { *ev = append(*ev, "t:"+d) },
+				OnReasoning: func(d string) { *ev = append(*ev, "r:"+d) },
+			}
+		}
+		a, b := newAccumulator(rec(&newEvents)), newAccumulator(rec(&oldEvents))
+		// Twice, so fragments of one call meet.
+		errA := errors.Join(a.event(data), a.event(data))
+		errB := errors.Join(b.applyOld(data), b.applyOld(data))
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("error %v, SDK error %v\n%s", errA, errB, data)
+		}
+		if g, w := fmt.Sprintf("%+v %q %v %v", a.response(), newEvents, a.finished, a.done), fmt.Sprintf("%+v %q %v %v", b.response(), oldEvents, b.finished, b.done); g != w {
+			t.Fatalf("assembled\n got %s\nsdk  %s\nfrom %s", g, w, data)
+		}
+	})
+}
+
+// chunkKeys are the member names the chunk decoder reads.
+var chunkKeys = []string{"model", "choices", "usage", "index", "delta", "finish_reason", "content", "reasoning",
+	"reasoning_content", "tool_calls", "id", "function", "name", "arguments", "prompt_tokens", "completion_tokens",
+	"prompt_tokens_details", "cached_tokens", "cache_write_tokens", "cost"}
+
+// irregular reports whether data is JSON no endpoint sends, which
+// encoding/json and the SDK's decoder read differently: invalid UTF-8
+// (replaced by U+FFFD, or kept), a repeated member name (the last wins, or
+// the first), a name that only case-insensitively equals one the decoder
+// reads ("Usage" is usage, or an unknown field).
+func irregular(data []byte) bool {
+	if !utf8.Valid(data) {
+		return true
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	// value reads one value and reports an irregular name in it; it
+	// stops at the first error.
+	var value func() (irregular bool, err error)
+	value = func() (bool, error) {
+		tok, err := d.Token()
+		if err != nil {
+			return false, err
+		}
+		switch tok {
+		case json.Delim('{'):
+			names := map[string]bool{}
+			for d.More() {
+				tok, err := d.Token()
+				if err != nil {
+					return false, err
+				}
+				name, _ := tok.(string)
+				if names[name] {
+					return true, nil
+				}
+				names[name] = true
+				for _, k := range chunkKeys {
+					if name != k && strings.EqualFold(name, k) {
+						return true, nil
+					}
+				}
+				if found, err := value(); found || err != nil {
+					return found, err
+				}
+			}
+			_, err = d.Token()
+		case json.Delim('['):
+			for d.More() {
+				if found, err := value(); found || err != nil {
+					return found, err
+				}
+			}
+			_, err = d.Token()
+		}
+		return false, err
+	}
+	found, _ := value()
+	return found
+}

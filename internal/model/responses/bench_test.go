@@ -1,0 +1,112 @@
+package responses
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+// history50 is a 50-message conversation: a user request, then 16 rounds
+// of assistant tool call (with stored reasoning), tool result and a
+// harness block, then a user turn.
+func history50() model.Request {
+	req := model.Request{Model: "gpt-5", System: []string{"You are Delta.", "Tool index."}, ReasoningEffort: "medium",
+		Tools:    []model.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+		Messages: []model.Message{{Role: model.RoleUser, Content: "Summarise the repository."}}}
+	for i := 0; len(req.Messages) < 49; i++ {
+		id := fmt.Sprintf("call_%03d", i)
+		req.Messages = append(req.Messages,
+			model.Message{Role: model.RoleAssistant, Content: "Reading.", ToolCalls: []model.ToolCall{{ID: id, Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}},
+				Extra: json.RawMessage(`{"responses":{"items":[{"id":"rs","type":"reasoning","summary":[],"encrypted_content":"gAAAA"}],"phase":"commentary"}}`)},
+			model.Message{Role: model.RoleTool, ToolCallID: id, Content: "package main\n"},
+			model.Message{Role: model.RoleUser, Content: "<delta:turn/>"})
+	}
+	req.Messages = append(req.Messages[:49], model.Message{Role: model.RoleUser, Content: "<delta:turn/>"})
+	return req
+}
+
+// BenchmarkBuildRequest is the pure request build and JSON encoding of a
+// 50-message history on the openai.com lane, no network: the body
+// Complete sends.
+func BenchmarkBuildRequest(b *testing.B) {
+	req := history50()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := buildParams(req, lane{native: true, summary: "auto"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.encode()) == 0 {
+			b.Fatal("empty body")
+		}
+	}
+}
+
+// tools50 is 50 tools with schemas like tool.Func's (~480 bytes each).
+func tools50() []model.ToolSpec {
+	var out []model.ToolSpec
+	for i := range 50 {
+		out = append(out, model.ToolSpec{Name: fmt.Sprintf("tool_%02d", i), Description: "Read part of a file in the workspace.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"path relative to the workspace root"},"offset":{"type":"integer","description":"first line to read, 1-based"},"limit":{"type":"integer","description":"how many lines to read at most"},"pattern":{"type":"string","description":"a regular expression"}},"required":["path"],"additionalProperties":false}`)})
+	}
+	return out
+}
+
+// BenchmarkBuildRequestTools50 is BenchmarkBuildRequest with 50 tools, as
+// every call of a client after its first builds it: the tools' definitions
+// memoized.
+func BenchmarkBuildRequestTools50(b *testing.B) {
+	req := history50()
+	req.Tools = tools50()
+	var defs model.ToolDefs
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := build(req, lane{native: true, summary: "auto"}, &defs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.encode()) == 0 {
+			b.Fatal("empty body")
+		}
+	}
+}
+
+// BenchmarkParseStream parses a recorded tool-call stream.
+func BenchmarkParseStream(b *testing.B) {
+	body := []byte(recordedStream)
+	b.ReportAllocs()
+	for b.Loop() {
+		acc := newAccumulator(model.Stream{}, true)
+		if err := acc.read(recorded(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCompleteHistory50 is one whole call with that history over
+// loopback against the fake at zero latency: build the request, send it
+// through the SDK's transport, stream a tool call back, assemble it. The
+// fake's own work is in the figure too.
+func BenchmarkCompleteHistory50(b *testing.B) {
+	fake, err := modeltest.Start(modeltest.Sequence(modeltest.ToolReply(modeltest.ToolCall{
+		ID: "call_1", Name: "read_file", Arguments: `{"path":"src/next.go"}`,
+	})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	c := New(Options{BaseURL: fake.URL(), APIKey: "sk-bench"})
+	req := history50()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.Complete(ctx, req, model.Stream{})
+		if err != nil || len(res.ToolCalls) != 1 {
+			b.Fatalf("Complete = %+v, %v", res, err)
+		}
+	}
+}
