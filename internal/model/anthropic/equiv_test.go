@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
 // The encoder (encode.go) must put on the wire exactly the bytes the SDK
@@ -22,27 +22,6 @@ import (
 // each request twice through a capturing transport: once through Complete,
 // once through the SDK with the request lowered onto its params, as the
 // client did before, and compare the bodies and headers.
-
-var errCaptured = errors.New("captured")
-
-// capture records one request and answers with an error, so nothing
-// leaves the process.
-type capture struct {
-	body   []byte
-	header http.Header
-	calls  int
-}
-
-func (c *capture) RoundTrip(r *http.Request) (*http.Response, error) {
-	defer r.Body.Close()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	c.body, c.header = b, r.Header.Clone()
-	c.calls++
-	return nil, errCaptured
-}
 
 // sdkParams lowers a request (its tools given as specs) onto the SDK's
 // params, block for block as the client built them before encode.go
@@ -132,23 +111,23 @@ type sent struct {
 
 func viaClient(t testing.TB, req model.Request) sent {
 	t.Helper()
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: "http://capture.invalid/v1", APIKey: "sk-ant-equiv", HTTPClient: &http.Client{Transport: tr},
 		Headers: map[string]string{"anthropic-beta": "b1", "x-extra": "e"}})
 	_, err := c.Complete(context.Background(), req, model.Stream{})
-	if tr.calls == 0 {
+	if tr.Calls == 0 {
 		return sent{}
 	}
-	if !errors.Is(err, errCaptured) {
+	if !errors.Is(err, modeltest.ErrCaptured) {
 		t.Fatalf("Complete: %v", err)
 	}
 	// Again, with the tool definitions memoized: the same bytes.
-	first := tr.body
+	first := tr.Body
 	_, _ = c.Complete(context.Background(), req, model.Stream{})
-	if !bytes.Equal(tr.body, first) {
-		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.body)
+	if !bytes.Equal(tr.Body, first) {
+		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
 	}
-	return sent{tr.body, tr.header}
+	return sent{tr.Body, tr.Header}
 }
 
 func viaSDK(t testing.TB, req model.Request) sent {
@@ -157,7 +136,7 @@ func viaSDK(t testing.TB, req model.Request) sent {
 	if err != nil {
 		return sent{}
 	}
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	svc := sdk.NewMessageService(
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL("http://capture.invalid/"),
@@ -174,13 +153,13 @@ func viaSDK(t testing.TB, req model.Request) sent {
 	)
 	var res *http.Response
 	stream := svc.NewStreaming(context.Background(), sdkParams(p, req.Tools), option.WithHeader("Accept", "text/event-stream"), option.WithResponseBodyInto(&res))
-	if tr.calls == 0 {
+	if tr.Calls == 0 {
 		return sent{}
 	}
-	if !errors.Is(stream.Err(), errCaptured) {
+	if !errors.Is(stream.Err(), modeltest.ErrCaptured) {
 		t.Fatalf("SDK: %v", stream.Err())
 	}
-	return sent{tr.body, tr.header}
+	return sent{tr.Body, tr.Header}
 }
 
 // multiExtras reports whether some tool's schema has two or more extra

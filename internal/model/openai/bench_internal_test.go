@@ -58,22 +58,12 @@ func BenchmarkBuildRequest(b *testing.B) {
 	}
 }
 
-// tools50 is 50 tools with schemas like tool.Func's (~480 bytes each).
-func tools50() []model.ToolSpec {
-	var out []model.ToolSpec
-	for i := range 50 {
-		out = append(out, model.ToolSpec{Name: fmt.Sprintf("tool_%02d", i), Description: "Read part of a file in the workspace.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"path relative to the workspace root"},"offset":{"type":"integer","description":"first line to read, 1-based"},"limit":{"type":"integer","description":"how many lines to read at most"},"pattern":{"type":"string","description":"a regular expression"}},"required":["path"],"additionalProperties":false}`)})
-	}
-	return out
-}
-
 // BenchmarkBuildRequestTools50 is BenchmarkBuildRequest with 50 tools, as
 // every call of a client after its first builds it: the tools' definitions
 // memoized.
 func BenchmarkBuildRequestTools50(b *testing.B) {
 	req := history50()
-	req.Tools = tools50()
+	req.Tools = modeltest.Tools50()
 	var defs model.ToolDefs
 	b.ReportAllocs()
 	for b.Loop() {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
 // The encoder (encode.go) must put on the wire exactly the bytes the SDK
@@ -25,28 +25,6 @@ import (
 // send each request twice through a capturing transport: once through
 // Complete, once through the SDK with the request lowered onto its params
 // and "stream" set as the client did before, and compare what was sent.
-
-var errCaptured = errors.New("captured")
-
-// capture records one request and answers with an error, so nothing
-// leaves the process.
-type capture struct {
-	url    string
-	body   []byte
-	header http.Header
-	calls  int
-}
-
-func (c *capture) RoundTrip(r *http.Request) (*http.Response, error) {
-	defer r.Body.Close()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	c.url, c.body, c.header = r.URL.String(), b, r.Header.Clone()
-	c.calls++
-	return nil, errCaptured
-}
 
 // sdkParams lowers a request (its tools given as specs) onto the SDK's
 // params, message for message as the client built them before encode.go
@@ -127,22 +105,22 @@ var equivHeaders = map[string]string{"X-Title": "Delta", "HTTP-Referer": "https:
 
 func viaClient(t testing.TB, base string, req model.Request) sent {
 	t.Helper()
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: base, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
 	_, err := c.Complete(context.Background(), req, model.Stream{})
-	if tr.calls == 0 {
+	if tr.Calls == 0 {
 		return sent{}
 	}
-	if !errors.Is(err, errCaptured) {
+	if !errors.Is(err, modeltest.ErrCaptured) {
 		t.Fatalf("Complete: %v", err)
 	}
 	// Again, with the tool definitions memoized: the same bytes.
-	first := tr.body
+	first := tr.Body
 	_, _ = c.Complete(context.Background(), req, model.Stream{})
-	if !bytes.Equal(tr.body, first) {
-		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.body)
+	if !bytes.Equal(tr.Body, first) {
+		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
 	}
-	return sent{tr.url, tr.body, tr.header}
+	return sent{tr.URL, tr.Body, tr.Header}
 }
 
 func viaSDK(t testing.TB, base string, req model.Request) sent {
@@ -151,7 +129,7 @@ func viaSDK(t testing.TB, base string, req model.Request) sent {
 	if err != nil {
 		return sent{}
 	}
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	svc := sdk.NewChatCompletionService(SDKOptions(base, "sk-equiv", &http.Client{Transport: tr}, equivHeaders)...)
 	var res *http.Response
 	_, err = svc.New(context.Background(), sdkParams(p, req.Tools),
@@ -159,13 +137,13 @@ func viaSDK(t testing.TB, base string, req model.Request) sent {
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res),
 	)
-	if tr.calls == 0 {
+	if tr.Calls == 0 {
 		return sent{}
 	}
-	if !errors.Is(err, errCaptured) {
+	if !errors.Is(err, modeltest.ErrCaptured) {
 		t.Fatalf("SDK: %v", err)
 	}
-	return sent{tr.url, tr.body, tr.header}
+	return sent{tr.URL, tr.Body, tr.Header}
 }
 
 // checkSame fails t unless both paths sent the same request to the same
@@ -296,7 +274,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 // schema compacted, as the SDK sent it), and without again; each body is
 // the SDK's.
 func TestMemoKeepsLanesApart(t *testing.T) {
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: routerBase, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
 	req := equivRequest()
 	req.Tools[0].Parameters = json.RawMessage("{ \"type\" : \"object\", \"properties\" : { \"a\" : { } } }")
@@ -305,10 +283,10 @@ func TestMemoKeepsLanesApart(t *testing.T) {
 		req.ReasoningEffort = effort
 		_, _ = c.Complete(context.Background(), req, model.Stream{})
 		want := viaSDK(t, routerBase, req)
-		if !bytes.Equal(tr.body, want.body) {
-			t.Fatalf("effort %q:\nclient: %s\nsdk:    %s", effort, tr.body, want.body)
+		if !bytes.Equal(tr.Body, want.body) {
+			t.Fatalf("effort %q:\nclient: %s\nsdk:    %s", effort, tr.Body, want.body)
 		}
-		bodies = append(bodies, string(tr.body))
+		bodies = append(bodies, string(tr.Body))
 	}
 	if bodies[0] == bodies[1] || bodies[0] != bodies[2] {
 		t.Errorf("the two lanes' bodies are not told apart: %q", bodies)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/openai"
 )
 
@@ -25,28 +25,6 @@ import (
 // each request twice through a capturing transport: once through
 // Complete, once through the SDK with the request lowered onto its params
 // and "stream" set as the client did before, and compare what was sent.
-
-var errCaptured = errors.New("captured")
-
-// capture records one request and answers with an error, so nothing
-// leaves the process.
-type capture struct {
-	url    string
-	body   []byte
-	header http.Header
-	calls  int
-}
-
-func (c *capture) RoundTrip(r *http.Request) (*http.Response, error) {
-	defer r.Body.Close()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	c.url, c.body, c.header = r.URL.String(), b, r.Header.Clone()
-	c.calls++
-	return nil, errCaptured
-}
 
 // explicitMark is the breakpoint the client wrote raw before encode.go
 // existed (the SDK drops a zero-valued breakpoint struct).
@@ -150,27 +128,27 @@ func equivOptions(base string, tr http.RoundTripper) Options {
 
 func viaClient(t testing.TB, base string, req model.Request) sent {
 	t.Helper()
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	c := New(equivOptions(base, tr))
 	_, err := c.Complete(context.Background(), req, model.Stream{})
-	if tr.calls == 0 {
+	if tr.Calls == 0 {
 		return sent{}
 	}
-	if !errors.Is(err, errCaptured) {
+	if !errors.Is(err, modeltest.ErrCaptured) {
 		t.Fatalf("Complete: %v", err)
 	}
 	// Again, with the tool definitions memoized: the same bytes.
-	first := tr.body
+	first := tr.Body
 	_, _ = c.Complete(context.Background(), req, model.Stream{})
-	if !bytes.Equal(tr.body, first) {
-		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.body)
+	if !bytes.Equal(tr.Body, first) {
+		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
 	}
-	return sent{tr.url, tr.body, tr.header}
+	return sent{tr.URL, tr.Body, tr.Header}
 }
 
 func viaSDK(t testing.TB, base string, req model.Request) sent {
 	t.Helper()
-	tr := &capture{}
+	tr := &modeltest.Capture{}
 	o := equivOptions(base, tr)
 	p, err := buildParams(req, New(o).lane)
 	if err != nil {
@@ -183,13 +161,13 @@ func viaSDK(t testing.TB, base string, req model.Request) sent {
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res),
 	)
-	if tr.calls == 0 {
+	if tr.Calls == 0 {
 		return sent{}
 	}
-	if !errors.Is(err, errCaptured) {
+	if !errors.Is(err, modeltest.ErrCaptured) {
 		t.Fatalf("SDK: %v", err)
 	}
-	return sent{tr.url, tr.body, tr.header}
+	return sent{tr.URL, tr.Body, tr.Header}
 }
 
 // checkSame fails t unless both paths sent the same request to the same
