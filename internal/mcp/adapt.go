@@ -181,6 +181,14 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly bool, a
 		at := &attempt{}
 		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Name: name, Arguments: args})
 		if err == nil {
+			if !readOnly && announcesToolChanges(sess) {
+				// A call that can change state can change the server's tool
+				// list too (bobby's toolset_select). List again before
+				// answering, so the next turn offers the new tools whatever
+				// the timing of the list_changed notification — which an
+				// HTTP server may not be able to deliver at all.
+				s.relist(ctx, sess)
+			}
 			return s.render(res, name, callID)
 		}
 		if ctx.Err() != nil {

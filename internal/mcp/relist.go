@@ -58,3 +58,10 @@ func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
 	s.log.Info("mcp server added tools after tools/list_changed", "added", len(ts))
 	s.m.o.OnToolsAdded(ts)
 }
+
+// announcesToolChanges reports whether the server said at initialisation
+// that its tool list can change.
+func announcesToolChanges(sess *sdk.ClientSession) bool {
+	init := sess.InitializeResult()
+	return init != nil && init.Capabilities != nil && init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged
+}

@@ -182,8 +182,16 @@ func webAgent(plan []planStep, finish func(c convo) string) modeltest.Script {
 				continue
 			}
 			if !req.HasTool(s.tool) {
-				search := "search_" + s.id
-				if _, searched := c.results[search]; searched || !req.HasTool("search_tools") {
+				// A tool a server announced a moment ago may take one more
+				// search to show up, as it would for a real model.
+				search := ""
+				for n := range 3 {
+					if id := fmt.Sprintf("search_%s_%d", s.id, n); c.results[id] == "" {
+						search = id
+						break
+					}
+				}
+				if search == "" || !req.HasTool("search_tools") {
 					return modeltest.TextReply("stopped: " + s.tool + " is not offered and search_tools did not activate it")
 				}
 				q, _ := json.Marshal(map[string]string{"query": strings.ReplaceAll(s.tool, "_", " ")})

@@ -62,15 +62,24 @@ func needBobby(t *testing.T) string {
 }
 
 // bobbyServers is DELTA_MCP_SERVERS for one bobby stdio child with its own
-// config and profile directory. Delta lists an MCP server's tools once, at
-// boot (D-MCP-04: no list_changed), so bobby's start phase is the whole
-// surface the agent gets: "act" holds click and control_action, and
-// command_execute reaches the verify-phase screenshot. The principal comes
-// from the stdio bootstrap variables, with the screenshot capabilities.
+// config and profile directory, starting in the "act" phase: it holds click
+// and control_action, and command_execute reaches the verify-phase
+// screenshot. The principal comes from the stdio bootstrap variables, with
+// the screenshot capabilities.
 func bobbyServers(t *testing.T, bin string) string {
 	t.Helper()
+	return bobbyServersIn(t, bin, "act")
+}
+
+// bobbyServersIn is bobbyServers starting in phase ("" = bobby's default,
+// explore).
+func bobbyServersIn(t *testing.T, bin, phase string) string {
+	t.Helper()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("[browser]\ndata_dir = %q\n\n[toolset]\nstart_phase = \"act\"\n", filepath.Join(dir, "profile"))
+	cfg := fmt.Sprintf("[browser]\ndata_dir = %q\n", filepath.Join(dir, "profile"))
+	if phase != "" {
+		cfg += fmt.Sprintf("\n[toolset]\nstart_phase = %q\n", phase)
+	}
 	path := filepath.Join(dir, "bobby.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -464,5 +473,52 @@ func TestAgentRecoversFromBobbyError(t *testing.T) {
 	}
 	if n := site.count("GET /product/" + paddle.Slug); n != 1 {
 		t.Errorf("the stale click reached the shop: %d detail page loads", n)
+	}
+}
+
+// TestAgentSwitchesBobbyPhase starts bobby in its default explore phase,
+// where click is not advertised at all: the agent selects the act phase,
+// bobby announces the new tools with notifications/tools/list_changed,
+// delta lists them again, and the agent clicks with a tool it was not
+// offered at the start.
+func TestAgentSwitchesBobbyPhase(t *testing.T) {
+	bin := needBobby(t)
+	site := startShop(t)
+	plan := append(shopPlan()[:2:2], // start, catalog
+		planStep{id: "phase", tool: "bobby__toolset_select", args: func(convo) (any, error) {
+			return map[string]any{"phase": "act"}, nil
+		}},
+		shopPlan()[2], // open: click the product link
+		bobbyStep("detail", "a11y_snapshot", nil),
+	)
+	fake, err := modeltest.Start(webAgent(plan, func(c convo) string {
+		heading, err := c.find("detail", "heading", `heading "([^"]+)" \[level=1\]`)
+		if err != nil {
+			return "stopped: " + err.Error()
+		}
+		return "Switched to act and opened " + heading + "."
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+bobbyServersIn(t, bin, ""))
+	paddle := site.products[1]
+	status, out, id := d.submitAndWait(shopTask(site.URL, paddle.Name, "unused"))
+	if status != "done" || out != "Switched to act and opened "+paddle.Name+"." {
+		_, evp := d.call("GET", "/v1/tasks/"+id+"/events?since=0&limit=500", "")
+		b, _ := json.Marshal(evp)
+		t.Fatalf("run %s: %q\nevents: %s\nlog:\n%s", status, out, b, d.logText())
+	}
+	reqs := fake.Requests()
+	if reqs[0].HasTool("bobby__click") || !reqs[0].HasTool("bobby__toolset_select") {
+		t.Fatalf("first request: click offered %v, toolset_select offered %v; want only toolset_select (explore phase)",
+			reqs[0].HasTool("bobby__click"), reqs[0].HasTool("bobby__toolset_select"))
+	}
+	checkToolOrder(t, d.toolEvents(id), []string{
+		"bobby__workflow_start", "bobby__a11y_snapshot", "bobby__toolset_select", "bobby__click", "bobby__a11y_snapshot",
+	})
+	if n := site.count("GET /product/" + paddle.Slug); n != 1 {
+		t.Errorf("the click reached the product page %d times, want 1", n)
 	}
 }
