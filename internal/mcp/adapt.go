@@ -91,6 +91,7 @@ func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool,
 			remote:   d.Name,
 			spec:     model.ToolSpec{Name: name, Description: desc, Parameters: params},
 			readOnly: ReadOnlyName(d.Name),
+			settles:  d.Annotations != nil && d.Annotations.ReadOnlyHint,
 		})
 	}
 	return out, dropped
@@ -123,6 +124,10 @@ type mcpTool struct {
 	remote   string
 	spec     model.ToolSpec
 	readOnly bool
+	// settles: the server marks the tool read-only (readOnlyHint). That is
+	// not trusted for replay, which goes by name, but such a call cannot
+	// change the server's tool list, so no relist follows it.
+	settles bool
 }
 
 func (t *mcpTool) Spec() model.ToolSpec {
@@ -138,7 +143,7 @@ func (t *mcpTool) Run(ctx context.Context, c tool.Call) (tool.Result, error) {
 	if problem != "" {
 		return tool.Errorf("invalid arguments for %s: %s", t.spec.Name, problem), nil
 	}
-	return t.s.call(ctx, t.remote, c.CallID, t.readOnly, args), nil
+	return t.s.call(ctx, t.remote, c.CallID, t.readOnly, !t.readOnly && !t.settles, args), nil
 }
 
 // decodeArgs accepts a JSON object, null or nothing ({}), or an object
@@ -162,8 +167,9 @@ func decodeArgs(raw json.RawMessage) (map[string]any, string) {
 }
 
 // call runs one tool call with the per-call ceiling and the replay rules.
-// callID is the model's id for the call; it names any image saved.
-func (s *server) call(ctx context.Context, name, callID string, readOnly bool, args map[string]any) tool.Result {
+// callID is the model's id for the call; it names any image saved. relist
+// lists the server's tools again after a successful call.
+func (s *server) call(ctx context.Context, name, callID string, readOnly, relist bool, args map[string]any) tool.Result {
 	if s.isHTTP() && runTokenLost(ctx) {
 		// Falling back to the shared credential would act with authority
 		// this run's caller never had: refuse instead.
@@ -181,7 +187,7 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly bool, a
 		at := &attempt{}
 		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Name: name, Arguments: args})
 		if err == nil {
-			if !readOnly && announcesToolChanges(sess) {
+			if relist && announcesToolChanges(sess) {
 				// A call that can change state can change the server's tool
 				// list too (bobby's toolset_select). List again before
 				// answering, so the next turn offers the new tools whatever
