@@ -92,12 +92,12 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// The vault: secrets at rest, resolved at egress, redacted everywhere.
 	red := vault.NewRedactor()
 	if cfg.MCP.VaultKey != "" && !cfg.SafeMode {
-		p.vault, err = vault.New(vault.NewSQLStore(st.DB()), cfg.MCP.VaultKey, red)
+		p.vault, err = vault.New(st, cfg.MCP.VaultKey, red)
 		if err != nil {
 			return nil, fmt.Errorf("open vault: %w", err)
 		}
 	}
-	plans := todo.New(st.DB(), todo.Options{Logger: logger})
+	plans := todo.New(st, todo.Options{Logger: logger})
 	// Images Delta itself verified (upload, read_file, MCP) reach a
 	// vision model; the record lives in this process only.
 	p.images = vision.New(ws, vision.Options{Models: cfg.VisionModels, Logger: logger})
@@ -106,7 +106,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.
-	loader := search.New(st.DB(), search.Options{
+	loader := search.New(st, search.Options{
 		Tools: reg, Allowed: tools.names, Profile: runProfile(st),
 		Pinned: cfg.PinnedTools, CoreVerbs: b.Vocab().CoreVerbs, Logger: logger,
 	})

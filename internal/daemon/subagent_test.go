@@ -42,7 +42,7 @@ func delegation(t *testing.T, env map[string]string) (config.Config, *toolStatus
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, ts := buildTools(cfg, ws, nil, todo.New(st.DB(), todo.Options{}), nil, logger)
+	reg, ts := buildTools(cfg, ws, nil, todo.New(st, todo.Options{}), nil, logger)
 	addSubagent(cfg, ws.Dir(), st, provider, reg, ts, logger)
 	return cfg, ts
 }

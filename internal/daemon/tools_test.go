@@ -30,7 +30,7 @@ func envelope(t *testing.T, env map[string]string) (config.Config, *toolStatus) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	_, ts := buildTools(cfg, ws, nil, todo.New(st.DB(), todo.Options{}), nil, slog.New(slog.DiscardHandler))
+	_, ts := buildTools(cfg, ws, nil, todo.New(st, todo.Options{}), nil, slog.New(slog.DiscardHandler))
 	return cfg, ts
 }
 

@@ -1,5 +1,9 @@
 // Package store keeps Delta's durable state in one SQLite file: sessions,
-// runs, conversation messages, the tool journal, usage and events.
+// runs, conversation messages, the tool journal, usage and events, and the
+// tables of the packages that keep state beside a run: the todo tool's
+// plans, search_tools' activations and the vault's sealed secrets. Every
+// SQL statement lives in this package, so the schema has one owner; other
+// packages declare the few methods they need as an interface.
 //
 // The database runs in WAL mode with foreign keys, a 5 s busy timeout and
 // immediate transactions (no read→write upgrade deadlocks). Writes go through
@@ -111,10 +115,6 @@ func (s *Store) Close() error {
 	}
 	return err
 }
-
-// DB is the writer connection, for packages that keep their own tables in
-// this database (the vault).
-func (s *Store) DB() *sql.DB { return s.w }
 
 // SchemaVersion is the newest migration this binary knows.
 func SchemaVersion() int {

@@ -4,9 +4,9 @@
 // Values are sealed with AES-256-GCM under a key that is the SHA-256 of the
 // operator's key material, with a fresh random nonce per secret and the
 // secret's name as additional data (so a ciphertext cannot be moved to
-// another name). Storage is behind the Store interface; SQLStore keeps rows
-// in the daemon's SQLite database, where nothing of a value exists outside
-// the ciphertext column.
+// another name). Storage is behind the Store interface, which *store.Store
+// implements over the daemon's SQLite database; nothing of a value exists
+// there outside the ciphertext column.
 //
 // There is no way to read a value back through an API: Resolve is for
 // egress (an MCP header, a stdio child's env), and every value it returns is
@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/deltaharness/delta/internal/store"
 )
 
 // Limits.
@@ -48,23 +50,27 @@ var namePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 // ValidName reports whether name is an acceptable secret name.
 func ValidName(name string) bool { return namePattern.MatchString(name) }
 
-// Record is one stored secret. Ciphertext includes the GCM tag.
-type Record struct {
-	Name       string
-	Purpose    string
-	Nonce      []byte
-	Ciphertext []byte
-	Created    time.Time
-	Updated    time.Time
+// Store persists sealed secrets; *store.Store is the implementation.
+// PutSecret without replace fails with store.ErrExists when the name is
+// taken; Secret and DeleteSecret fail with store.ErrNotFound when it is
+// not. Secrets lists rows without their ciphertext.
+type Store interface {
+	PutSecret(ctx context.Context, sec store.Secret, replace bool) error
+	Secret(ctx context.Context, name string) (store.Secret, error)
+	Secrets(ctx context.Context) ([]store.Secret, error)
+	DeleteSecret(ctx context.Context, name string) error
 }
 
-// Store persists records. Put with replace=false fails with ErrExists when
-// the name is taken; Get and Delete fail with ErrNotFound when it is not.
-type Store interface {
-	Put(ctx context.Context, r Record, replace bool) error
-	Get(ctx context.Context, name string) (Record, error)
-	List(ctx context.Context) ([]Record, error)
-	Delete(ctx context.Context, name string) error
+// fromStore turns the store's sentinels into the vault's, which the API
+// maps to statuses.
+func fromStore(err error) error {
+	switch {
+	case errors.Is(err, store.ErrExists):
+		return ErrExists
+	case errors.Is(err, store.ErrNotFound):
+		return ErrNotFound
+	}
+	return err
 }
 
 // Info is what may be shown about a secret: never its value.
@@ -143,17 +149,17 @@ func (v *Vault) put(ctx context.Context, name, purpose, value string, replace bo
 		return fmt.Errorf("vault nonce: %w", err)
 	}
 	now := v.now().UTC()
-	r := Record{Name: name, Purpose: purpose, Nonce: nonce, Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name)), Created: now, Updated: now}
+	r := store.Secret{Name: name, Purpose: purpose, Nonce: nonce, Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name)), Created: now, Updated: now}
 	if replace {
-		if old, err := v.store.Get(ctx, name); err == nil {
+		if old, err := v.store.Secret(ctx, name); err == nil {
 			r.Created = old.Created
 			if purpose == "" {
 				r.Purpose = old.Purpose
 			}
 		}
 	}
-	if err := v.store.Put(ctx, r, replace); err != nil {
-		return fmt.Errorf("store secret %s: %w", name, err)
+	if err := v.store.PutSecret(ctx, r, replace); err != nil {
+		return fmt.Errorf("store secret %s: %w", name, fromStore(err))
 	}
 	if v.onPut != nil {
 		v.onPut(name)
@@ -166,15 +172,15 @@ func (v *Vault) Delete(ctx context.Context, name string) error {
 	if !ValidName(name) {
 		return ErrInvalidName
 	}
-	if err := v.store.Delete(ctx, name); err != nil {
-		return fmt.Errorf("delete secret %s: %w", name, err)
+	if err := v.store.DeleteSecret(ctx, name); err != nil {
+		return fmt.Errorf("delete secret %s: %w", name, fromStore(err))
 	}
 	return nil
 }
 
 // List returns names, purposes and timestamps, ordered by name.
 func (v *Vault) List(ctx context.Context) ([]Info, error) {
-	rs, err := v.store.List(ctx)
+	rs, err := v.store.Secrets(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}
@@ -192,9 +198,9 @@ func (v *Vault) Resolve(ctx context.Context, name string) (string, error) {
 	if !ValidName(name) {
 		return "", ErrInvalidName
 	}
-	r, err := v.store.Get(ctx, name)
+	r, err := v.store.Secret(ctx, name)
 	if err != nil {
-		return "", fmt.Errorf("resolve secret %s: %w", name, err)
+		return "", fmt.Errorf("resolve secret %s: %w", name, fromStore(err))
 	}
 	plain, err := v.aead.Open(nil, r.Nonce, r.Ciphertext, []byte(name))
 	if err != nil {
@@ -208,4 +214,10 @@ func (v *Vault) Resolve(ctx context.Context, name string) (string, error) {
 // Expand take, with ctx for the database read.
 func (v *Vault) Resolver(ctx context.Context) func(string) (string, error) {
 	return func(name string) (string, error) { return v.Resolve(ctx, name) }
+}
+
+// Count is the number of stored secrets (for the status block).
+func (v *Vault) Count(ctx context.Context) (int, error) {
+	rs, err := v.store.Secrets(ctx)
+	return len(rs), err
 }

@@ -20,37 +20,31 @@ import (
 
 const key = "correct horse battery staple"
 
-// openDB migrates a real database through package store, then opens it
-// directly as the vault's *sql.DB.
-func openDB(t *testing.T) (*sql.DB, string) {
+// newVault opens a real store in a temporary directory and a vault over
+// it. It also returns a raw connection to the same file, for tests that
+// inspect or tamper with the rows the way an attacker with the file could.
+func newVault(t *testing.T) (*vault.Vault, *store.Store, *sql.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "delta.db")
 	st, err := store.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { st.Close() })
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db, path
-}
-
-func newVault(t *testing.T) (*vault.Vault, *sql.DB, string) {
-	db, path := openDB(t)
-	v, err := vault.New(vault.NewSQLStore(db), key, nil)
+	v, err := vault.New(st, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v, db, path
+	return v, st, db, path
 }
 
 func TestCreateOnlyAndResolve(t *testing.T) {
-	v, _, _ := newVault(t)
+	v, _, _, _ := newVault(t)
 	ctx := t.Context()
 	if err := v.Create(ctx, "EXA_API_KEY", "web search", "exa-value-1234"); err != nil {
 		t.Fatal(err)
@@ -84,7 +78,7 @@ func TestCreateOnlyAndResolve(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
-	v, _, _ := newVault(t)
+	v, _, _, _ := newVault(t)
 	cases := []struct {
 		name, value string
 		want        error
@@ -104,13 +98,13 @@ func TestValidation(t *testing.T) {
 			t.Errorf("Create(%q, %d bytes) = %v, want %v", c.name, len(c.value), err, c.want)
 		}
 	}
-	if _, err := vault.New(vault.NewSQLStore(nil), "short", nil); !errors.Is(err, vault.ErrShortKey) {
+	if _, err := vault.New(nil, "short", nil); !errors.Is(err, vault.ErrShortKey) {
 		t.Errorf("New with a short key = %v", err)
 	}
 }
 
 func TestNothingOfTheValueOutsideCiphertext(t *testing.T) {
-	v, db, path := newVault(t)
+	v, st, db, path := newVault(t)
 	const value = "PLAINTEXT-MARKER-0123456789"
 	if err := v.Create(t.Context(), "KB_TOKEN", "kb bearer", value); err != nil {
 		t.Fatal(err)
@@ -130,7 +124,7 @@ func TestNothingOfTheValueOutsideCiphertext(t *testing.T) {
 		}
 	}
 	// A different key cannot open it, and says why.
-	other, _ := vault.New(vault.NewSQLStore(db), "another key of sixteen+", nil)
+	other, _ := vault.New(st, "another key of sixteen+", nil)
 	if _, err := other.Resolve(t.Context(), "KB_TOKEN"); err == nil || !strings.Contains(err.Error(), "cannot decrypt") || strings.Contains(err.Error(), value) {
 		t.Errorf("Resolve with the wrong key = %v", err)
 	}
@@ -144,7 +138,7 @@ func TestNothingOfTheValueOutsideCiphertext(t *testing.T) {
 }
 
 func TestRedactAllEncodings(t *testing.T) {
-	v, _, _ := newVault(t)
+	v, _, _, _ := newVault(t)
 	const value = `tok/en+1&2="x"<y>`
 	if err := v.Create(t.Context(), "KB_TOKEN", "", value); err != nil {
 		t.Fatal(err)
@@ -223,7 +217,7 @@ func TestExpand(t *testing.T) {
 }
 
 func TestOnPut(t *testing.T) {
-	v, _, _ := newVault(t)
+	v, _, _, _ := newVault(t)
 	var got []string
 	v.OnPut(func(name string) { got = append(got, name) })
 	_ = v.Create(context.Background(), "A_B", "", "value-1")

@@ -4,9 +4,8 @@
 // (DELTA_PINNED_TOOLS), the MCP tools whose suffix is a vocab core verb, and
 // the tools activated earlier in the run. Every other tool the envelope
 // allows stays searchable through the search_tools tool, which activates at
-// most five matches per call. Activations live in the tool_activations
-// table (store migration 0006), keyed by run id, so a resumed run gets them
-// back.
+// most five matches per call. Activations are kept by the store per run id,
+// so a resumed run gets them back.
 //
 // Search never widens the envelope: it only ranks, activates and offers
 // names the envelope (Options.Allowed) already grants to the run's profile.
@@ -14,7 +13,6 @@ package search
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -55,22 +53,30 @@ type Options struct {
 	Now       func() time.Time
 }
 
+// Activations keeps the tools activated per run (*store.Store).
+// ToolActivations lists them oldest first; ActivateTools records names in
+// the order given, leaving those already active as they were.
+type Activations interface {
+	ToolActivations(ctx context.Context, runID string) ([]string, error)
+	ActivateTools(ctx context.Context, runID string, names []string, at time.Time) error
+}
+
 // Loader decides a run's resident tools and serves search_tools.
 type Loader struct {
-	db     *sql.DB
+	st     Activations
 	o      Options
 	warned sync.Map // profile → the pinned-set guardrail warning was logged
 }
 
-// New fills defaults. db must hold the tool_activations table.
-func New(db *sql.DB, o Options) *Loader {
+// New fills defaults.
+func New(st Activations, o Options) *Loader {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Loader{db: db, o: o}
+	return &Loader{st: st, o: o}
 }
 
 // IsMCP reports whether name is an MCP tool (<server>__<tool>); every other
@@ -148,23 +154,7 @@ func (l *Loader) coreVerb(name string) bool {
 
 // Activated lists the tools activated for a run, oldest first.
 func (l *Loader) Activated(ctx context.Context, runID string) ([]string, error) {
-	rows, err := l.db.QueryContext(ctx, "SELECT name FROM tool_activations WHERE run_id = ? ORDER BY activated_at, name", runID)
-	if err != nil {
-		return nil, fmt.Errorf("read tool activations of %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("read tool activations of %s: %w", runID, err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read tool activations of %s: %w", runID, err)
-	}
-	return out, nil
+	return l.st.ToolActivations(ctx, runID)
 }
 
 // Match is one tool a search activated.
@@ -211,22 +201,14 @@ func (l *Loader) Search(ctx context.Context, runID, profile, query string) ([]Ma
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("activate tools for %s: %w", runID, err)
-	}
-	defer tx.Rollback()
-	now := l.o.Now().UnixNano()
 	out := make([]Match, 0, len(cands))
-	for i, c := range cands {
-		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO tool_activations (run_id, name, activated_at) VALUES (?, ?, ?)",
-			runID, c.m.Name, now+int64(i)); err != nil {
-			return nil, fmt.Errorf("activate tool %s for %s: %w", c.m.Name, runID, err)
-		}
+	names := make([]string, 0, len(cands))
+	for _, c := range cands {
 		out = append(out, c.m)
+		names = append(names, c.m.Name)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("activate tools for %s: %w", runID, err)
+	if err := l.st.ActivateTools(ctx, runID, names, l.o.Now()); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

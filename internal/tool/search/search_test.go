@@ -87,7 +87,7 @@ func newFixture(t testing.TB, total int, pinned []string) *fixture {
 }
 
 func newLoader(st *store.Store, reg *tool.Registry, pinned []string) *search.Loader {
-	return search.New(st.DB(), search.Options{
+	return search.New(st, search.Options{
 		Tools: reg, Allowed: allowedFor(reg, 40), Pinned: pinned,
 		CoreVerbs: []string{"get_dashboard", "list_open_work"},
 		Profile: func(ctx context.Context, runID string) (string, error) {

@@ -1,5 +1,5 @@
 // Package todo is the model's working plan: a short per-session list of
-// items, each pending, doing or done, kept in SQLite and re-injected every
+// items, each pending, doing or done, kept by the store and re-injected every
 // turn as a user-role block. Because the block is rebuilt from the table
 // rather than living in the message history, the plan survives compaction.
 //
@@ -10,9 +10,7 @@ package todo
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -56,15 +54,21 @@ type Options struct {
 	Now      func() time.Time
 }
 
-// Plans stores the sessions' plans in the todo_plans table of db (created by
-// the store's migrations).
+// Storage keeps one plan document per session (*store.Store). TodoPlan
+// returns "" for a session without a plan; SetTodoPlan with "" deletes it.
+type Storage interface {
+	TodoPlan(ctx context.Context, sessionID string) (string, error)
+	SetTodoPlan(ctx context.Context, sessionID, items string, at time.Time) error
+}
+
+// Plans keeps the sessions' plans, each a JSON array of items, in storage.
 type Plans struct {
-	db *sql.DB
+	st Storage
 	o  Options
 }
 
 // New fills defaults.
-func New(db *sql.DB, o Options) *Plans {
+func New(st Storage, o Options) *Plans {
 	if o.MaxItems <= 0 {
 		o.MaxItems = DefaultMaxItems
 	}
@@ -77,18 +81,17 @@ func New(db *sql.DB, o Options) *Plans {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Plans{db: db, o: o}
+	return &Plans{st: st, o: o}
 }
 
 // Get returns a session's plan; a session without one has an empty plan.
 func (p *Plans) Get(ctx context.Context, sessionID string) ([]Item, error) {
-	var raw string
-	err := p.db.QueryRowContext(ctx, "SELECT items FROM todo_plans WHERE session_id = ?", sessionID).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	raw, err := p.st.TodoPlan(ctx, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("read todo plan of session %s: %w", sessionID, err)
+		return nil, err
+	}
+	if raw == "" {
+		return nil, nil
 	}
 	var items []Item
 	if err := json.Unmarshal([]byte(raw), &items); err != nil {
@@ -101,22 +104,13 @@ func (p *Plans) Get(ctx context.Context, sessionID string) ([]Item, error) {
 // already be valid (see check).
 func (p *Plans) Set(ctx context.Context, sessionID string, items []Item) error {
 	if len(items) == 0 {
-		if _, err := p.db.ExecContext(ctx, "DELETE FROM todo_plans WHERE session_id = ?", sessionID); err != nil {
-			return fmt.Errorf("clear todo plan of session %s: %w", sessionID, err)
-		}
-		return nil
+		return p.st.SetTodoPlan(ctx, sessionID, "", p.o.Now())
 	}
 	b, err := json.Marshal(items)
 	if err != nil {
 		return fmt.Errorf("encode todo plan: %w", err)
 	}
-	_, err = p.db.ExecContext(ctx, `INSERT INTO todo_plans (session_id, items, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT(session_id) DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at`,
-		sessionID, string(b), p.o.Now().UnixMilli())
-	if err != nil {
-		return fmt.Errorf("write todo plan of session %s: %w", sessionID, err)
-	}
-	return nil
+	return p.st.SetTodoPlan(ctx, sessionID, string(b), p.o.Now())
 }
 
 // Block is the plan as the per-turn user-role block, or "" when the session

@@ -19,7 +19,7 @@ func newPlans(t *testing.T, o todo.Options) *todo.Plans {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return todo.New(st.DB(), o)
+	return todo.New(st, o)
 }
 
 func call(t *testing.T, tl tool.Tool, session string, args string) tool.Result {
