@@ -17,7 +17,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/config"
-	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/model/scripted"
 )
 
 // The demo's two requests. The task names the artifact (brief.md) so a real
@@ -28,7 +28,7 @@ const (
 	demoTask = "Write a short decision brief on adopting Delta for our team's research agents " +
 		"and save it as brief.md. Cover the goal, the main risks and the next steps."
 	demoFollowUp = "Thanks. Now write a three-line executive email based on that brief and save it as email.md."
-	demoArtifact = modeltest.DefaultBriefPath
+	demoArtifact = scripted.DefaultBriefPath
 	demoModel    = "delta-demo-script" // the model name the scripted provider is asked for
 )
 
@@ -88,7 +88,7 @@ type demo struct {
 	dir     string // bundle directory (absolute once created)
 	tempDir bool   // dir was created by the demo
 	keep    bool
-	fake    *modeltest.Server
+	fake    *scripted.Server
 	child   *daemonChild
 	logPath string
 	stopped bool // the child was stopped and its outcome reported
@@ -123,7 +123,7 @@ func (d *demo) run(ctx context.Context) error {
 	if d.cfg.ModelAPIKey != "" {
 		d.say("  model    %s at %s", d.cfg.ModelPrimary, d.cfg.ModelBaseURL)
 	} else {
-		fake, err := modeltest.Start(modeltest.DemoScript())
+		fake, err := scripted.Start(scripted.DemoScript())
 		if err != nil {
 			return err
 		}

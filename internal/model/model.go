@@ -3,8 +3,9 @@
 // and the Provider interface every wire client implements.
 //
 // Wire clients live in subpackages named after the API they speak
-// (model/openai for Chat Completions); model/modeltest holds a scripted fake
-// server that speaks those wires for tests and for `delta demo`.
+// (model/openai for Chat Completions); model/scripted is an endpoint that
+// speaks those wires with answers from a Go function, for `delta demo` and
+// tests (model/modeltest adds the test-only helpers).
 package model
 
 import (

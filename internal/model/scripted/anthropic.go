@@ -1,4 +1,4 @@
-package modeltest
+package scripted
 
 // The Anthropic Messages wire (POST /v1/messages). Requests are decoded
 // and checked as the real API checks them (x-api-key, anthropic-version,

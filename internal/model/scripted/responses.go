@@ -1,4 +1,4 @@
-package modeltest
+package scripted
 
 // The OpenAI Responses wire (POST /v1/responses). Requests are decoded and
 // translated to a ChatRequest (instructions → a system message, message

@@ -1,4 +1,4 @@
-package modeltest
+package scripted
 
 // Images on the three wires. The fake checks an image the way the real
 // endpoints do (the bytes must decode, the declared type must be one of

@@ -1,19 +1,19 @@
-// Package modeltest is a scripted fake model endpoint that speaks the
-// OpenAI Chat Completions wire exactly: requests are decoded as a real
-// endpoint would, and replies stream as OpenAI's server-sent events
-// (text in word deltas, tool calls split across chunks by index, a finish
-// chunk, a usage chunk, then [DONE]), or come back as one chat.completion
-// object when the request did not ask to stream.
+// Package scripted is a model endpoint whose answers come from a Go
+// function instead of a model: it speaks the three wires Delta's clients
+// use — OpenAI Chat Completions, Anthropic Messages and OpenAI Responses —
+// exactly, decoding requests as the real endpoints do and streaming replies
+// as their server-sent events (or one JSON object when the request did not
+// ask to stream).
 //
-// Tests use it to drive the real wire client end to end, and `delta demo`
-// uses DemoScript to run the whole harness without a network. It is never
-// reachable by accident: it serves only after code calls Start, and it binds
-// 127.0.0.1 only.
+// `delta demo` runs the whole harness against DemoScript on it, with no
+// network and no key; tests use it (through model/modeltest) to drive the
+// real wire clients end to end. It is never reachable by accident: it
+// serves only after code calls Start, and it binds 127.0.0.1 only.
 //
-// Test hooks: Requests records every decoded request with its headers, Hold
-// parks new requests (after recording them) until Release, WaitCalls blocks
-// until a number of requests has arrived.
-package modeltest
+// Hooks for callers that watch it: Requests records every decoded request
+// with its headers, Hold parks new requests (after recording them) until
+// Release, WaitCalls blocks until a number of requests has arrived.
+package scripted
 
 import (
 	"context"
@@ -236,7 +236,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) run(req ChatRequest) (rep Reply, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("modeltest script panicked: %v", p)
+			err = fmt.Errorf("scripted model: script panicked: %v", p)
 		}
 	}()
 	return s.script(req), nil

@@ -1,4 +1,4 @@
-package modeltest
+package scripted
 
 import (
 	"encoding/json"
