@@ -22,8 +22,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/deltaharness/delta/internal/model"
 )
 
 // Defaults. Vars renders them for the README; Load applies them.
@@ -107,10 +105,12 @@ type Config struct {
 	// ModelTimeout bounds one wire attempt (DELTA_MODEL_TIMEOUT_MS, default
 	// 300000; 0 = no timeout).
 	ModelTimeout time.Duration `env:"DELTA_MODEL_TIMEOUT_MS"`
-	// ModelPrices overrides the price table, dollars per million tokens
-	// (DELTA_MODEL_PRICES, JSON {"model":{"in","out","cacheRead","cacheWrite"}}).
-	// Negative or non-numeric prices refuse to boot.
-	ModelPrices map[string]model.Price `env:"DELTA_MODEL_PRICES"`
+	// ModelPrices is the price-override document, trimmed (DELTA_MODEL_PRICES,
+	// JSON {"model":{"in","out","cacheRead","cacheWrite"}} in dollars per
+	// million tokens). It is kept raw so configuration needs no model types:
+	// model.ParsePrices reads it, and the daemon refuses to boot on negative
+	// or non-numeric prices.
+	ModelPrices string `env:"DELTA_MODEL_PRICES"`
 	// ReasoningEffort is the default reasoning effort, trimmed and lowercased
 	// (DELTA_REASONING_EFFORT; empty = provider default).
 	ReasoningEffort string `env:"DELTA_REASONING_EFFORT"`
@@ -313,7 +313,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ModelPrimary:         l.primary(),
 		ModelFallbacks:       l.csv("DELTA_MODEL_FALLBACKS"),
 		ModelTimeout:         l.millis("DELTA_MODEL_TIMEOUT_MS", DefaultModelTimeout),
-		ModelPrices:          l.prices("DELTA_MODEL_PRICES"),
+		ModelPrices:          l.str("DELTA_MODEL_PRICES", ""),
 		ModelHeaders:         l.modelHeaders("MODEL_HEADERS"),
 		Broker:               l.broker(),
 		ReasoningEffort:      strings.ToLower(l.str("DELTA_REASONING_EFFORT", "")),

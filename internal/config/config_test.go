@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/deltaharness/delta/internal/model"
 )
 
 func mapLookup(m map[string]string) func(string) (string, bool) {
@@ -76,8 +74,8 @@ func TestLoadValues(t *testing.T) {
 		{"fallbacks trimmed", map[string]string{"DELTA_MODEL_FALLBACKS": " a , ,b,"}, func(c Config) any { return c.ModelFallbacks }, []string{"a", "b"}},
 		{"model timeout zero", map[string]string{"DELTA_MODEL_TIMEOUT_MS": "0"}, func(c Config) any { return c.ModelTimeout }, time.Duration(0)},
 		{"tool timeout", map[string]string{"DELTA_TOOL_TIMEOUT_MS": "1500"}, func(c Config) any { return c.ToolTimeout }, 1500 * time.Millisecond},
-		{"prices", map[string]string{"DELTA_MODEL_PRICES": `{"my-model":{"in":2,"out":10,"cacheRead":0.2}}`},
-			func(c Config) any { return c.ModelPrices }, map[string]model.Price{"my-model": {In: 2, Out: 10, CacheRead: 0.2}}},
+		{"prices kept raw", map[string]string{"DELTA_MODEL_PRICES": ` {"my-model":{"in":2}} `},
+			func(c Config) any { return c.ModelPrices }, `{"my-model":{"in":2}}`},
 		{"effort", map[string]string{"DELTA_REASONING_EFFORT": "  HIGH "}, func(c Config) any { return c.ReasoningEffort }, "high"},
 		{"utility empty", map[string]string{"DELTA_UTILITY_MODEL": ""}, func(c Config) any { return c.UtilityModel }, ""},
 		{"utility set", map[string]string{"DELTA_UTILITY_MODEL": "u"}, func(c Config) any { return c.UtilityModel }, "u"},
@@ -145,15 +143,6 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_MODEL_TIMEOUT_MS", "-1", "≥ 0"},
 		{"DELTA_TOOL_TIMEOUT_MS", "1s", "integer"},
 		{"DELTA_TOOL_RESULT_MAX_BYTES", "0", "from 1"},
-		{"DELTA_MODEL_PRICES", `{"m":{"in":-1}}`, "≥ 0"},
-		{"DELTA_MODEL_PRICES", `{"m":{"in":"2"}}`, "number"},
-		{"DELTA_MODEL_PRICES", `{"m":{"in":null}}`, "number"},
-		{"DELTA_MODEL_PRICES", `{"m":{"in":NaN}}`, "invalid character"},
-		{"DELTA_MODEL_PRICES", `{"m":{"in":1e999}}`, "number"},
-		{"DELTA_MODEL_PRICES", `{"m":{"input":2}}`, "unknown field"},
-		{"DELTA_MODEL_PRICES", `[1,2]`, "JSON object"},
-		{"DELTA_MODEL_PRICES", `{"m":3}`, "object"},
-		{"DELTA_MODEL_PRICES", `null`, "null"},
 		{"DELTA_PROFILE", "admin", "trusted or safe"},
 		{"DELTA_PROFILE", "trusted!", "trusted or safe"},
 		{"DELTA_MAX_STEPS", "many", "number"},
@@ -398,26 +387,4 @@ func TestClientTokens(t *testing.T) {
 	if !slices.Equal(r.asked, []string{"DELTA_CONTROL_TOKEN", "DELTA_INSPECT_TOKEN"}) {
 		t.Fatalf("ClientTokens read %v", r.asked)
 	}
-}
-
-func FuzzParsePrices(f *testing.F) {
-	for _, s := range []string{
-		`{"m":{"in":2,"out":10,"cacheRead":0.2,"cacheWrite":2.5}}`, `{}`, `null`, `[]`, `{"m":{"in":-1}}`,
-		`{"m":{"in":"1"}}`, `{"":{}}`, `{"m":null}`, `{"m":{"in":1e308}}`, `{"m":{"in":-0}}`, `{`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePrices([]byte(s))
-		if err != nil {
-			return
-		}
-		for m, pr := range p {
-			for _, v := range []float64{pr.In, pr.Out, pr.CacheRead, pr.CacheWrite} {
-				if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-					t.Fatalf("accepted bad price %v for %q from %q", v, m, s)
-				}
-			}
-		}
-	})
 }

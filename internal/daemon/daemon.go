@@ -74,6 +74,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	for _, w := range b.Warnings() {
 		logger.Warn(w)
 	}
+	prices, err := priceTable(cfg)
+	if err != nil {
+		return nil, err
+	}
 	provider, err := newCascade(cfg, logger)
 	if err != nil {
 		return nil, err
@@ -102,7 +106,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// vision model; the record lives in this process only.
 	p.images = vision.New(ws, vision.Options{Models: cfg.VisionModels, Logger: logger})
 	reg, tools := buildTools(cfg, ws, p.vault, plans, p.images, logger)
-	addSubagent(cfg, ws.Dir(), st, provider, reg, tools, logger)
+	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.
@@ -148,7 +152,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			bu := cfg.Budget(profile)
 			return engine.Budget{Steps: bu.Steps, Tokens: bu.Tokens, CostUSD: bu.CostUSD}
 		},
-		Prices:      model.Prices(cfg.ModelPrices),
+		Prices:      prices,
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		Logger: logger,
@@ -157,6 +161,21 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
 	p.service = &engine.Service{Store: st, Queue: p.queue, Engine: eng}
 	return p, nil
+}
+
+// priceTable is the built-in price table with DELTA_MODEL_PRICES on top. A
+// document that does not parse refuses to boot, named like any other
+// invalid variable: a wrong price would weaken the dollar budget silently.
+func priceTable(cfg config.Config) (map[string]model.Price, error) {
+	if cfg.ModelPrices == "" {
+		return model.Prices(nil), nil
+	}
+	over, err := model.ParsePrices([]byte(cfg.ModelPrices))
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", &config.FieldError{
+			Var: "DELTA_MODEL_PRICES", Value: cfg.ModelPrices, Err: fmt.Errorf("%w: %v", config.ErrInvalid, err)})
+	}
+	return model.Prices(over), nil
 }
 
 // runProfile reads the profile a run was placed at from its stored request.

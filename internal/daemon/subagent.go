@@ -20,7 +20,7 @@ import (
 // nesting depth 0 only: a child (depth ≥ 1) never gets them, so nesting
 // stops at one level. Neither is read-only, so both belong to the trusted
 // tier alone. eval_n's judge is the cascade's utility lane.
-func addSubagent(cfg config.Config, dir string, st *store.Store, provider *cascade.Cascade, reg *tool.Registry, ts *toolStatus, logger *slog.Logger) {
+func addSubagent(cfg config.Config, dir string, st *store.Store, provider *cascade.Cascade, prices map[string]model.Price, reg *tool.Registry, ts *toolStatus, logger *slog.Logger) {
 	names := []string{subagent.Name, subagent.EvalName}
 	if cfg.SubagentDepth >= 1 {
 		for _, n := range names {
@@ -51,7 +51,7 @@ func addSubagent(cfg config.Config, dir string, st *store.Store, provider *casca
 			return b.Tokens - run.Usage.Fresh(), b.CostUSD - run.Usage.CostUSD, nil
 		},
 		Charge:    st.AddUsage,
-		Judge:     judge(provider, model.Prices(cfg.ModelPrices)),
+		Judge:     judge(provider, prices),
 		ResultMax: cfg.ToolResultMaxBytes,
 		Logger:    logger,
 	}

@@ -43,7 +43,7 @@ func delegation(t *testing.T, env map[string]string) (config.Config, *toolStatus
 		t.Fatal(err)
 	}
 	reg, ts := buildTools(cfg, ws, nil, todo.New(st, todo.Options{}), nil, logger)
-	addSubagent(cfg, ws.Dir(), st, provider, reg, ts, logger)
+	addSubagent(cfg, ws.Dir(), st, provider, model.Prices(nil), reg, ts, logger)
 	return cfg, ts
 }
 

@@ -1,4 +1,4 @@
-package config
+package model
 
 import (
 	"bytes"
@@ -7,29 +7,15 @@ import (
 	"fmt"
 	"math"
 	"sort"
-
-	"github.com/deltaharness/delta/internal/model"
 )
 
-func (l *loader) prices(name string) map[string]model.Price {
-	v, ok := l.get(name)
-	if !ok {
-		return nil
-	}
-	p, err := ParsePrices([]byte(v))
-	if err != nil {
-		l.fail(name, v, "%v", err)
-		return nil
-	}
-	return p
-}
-
-// ParsePrices parses a DELTA_MODEL_PRICES document: a JSON object mapping a
-// model ID to {"in","out","cacheRead","cacheWrite"} in dollars per million
-// tokens. Missing fields are 0 (a missing cacheWrite is later valued at 1.25 ×
-// in). Unlike the seed, a negative, null, non-numeric or unknown price field
-// is an error: a negative price would weaken the dollar guard silently.
-func ParsePrices(doc []byte) (map[string]model.Price, error) {
+// ParsePrices parses a price-override document (DELTA_MODEL_PRICES): a JSON
+// object mapping a model ID to {"in","out","cacheRead","cacheWrite"} in
+// dollars per million tokens. Missing fields are 0 (a missing cacheWrite is
+// later valued at 1.25 × in, see Cost). A negative, null, non-numeric or
+// unknown price field is an error rather than a 0: a wrong price would
+// weaken the dollar budget silently.
+func ParsePrices(doc []byte) (map[string]Price, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &raw); err != nil {
 		return nil, fmt.Errorf("want a JSON object of model → prices: %w", err)
@@ -42,7 +28,7 @@ func ParsePrices(doc []byte) (map[string]model.Price, error) {
 		models = append(models, m)
 	}
 	sort.Strings(models) // stable error order
-	out := make(map[string]model.Price, len(raw))
+	out := make(map[string]Price, len(raw))
 	for _, m := range models {
 		if m == "" {
 			return nil, errors.New("empty model name")
@@ -56,12 +42,12 @@ func ParsePrices(doc []byte) (map[string]model.Price, error) {
 	return out, nil
 }
 
-func parsePrice(doc json.RawMessage) (model.Price, error) {
+func parsePrice(doc json.RawMessage) (Price, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
-		return model.Price{}, errors.New(`want an object like {"in":2,"out":10}`)
+		return Price{}, errors.New(`want an object like {"in":2,"out":10}`)
 	}
-	var p model.Price
+	var p Price
 	for k, v := range fields {
 		var dst *float64
 		switch k {
@@ -74,17 +60,17 @@ func parsePrice(doc json.RawMessage) (model.Price, error) {
 		case "cacheWrite":
 			dst = &p.CacheWrite
 		default:
-			return model.Price{}, fmt.Errorf("unknown field %q (want in, out, cacheRead, cacheWrite)", k)
+			return Price{}, fmt.Errorf("unknown field %q (want in, out, cacheRead, cacheWrite)", k)
 		}
 		v = bytes.TrimSpace(v)
 		if len(v) == 0 || v[0] == 'n' || v[0] == '"' || v[0] == '{' || v[0] == '[' || v[0] == 't' || v[0] == 'f' {
-			return model.Price{}, fmt.Errorf("%s: want a number", k)
+			return Price{}, fmt.Errorf("%s: want a number", k)
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
-			return model.Price{}, fmt.Errorf("%s: want a finite number", k)
+			return Price{}, fmt.Errorf("%s: want a finite number", k)
 		}
 		if *dst < 0 || math.IsNaN(*dst) || math.IsInf(*dst, 0) {
-			return model.Price{}, fmt.Errorf("%s: want a price ≥ 0, got %v", k, *dst)
+			return Price{}, fmt.Errorf("%s: want a price ≥ 0, got %v", k, *dst)
 		}
 	}
 	return p, nil
