@@ -165,9 +165,10 @@ type Config struct {
 	// ToolFloor means DELTA_ALLOWED_TOOLS was set but empty or malformed:
 	// the run gets the safe tier's tools, never everything.
 	ToolFloor bool `env:"DELTA_ALLOWED_TOOLS"`
-	// PinnedTools chooses the pinned subset of the allowed tools
-	// (DELTA_PINNED_TOOLS; parsed, validated and reported; progressive
-	// loading, which gives it effect, is not built yet).
+	// PinnedTools are offered every turn beside the built-ins and core-verb
+	// MCP tools once a run's envelope passes search.Guardrail
+	// (DELTA_PINNED_TOOLS, comma-separated; malformed = none pinned, with a
+	// warning). Names outside the envelope are ignored.
 	PinnedTools []string `env:"DELTA_PINNED_TOOLS"`
 	// MaxSteps overrides the ceiling profile's step budget (DELTA_MAX_STEPS;
 	// fractions floored, values below 1 become 1; nil = profile default).
@@ -196,16 +197,18 @@ type Config struct {
 	// (DELTA_CONTROL_TOKEN; empty = open).
 	ControlToken string `env:"DELTA_CONTROL_TOKEN"`
 	// InspectToken is the bearer required on inspection endpoints
-	// (DELTA_INSPECT_TOKEN; empty = open).
+	// (DELTA_INSPECT_TOKEN; empty = loopback clients only).
 	InspectToken string `env:"DELTA_INSPECT_TOKEN"`
 	// Inspect enables /dev and the inspection API (DELTA_INSPECT; off, 0,
 	// false or no disables).
 	Inspect bool `env:"DELTA_INSPECT"`
-	// InspectWrite enables edits and self-file revert through inspection
+	// InspectWrite enables secret rotation and deletion through inspection
 	// (DELTA_INSPECT_WRITE, boolean, default off; delta dev turns it on).
+	// Edits and self-file revert through inspection are planned.
 	InspectWrite bool `env:"DELTA_INSPECT_WRITE"`
-	// CaptureCalls stores normalized model calls locally
-	// (DELTA_CAPTURE_CALLS, boolean, default off; delta dev turns it on).
+	// CaptureCalls is reported in /v1/status (DELTA_CAPTURE_CALLS, boolean,
+	// default off; delta dev turns it on). Storing normalized model calls
+	// locally is planned; nothing reads it yet.
 	CaptureCalls bool `env:"DELTA_CAPTURE_CALLS"`
 	// StrictTenant enforces owner scoping strictly (DELTA_STRICT_TENANT,
 	// boolean, default off).
