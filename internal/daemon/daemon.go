@@ -155,7 +155,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	})
 	explorer.bind(eng)
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
-	p.service = &engine.Service{Store: st, Queue: p.queue, Engine: eng}
+	p.service = engine.NewService(st, p.queue, eng)
 	return p, nil
 }
 

@@ -36,7 +36,7 @@ func RunOnce(ctx context.Context, cfg config.Config, input string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	run, err = p.service.Wait(ctx, run.ID)
+	run, err = p.service.Wait(ctx, "", run.ID)
 	if err != nil {
 		return err
 	}
