@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
@@ -141,9 +142,15 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	return nil
 }
 
+// truncate keeps at most n bytes of s for an event's preview or error,
+// marking the cut with "…". It cuts on a character boundary, so a
+// character is never split.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
