@@ -198,13 +198,11 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engi
 			finish()
 			return false
 		}
-		var d struct {
-			Delta string `json:"delta"`
-		}
+		var d map[string]string
 		_ = json.Unmarshal(e.Data, &d)
 		seq++
 		sse.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": seq,
-			"item_id": itemID, "output_index": 0, "content_index": 0, "delta": d.Delta})
+			"item_id": itemID, "output_index": 0, "content_index": 0, "delta": d[event.KeyDelta]})
 		return true
 	})
 	if dropped {

@@ -29,10 +29,10 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	retries := 0
 	stream := model.Stream{
 		OnText: func(d string) {
-			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{"delta": d}))
+			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{event.KeyDelta: d}))
 		},
 		OnReasoning: func(d string) {
-			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{"delta": d}))
+			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{event.KeyDelta: d}))
 		},
 		OnRetry: func(r model.Retry) {
 			retries++
