@@ -245,14 +245,13 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 	open.add("http server", func(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(ctx, shutdownWait)
 		defer cancel()
-		if err := srv.Shutdown(sctx); errors.Is(err, context.DeadlineExceeded) {
+		err := srv.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) {
 			// Streams still open (SSE followers) never go idle: cut them.
 			// The events they follow are durable and resumable by id.
 			return srv.Close()
-		} else if err != nil {
-			return err
 		}
-		return nil
+		return err
 	})
 	logger.Info("delta listening", "addr", ln.Addr().String(), "version", version.Version, "db", cfg.DB, "workspace", cfg.Workspace)
 	var serveErr error
