@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/web"
@@ -182,11 +183,20 @@ func loopback(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// owner is the tenancy principal asserted by a trusted gateway.
-func owner(r *http.Request) string {
+// ownerMaxBytes bounds the x-delta-user principal.
+const ownerMaxBytes = 256
+
+// owner is the tenancy principal asserted by a trusted gateway, trimmed of
+// surrounding white space. A value longer than ownerMaxBytes or not valid
+// UTF-8 is refused rather than cut or repaired: two distinct principals
+// must never be folded into one.
+func owner(r *http.Request) (string, error) {
 	o := strings.TrimSpace(r.Header.Get("X-Delta-User"))
-	if len(o) > 256 {
-		o = o[:256]
+	switch {
+	case len(o) > ownerMaxBytes:
+		return "", badRequest("x-delta-user is longer than 256 bytes")
+	case !utf8.ValidString(o):
+		return "", badRequest("x-delta-user is not valid UTF-8")
 	}
-	return o
+	return o, nil
 }

@@ -57,7 +57,7 @@ func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
 	if err := q.Open(); err != nil {
 		t.Fatal(err)
 	}
-	o.Service = &engine.Service{Store: st, Queue: q, Engine: eng}
+	o.Service = engine.NewService(st, q, eng)
 	srv := httptest.NewServer(api.New(o))
 	t.Cleanup(func() {
 		srv.Close()

@@ -39,7 +39,7 @@ func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close(context.Background())
-	srv := httptest.NewServer(api.New(api.Options{Service: &engine.Service{Store: st, Queue: q, Engine: eng}, Heartbeat: time.Hour}))
+	srv := httptest.NewServer(api.New(api.Options{Service: engine.NewService(st, q, eng), Heartbeat: time.Hour}))
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

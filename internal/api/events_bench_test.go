@@ -51,7 +51,7 @@ func BenchmarkTaskEventsPage(b *testing.B) {
 	}
 	eng := engine.New(engine.Options{Store: st})
 	q := queue.New(st, eng.Execute, 1, nil) // never opened: the runs stay queued
-	srv := httptest.NewServer(api.New(api.Options{Service: &engine.Service{Store: st, Queue: q, Engine: eng}, ControlToken: "tok"}))
+	srv := httptest.NewServer(api.New(api.Options{Service: engine.NewService(st, q, eng), ControlToken: "tok"}))
 	b.Cleanup(srv.Close)
 	client := srv.Client()
 	for _, limit := range []int{200, 500} {

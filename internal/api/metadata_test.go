@@ -40,7 +40,7 @@ func metadataServer(t *testing.T, o api.Options) (url, dbDir string, close func(
 	if err := q.Open(); err != nil {
 		t.Fatal(err)
 	}
-	o.Service = &engine.Service{Store: st, Queue: q, Engine: eng}
+	o.Service = engine.NewService(st, q, eng)
 	srv := httptest.NewServer(api.New(o))
 	done := false
 	close = func() {

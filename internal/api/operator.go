@@ -17,40 +17,33 @@ type queueRow struct {
 }
 
 func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
-	me := owner(r)
-	if s.o.StrictTenant && me == "" {
-		writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "x-delta-user is required (DELTA_STRICT_TENANT=1)"})
-		return
-	}
-	var rows []queueRow
-	now := time.Now()
-	pos := 0
-	runs, err := s.o.Service.Store.LiveRuns(r.Context())
+	me, err := owner(r)
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return
 	}
-	for _, run := range runs {
-		mine := me != "" && run.Owner == me || me == "" && run.Owner == "" && !s.o.StrictTenant
-		if s.o.StrictTenant && !mine {
-			continue // strict: positions are numbered among the caller's own rows only
-		}
-		pos++
-		row := queueRow{Status: run.Status, Position: pos, AgeSeconds: now.Sub(run.CreatedAt).Seconds(), Mine: mine}
-		if mine {
-			row.ID, row.SessionID = run.ID, run.SessionID
-		}
-		rows = append(rows, row)
+	if s.o.StrictTenant && me == "" {
+		writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "x-delta-user is required (DELTA_STRICT_TENANT=1)"})
+		return
 	}
-	if rows == nil {
-		rows = []queueRow{}
+	entries, err := s.o.Service.Queue(r.Context(), me, s.o.StrictTenant)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	now := time.Now()
+	rows := make([]queueRow, 0, len(entries))
+	for _, e := range entries {
+		rows = append(rows, queueRow{ID: e.ID, SessionID: e.SessionID, Status: e.Status, Position: e.Position,
+			AgeSeconds: now.Sub(e.CreatedAt).Seconds(), Mine: e.Mine})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": rows})
 }
 
-// devRun is GET /v1/dev/runs/{id}: the run's full record for an operator.
+// devRun is GET /v1/dev/runs/{id}: the run's full record for an operator,
+// whoever owns it (the inspection gate stands in for the owner check).
 func (s *Server) devRun(w http.ResponseWriter, r *http.Request) {
-	run, err := s.o.Service.Store.Run(r.Context(), r.PathValue("id"))
+	run, err := s.o.Service.InspectRun(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
@@ -55,7 +54,11 @@ func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest,
 	if req.Metadata, err = keptMetadata(raw.Bytes(), s.o.TrustReviewMetadata); err != nil {
 		return engine.Submission{}, nil, err
 	}
-	sub := engine.Submission{Owner: owner(r), Request: req, AuthToken: authToken}
+	o, err := owner(r)
+	if err != nil {
+		return engine.Submission{}, nil, err
+	}
+	sub := engine.Submission{Owner: o, Request: req, AuthToken: authToken}
 	if s.o.StrictTenant && sub.Owner == "" {
 		return engine.Submission{}, nil, &requestError{status: http.StatusUnauthorized, msg: "x-delta-user is required (DELTA_STRICT_TENANT=1)"}
 	}
@@ -129,6 +132,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Stream != nil && *body.Stream {
+		if !acceptsStream(r.Header.Values("Accept")) {
+			writeError(w, s.o.Logger, &requestError{status: http.StatusNotAcceptable,
+				msg: "stream:true answers text/event-stream, which the Accept header refuses; accept text/event-stream or send stream:false for one JSON response"})
+			return
+		}
 		s.streamResponse(w, r, sub)
 		return
 	}
@@ -138,7 +146,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The run is durable: if this client goes away it still finishes.
-	run, err = s.o.Service.Wait(r.Context(), run.ID)
+	run, err = s.o.Service.Wait(r.Context(), sub.Owner, run.ID)
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return
@@ -156,21 +164,15 @@ func writeRaw(w http.ResponseWriter, status int, b json.RawMessage) {
 // streamResponse sends response.output_text.delta frames, then one
 // authoritative response.completed with the full response.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engine.Submission) {
-	var runID atomic.Value
-	runID.Store("")
-	// Subscribe before submitting so no delta is missed; events of other
-	// runs that arrive before the id is known are filtered below.
-	bsub := s.o.Service.Broker().Subscribe(4096, func(e event.Event) bool {
-		id := runID.Load().(string)
-		return (id == "" || e.RunID == id) && (e.Name == event.TextDelta || e.Terminal())
+	// Followed from before the durable write, so no delta is missed.
+	run, live, err := s.o.Service.SubmitFollow(r.Context(), sub, 4096, func(e event.Event) bool {
+		return e.Name == event.TextDelta || e.Terminal()
 	})
-	defer s.o.Service.Broker().Unsubscribe(bsub)
-	run, err := s.o.Service.Submit(r.Context(), sub)
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return
 	}
-	runID.Store(run.ID)
+	defer live.Close()
 	sse := newSSE(w)
 	seq := 0
 	itemID := "msg_" + strings.TrimPrefix(run.ID, "resp_")
@@ -179,7 +181,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engi
 	created.Output = []engine.OutputItem{}
 	sse.send("response.created", map[string]any{"type": "response.created", "sequence_number": seq, "response": created})
 	finish := func() {
-		final, err := s.o.Service.Store.Run(r.Context(), run.ID)
+		final, err := s.o.Service.Get(r.Context(), sub.Owner, run.ID)
 		if err != nil {
 			return
 		}
@@ -187,40 +189,73 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engi
 		sse.send("response.completed", map[string]any{"type": "response.completed", "sequence_number": seq, "response": json.RawMessage(final.Result)})
 	}
 	// A run already terminal (idempotent re-attach) completes at once.
-	if cur, err := s.o.Service.Store.Run(r.Context(), run.ID); err == nil && store.Terminal(cur.Status) {
+	if store.Terminal(run.Status) {
 		finish()
 		return
 	}
-	hb := time.NewTicker(s.o.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-hb.C:
-			sse.comment("ping")
-		case e, ok := <-bsub.C:
-			if !ok {
-				// Dropped as a slow consumer: deltas are lost, the final answer is not.
-				if _, err := s.o.Service.Wait(r.Context(), run.ID); err == nil {
-					finish()
-				}
-				return
-			}
-			if e.RunID != run.ID {
-				continue
-			}
-			if e.Terminal() {
-				finish()
-				return
-			}
-			var d struct {
-				Delta string `json:"delta"`
-			}
-			_ = json.Unmarshal(e.Data, &d)
-			seq++
-			sse.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": seq,
-				"item_id": itemID, "output_index": 0, "content_index": 0, "delta": d.Delta})
+	dropped := s.follow(r.Context(), sse, live, func(e event.Event) bool {
+		if e.Terminal() {
+			finish()
+			return false
+		}
+		var d map[string]string
+		_ = json.Unmarshal(e.Data, &d)
+		seq++
+		sse.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": seq,
+			"item_id": itemID, "output_index": 0, "content_index": 0, "delta": d[event.KeyDelta]})
+		return true
+	})
+	if dropped {
+		// Dropped as a slow consumer: deltas are lost, the final answer is not.
+		if _, err := s.o.Service.Wait(r.Context(), sub.Owner, run.ID); err == nil {
+			finish()
 		}
 	}
+}
+
+// acceptsStream reports whether an Accept header admits the
+// text/event-stream answer of stream:true. The most specific range that
+// matches text/event-stream decides (exact, then text/*, then */*); q=0
+// refuses. With no range matching it, application/json admits the stream
+// too: the official OpenAI SDKs send "Accept: application/json" on every
+// request, streaming ones included, and the OpenAI API streams to them.
+func acceptsStream(values []string) bool {
+	if len(values) == 0 {
+		return true
+	}
+	best, bestQ := -1, 0.0 // specificity of the range matching text/event-stream: 0 */*, 1 text/*, 2 exact
+	jsonOK := false
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			media, params, _ := strings.Cut(part, ";")
+			media = strings.ToLower(strings.TrimSpace(media))
+			q := 1.0
+			for _, p := range strings.Split(params, ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+				if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+					if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+						q = f
+					}
+				}
+			}
+			spec := -1
+			switch media {
+			case "text/event-stream":
+				spec = 2
+			case "text/*":
+				spec = 1
+			case "*/*":
+				spec = 0
+			case "application/json":
+				jsonOK = jsonOK || q > 0
+			}
+			if spec > best {
+				best, bestQ = spec, q
+			}
+		}
+	}
+	if best >= 0 {
+		return bestQ > 0
+	}
+	return jsonOK
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
+	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -70,10 +71,13 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	crashpoint.Hit(crashpoint.AfterAck)
 }
 
-// readable applies strict tenancy on top of owner matching: with
-// DELTA_STRICT_TENANT an unowned run is unreachable, like an unknown one.
+// readable is the owner a read is scoped to. With DELTA_STRICT_TENANT an
+// unowned run is unreachable, like an unknown one.
 func (s *Server) readable(r *http.Request) (string, error) {
-	o := owner(r)
+	o, err := owner(r)
+	if err != nil {
+		return "", err
+	}
 	if s.o.StrictTenant && o == "" {
 		return "", fmt.Errorf("strict tenancy without an owner: %w", store.ErrNotFound)
 	}
@@ -129,15 +133,12 @@ func pageParams(r *http.Request) (since int64, limit int, err error) {
 	return since, limit, nil
 }
 
-// taskEvents is a JSON page with ?since=, otherwise a live SSE stream.
+// taskEvents is a JSON page with ?since=, otherwise a live SSE stream
+// that ends with a done frame. A client that falls 2,048 frames behind gets
+// an error frame naming the ?since= that resumes it, then the stream closes.
 func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	o, err := s.readable(r)
-	if err != nil {
-		writeError(w, s.o.Logger, err)
-		return
-	}
-	run, err := s.o.Service.Get(r.Context(), o, id)
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return
@@ -148,64 +149,50 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 			writeError(w, s.o.Logger, err)
 			return
 		}
-		evs, err := s.o.Service.Store.Events(r.Context(), store.EventFilter{RunID: id, Since: since, Limit: limit})
+		page, err := s.o.Service.Events(r.Context(), o, id, since, limit)
 		if err != nil {
 			writeError(w, s.o.Logger, err)
 			return
 		}
-		cursor := since
-		if len(evs) > 0 {
-			cursor = evs[len(evs)-1].ID
-		}
-		// Re-read the status after the events: done only when nothing can follow.
-		if cur, err := s.o.Service.Store.Run(r.Context(), id); err == nil {
-			run = cur
-		}
-		if evs == nil {
-			evs = []event.Event{}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"events": evs, "cursor": cursor, "done": store.Terminal(run.Status) && len(evs) < limit})
+		writeJSON(w, http.StatusOK, map[string]any{"events": page.Events, "cursor": page.Cursor, "done": page.Done})
 		return
 	}
 	coarse := r.URL.Query().Get("coarse") == "1"
-	sub := s.o.Service.Broker().Subscribe(2048, func(e event.Event) bool {
-		return e.RunID == id && !(coarse && e.Ephemeral())
-	})
-	defer s.o.Service.Broker().Unsubscribe(sub)
+	run, live, err := s.o.Service.Follow(r.Context(), o, id, 2048, func(e event.Event) bool { return !(coarse && e.Ephemeral()) })
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	defer live.Close()
 	sse := newSSE(w)
 	done := func() {
-		if cur, err := s.o.Service.Store.Run(r.Context(), id); err == nil {
+		if cur, err := s.o.Service.Get(r.Context(), o, id); err == nil {
 			sse.send("done", viewOf(cur))
 		}
 	}
-	if cur, err := s.o.Service.Store.Run(r.Context(), id); err == nil && store.Terminal(cur.Status) {
+	if store.Terminal(run.Status) {
 		done()
 		return
 	}
-	hb := time.NewTicker(s.o.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-hb.C:
-			sse.comment("ping")
-		case e, ok := <-sub.C:
-			if !ok {
-				return // too slow: the client re-reads with ?since=
-			}
-			sse.sendID(e.ID, e.Name, e)
-			if e.Terminal() {
-				done()
-				return
-			}
+	var last int64
+	dropped := s.follow(r.Context(), sse, live, func(e event.Event) bool {
+		sse.sendID(e.ID, e.Name, e)
+		last = max(last, e.ID)
+		if e.Terminal() {
+			done()
+			return false
 		}
+		return true
+	})
+	if dropped {
+		sse.fellBehind("/v1/tasks/"+id+"/events", last)
 	}
 }
 
 // devStream replays stored events after ?since= (filtered by ?run= and
 // ?session=), then follows live unless live=0. A client that falls 2,048
-// frames behind is disconnected and resumes from its last id.
+// frames behind gets an error frame naming the ?since= that resumes it,
+// then the stream closes.
 func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 	since, _, err := pageParams(r)
 	if err != nil {
@@ -215,18 +202,17 @@ func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	runID, sessionID := q.Get("run"), q.Get("session")
 	live := q.Get("live") != "0" && !strings.EqualFold(q.Get("live"), "false")
-	match := func(e event.Event) bool {
-		return (runID == "" || e.RunID == runID) && (sessionID == "" || e.SessionID == sessionID)
-	}
-	var sub *event.Sub
+	var sub *engine.Live
 	if live {
-		sub = s.o.Service.Broker().Subscribe(2048, match)
-		defer s.o.Service.Broker().Unsubscribe(sub)
+		sub = s.o.Service.InspectFollow(2048, func(e event.Event) bool {
+			return (runID == "" || e.RunID == runID) && (sessionID == "" || e.SessionID == sessionID)
+		})
+		defer sub.Close()
 	}
 	sse := newSSE(w)
 	last := since
 	for {
-		evs, err := s.o.Service.Store.Events(r.Context(), store.EventFilter{RunID: runID, SessionID: sessionID, Since: last, Limit: 500})
+		evs, err := s.o.Service.InspectEvents(r.Context(), store.EventFilter{RunID: runID, SessionID: sessionID, Since: last, Limit: 500})
 		if err != nil {
 			return
 		}
@@ -245,22 +231,15 @@ func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 	// them, so live ids can arrive out of order: skip only what the replay
 	// already sent, never an id below the newest one sent live.
 	replayed := last
-	hb := time.NewTicker(s.o.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-hb.C:
-			sse.comment("ping")
-		case e, ok := <-sub.C:
-			if !ok {
-				return
-			}
-			if e.ID != 0 && e.ID <= replayed {
-				continue // already replayed
-			}
-			sse.sendID(e.ID, e.Name, e)
+	dropped := s.follow(r.Context(), sse, sub, func(e event.Event) bool {
+		if e.ID != 0 && e.ID <= replayed {
+			return true // already replayed
 		}
+		sse.sendID(e.ID, e.Name, e)
+		last = max(last, e.ID)
+		return true
+	})
+	if dropped {
+		sse.fellBehind("/v1/dev/stream", last)
 	}
 }

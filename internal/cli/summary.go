@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/event"
 )
 
 // summarize renders one event's payload as a short human line for the
@@ -29,18 +31,18 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 		return 0, false
 	}
 	switch name {
-	case "output_text.delta", "reasoning.delta":
+	case event.TextDelta, event.ReasonDelta:
 		return "", false
-	case "run.queued":
+	case event.RunQueued:
 		return "accepted; the queue row is durable", true
-	case "run.started":
+	case event.RunStarted:
 		return "picked up by a worker", true
-	case "run.resumed":
-		if n, ok := num(p, "attempt"); ok {
+	case event.RunResumed:
+		if n, ok := num(p, event.KeyAttempt); ok {
 			return fmt.Sprintf("resumed after a restart (attempt %d)", int(n)), true
 		}
 		return "resumed after a restart", true
-	case "model.call":
+	case event.ModelCall:
 		var parts []string
 		if s, ok := num(p, "step"); ok {
 			parts = append(parts, fmt.Sprintf("step %d", int(s)))
@@ -63,14 +65,14 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 		if len(parts) > 0 {
 			return strings.Join(parts, " · "), true
 		}
-	case "tool.call":
+	case event.ToolCall:
 		if n := str("name"); n != "" {
 			if path := writtenPathArg(p["arguments"]); path != "" {
 				return n + " " + path, true
 			}
 			return n + " " + clipRunes(compactJSON(string(p["arguments"])), 70), true
 		}
-	case "tool.result":
+	case event.ToolResult:
 		if n := str("name"); n != "" {
 			var isErr bool
 			_ = json.Unmarshal(p["is_error"], &isErr)
@@ -84,9 +86,9 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 			}
 			return line, true
 		}
-	case "run.finished":
-		if s := str("status"); s != "" {
-			if e := str("error"); e != "" {
+	case event.RunFinished:
+		if s := str(event.KeyStatus); s != "" {
+			if e := str(event.KeyError); e != "" {
 				return s + ": " + clipRunes(e, 100), true
 			}
 			return s, true

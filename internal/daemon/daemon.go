@@ -48,6 +48,7 @@ type parts struct {
 	images    *vision.Registry
 	queue     *queue.Queue
 	service   *engine.Service
+	closers   closers // what build opened, closed last first by close
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
@@ -87,9 +88,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		return nil, err
 	}
 	p := &parts{store: st, workspace: ws.Dir()}
+	p.closers.add("store", func(context.Context) error { return st.Close() })
 	defer func() {
 		if err != nil {
-			p.close(context.WithoutCancel(ctx))
+			err = errors.Join(err, p.close(context.WithoutCancel(ctx)))
 		}
 	}()
 
@@ -129,6 +131,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		// Open never fails for a dead server: its tools are absent and
 		// its state is in /v1/status.
 		_ = p.mcp.Open(ctx)
+		p.closers.add("mcp servers", p.mcp.Close)
 		reg.AddMissing(p.mcp.Tools()...)
 		if p.vault != nil {
 			// A server that waited for a credential connects when it arrives.
@@ -159,7 +162,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	})
 	explorer.bind(eng)
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
-	p.service = &engine.Service{Store: st, Queue: p.queue, Engine: eng}
+	p.service = engine.NewService(st, p.queue, eng)
 	return p, nil
 }
 
@@ -193,42 +196,49 @@ func runProfile(st *store.Store) func(ctx context.Context, runID string) (string
 	}
 }
 
-// close releases what build opened, in reverse order.
-func (p *parts) close(ctx context.Context) {
-	if p.mcp != nil {
-		_ = p.mcp.Close(ctx)
-	}
-	_ = p.store.Close()
-}
+// close releases what build opened, in reverse order, and reports every
+// failure.
+func (p *parts) close(ctx context.Context) error { return p.closers.close(ctx) }
+
+// shutdownWait bounds each step of shutdown that waits: in-flight requests
+// finishing, then runs stopping at their next interruption point.
+const shutdownWait = 5 * time.Second
 
 // Serve runs the daemon until ctx is done. The port is bound before any
 // work resumes, so a duplicate start fails before touching running rows.
-func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+// Shutdown closes everything in reverse order of opening; the error joins
+// the serve error with every close error.
+func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
+	var open closers
+	defer func() { err = errors.Join(err, open.close(context.WithoutCancel(ctx))) }()
+	open.add("listener", func(context.Context) error {
+		if err := ln.Close(); !errors.Is(err, net.ErrClosed) { // the HTTP server closes it once it serves
+			return err
+		}
+		return nil
+	})
 	unlock, err := lockDB(cfg.DB)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	defer unlock()
+	open.add("database lock", func(context.Context) error { return unlock() })
 	p, err := build(ctx, cfg, cfg.DB, true, logger)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	defer p.close(context.WithoutCancel(ctx))
+	open.add("harness", p.close)
 	// The lease comes before any run resumes: the file lock stops a second
 	// process on this host, the lease one on another host sharing the file.
 	leaseLost, stopLease, err := holdLease(ctx, p.store, cfg.LeaseHolder, cfg.LeaseTTL, logger)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	defer stopLease()
+	open.add("writer lease", func(context.Context) error { return stopLease() })
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
@@ -240,10 +250,28 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err := p.queue.Open(); err != nil {
 		return err
 	}
+	// Interrupt-style: runs stop at their next interruption point and
+	// resume on the next start.
+	open.add("queue", func(ctx context.Context) error {
+		qctx, cancel := context.WithTimeout(ctx, shutdownWait)
+		defer cancel()
+		return p.queue.Close(qctx)
+	})
 	stopSweep := sweepRetention(ctx, cfg, p.store, logger)
-	defer stopSweep()
+	open.add("retention sweep", func(context.Context) error { stopSweep(); return nil })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	open.add("http server", func(ctx context.Context) error {
+		sctx, cancel := context.WithTimeout(ctx, shutdownWait)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Streams still open (SSE followers) never go idle: cut them.
+			// The events they follow are durable and resumable by id.
+			return srv.Close()
+		}
+		return err
+	})
 	logger.Info("delta listening", "addr", ln.Addr().String(), "version", version.Version, "db", cfg.DB, "workspace", cfg.Workspace)
 	var serveErr error
 	select {
@@ -252,16 +280,12 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	case serveErr = <-leaseLost:
 		logger.Error("stopping: another process owns the writer lease", "err", serveErr)
 	}
-	// Interrupt-style shutdown: stop taking requests, interrupt runs (they
-	// resume on the next start), close the database.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	qerr := p.queue.Close(sctx)
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
-	return errors.Join(serveErr, qerr)
+	// The deferred close stops taking requests, interrupts runs, releases
+	// the lease and closes the database, in that order.
+	return serveErr
 }
 
 // secretsOf keeps a nil vault a nil interface, so the API answers 503.

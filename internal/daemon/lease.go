@@ -12,12 +12,13 @@ import (
 )
 
 // holdLease acquires the single-writer lease for holder and renews it every
-// ttl/3 until stop is called; stop also releases it. The returned channel
+// ttl/3 until stop is called; stop also releases it and reports a failed
+// release. The returned channel
 // receives an error only when a different live holder owns the lease: a
 // transient database error is logged and retried on the next tick, because
 // the lease outlives two missed renewals and giving up would stop the runs
 // for no reason.
-func holdLease(ctx context.Context, st *store.Store, holder string, ttl time.Duration, logger *slog.Logger) (lost <-chan error, stop func(), err error) {
+func holdLease(ctx context.Context, st *store.Store, holder string, ttl time.Duration, logger *slog.Logger) (lost <-chan error, stop func() error, err error) {
 	if _, err := st.AcquireLease(ctx, holder, ttl, time.Now()); err != nil {
 		return nil, nil, fmt.Errorf("refusing to start: %w", err)
 	}
@@ -49,12 +50,10 @@ func holdLease(ctx context.Context, st *store.Store, holder string, ttl time.Dur
 			}
 		}
 	}()
-	stop = func() {
+	stop = func() error {
 		close(done)
 		wg.Wait()
-		if err := st.ReleaseLease(context.WithoutCancel(ctx), holder); err != nil {
-			logger.Warn("release writer lease", "err", err)
-		}
+		return st.ReleaseLease(context.WithoutCancel(ctx), holder)
 	}
 	return lostc, stop, nil
 }

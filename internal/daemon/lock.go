@@ -11,7 +11,7 @@ import (
 // host refuses to open the same database, whatever port it asked for. The
 // kernel drops the lock when the process dies, kill -9 included, so a
 // restart never waits.
-func lockDB(db string) (release func(), err error) {
+func lockDB(db string) (release func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", db, err)
 	}
@@ -25,5 +25,5 @@ func lockDB(db string) (release func(), err error) {
 		return nil, fmt.Errorf("another delta process is using %s (lock %s held): refusing to start a second writer", db, path)
 	}
 	fmt.Fprintf(f, "%d\n", os.Getpid())
-	return func() { f.Close() }, nil
+	return f.Close, nil
 }

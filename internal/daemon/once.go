@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,23 +21,23 @@ import (
 // when the run did not complete. Its last stdout line is always the usage
 // marker (subagent.FormatUsage), so a parent that spawned it can charge what
 // it spent, even when it failed.
-func RunOnce(ctx context.Context, cfg config.Config, input string, stdout io.Writer, logger *slog.Logger) error {
+func RunOnce(ctx context.Context, cfg config.Config, input string, stdout io.Writer, logger *slog.Logger) (err error) {
 	p, err := build(ctx, cfg, ":memory:", false, logger)
 	if err != nil {
 		return err
 	}
-	defer p.close(context.WithoutCancel(ctx))
 	if err := p.queue.Open(); err != nil {
-		return err
+		return errors.Join(err, p.close(context.WithoutCancel(ctx)))
 	}
-	defer p.queue.Close(context.WithoutCancel(ctx))
+	p.closers.add("queue", p.queue.Close)
+	defer func() { err = errors.Join(err, p.close(context.WithoutCancel(ctx))) }()
 	run, err := p.service.Submit(ctx, engine.Submission{Request: engine.Request{
 		Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: cfg.Placement(""), Store: true,
 	}})
 	if err != nil {
 		return err
 	}
-	run, err = p.service.Wait(ctx, run.ID)
+	run, err = p.service.Wait(ctx, "", run.ID)
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func TestArgBoundHoldsAcrossRestart(t *testing.T) {
 		t.Fatalf("status %s (%s)", first.Status, first.Error)
 	}
 	ctx := context.Background()
-	h.svc.Queue.Close(ctx)
+	h.q.Close(ctx)
 
 	// "Restart": a fresh engine over the same database, with the bound now
 	// off. The continuation's history is what was stored: still bounded.
@@ -161,7 +161,7 @@ func TestArgBoundHoldsAcrossRestart(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if r, err = svc.Wait(wctx, r.ID); err != nil || r.Status != store.StatusDone {
+	if r, err = svc.Wait(wctx, "", r.ID); err != nil || r.Status != store.StatusDone {
 		t.Fatalf("continuation: status %s err %v", r.Status, err)
 	}
 	checkBounded(t, "history after restart", argsOf(t, rec.last(), "call_mail"), 256)
@@ -204,7 +204,7 @@ func TestArgBoundAppliesToRecoveredCalls(t *testing.T) {
 	svc := restart(t, st, dir, p, 256, draft)
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	r, err := svc.Wait(wctx, "resp_r")
+	r, err := svc.Wait(wctx, "", "resp_r")
 	if err != nil || r.Status != store.StatusDone || runs.Load() != 1 {
 		t.Fatalf("status %s err %v, tool runs %d", r.Status, err, runs.Load())
 	}
@@ -283,5 +283,5 @@ func restart(t *testing.T, st *store.Store, dir string, p model.ProviderFunc, ar
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close(context.Background()) })
-	return &engine.Service{Store: st, Queue: q, Engine: eng}
+	return engine.NewService(st, q, eng)
 }

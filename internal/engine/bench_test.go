@@ -41,7 +41,7 @@ func BenchmarkDurableStep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err = h.svc.Wait(ctx, r.ID)
+		r, err = h.svc.Wait(ctx, "", r.ID)
 		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
 			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
@@ -28,10 +29,10 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	retries := 0
 	stream := model.Stream{
 		OnText: func(d string) {
-			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{"delta": d}))
+			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{event.KeyDelta: d}))
 		},
 		OnReasoning: func(d string) {
-			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{"delta": d}))
+			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{event.KeyDelta: d}))
 		},
 		OnRetry: func(r model.Retry) {
 			retries++
@@ -141,9 +142,15 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	return nil
 }
 
+// truncate keeps at most n bytes of s for an event's preview or error,
+// marking the cut with "…". It cuts on a character boundary, so a
+// character is never split.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -110,7 +110,7 @@ func newChildRig(t testing.TB, p model.ProviderFunc, budget engine.Budget, withQ
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { q.Close(context.Background()) })
-		rig.svc = &engine.Service{Store: st, Queue: q, Engine: rig.eng}
+		rig.svc = engine.NewService(st, q, rig.eng)
 	}
 	return rig
 }
@@ -550,7 +550,7 @@ func TestParentRunPaysForItsChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err = rig.svc.Wait(ctx, run.ID)
+	run, err = rig.svc.Wait(ctx, "", run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

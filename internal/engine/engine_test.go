@@ -29,6 +29,7 @@ import (
 type harness struct {
 	st   *store.Store
 	svc  *engine.Service
+	q    *queue.Queue
 	eng  *engine.Engine
 	reg  *tool.Registry
 	dir  string
@@ -86,8 +87,8 @@ func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close(context.Background()) })
-	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts,
-		svc: &engine.Service{Store: st, Queue: q, Engine: eng}}
+	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts, q: q,
+		svc: engine.NewService(st, q, eng)}
 }
 
 var big = engine.Budget{Steps: 100, Tokens: 1 << 40, CostUSD: 1000}
@@ -101,7 +102,7 @@ func (h *harness) run(t testing.TB, input string) (store.Run, engine.Response) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = h.svc.Wait(ctx, r.ID)
+	r, err = h.svc.Wait(ctx, "", r.ID)
 	if err != nil {
 		t.Fatalf("wait: %v", err)
 	}
@@ -340,7 +341,7 @@ func TestCancelRunningRun(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r, err = h.svc.Wait(wctx, r.ID)
+	r, err = h.svc.Wait(wctx, "", r.ID)
 	if err != nil || r.Status != store.StatusCancelled {
 		t.Fatalf("status %s err %v", r.Status, err)
 	}
@@ -412,10 +413,10 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 	q := queue.New(st, eng.Execute, 2, nil)
 	q.Open()
 	defer q.Close(ctx)
-	svc := &engine.Service{Store: st, Queue: q, Engine: eng}
+	svc := engine.NewService(st, q, eng)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r, err := svc.Wait(wctx, "resp_x")
+	r, err := svc.Wait(wctx, "", "resp_x")
 	if err != nil || r.Status != store.StatusDone {
 		t.Fatalf("status %s err %v", r.Status, err)
 	}

@@ -51,7 +51,7 @@ func TestHandoffListsResearchFindings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, err = rig.svc.Wait(ctx, run.ID)
+			run, err = rig.svc.Wait(ctx, "", run.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -51,7 +51,7 @@ func TestRunTokenHeldInMemoryAndMarkedLostAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = h.svc.Wait(ctx, r.ID); err != nil || r.Status != store.StatusDone {
+	if r, err = h.svc.Wait(ctx, "", r.ID); err != nil || r.Status != store.StatusDone {
 		t.Fatalf("run: status %s err %v", r.Status, err)
 	}
 	if len(seen) != 1 || seen[0] != secret {
@@ -85,8 +85,8 @@ func TestRunTokenHeldInMemoryAndMarkedLostAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close(ctx)
-	svc := &engine.Service{Store: st, Queue: q, Engine: eng}
-	if r, err = svc.Wait(ctx, "resp_r"); err != nil || r.Status != store.StatusDone {
+	svc := engine.NewService(st, q, eng)
+	if r, err = svc.Wait(ctx, "", "resp_r"); err != nil || r.Status != store.StatusDone {
 		t.Fatalf("resumed run: status %s err %v", r.Status, err)
 	}
 	if len(seen) != 1 || seen[0] != engine.TokenLost {

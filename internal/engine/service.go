@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/queue"
@@ -14,16 +16,23 @@ import (
 )
 
 // Service is what the API drives: accept runs durably, read them, cancel
-// them, wait for them. Every read is scoped to an owner: a run of another
-// owner is reported exactly like an unknown one.
+// them, wait for them, follow their events. Every read that takes an owner
+// is scoped to it: a run of another owner is reported exactly like an
+// unknown one (store.ErrNotFound). The fields are unexported so a caller
+// cannot reach the store around that check; the Inspect* methods are the
+// only unscoped reads, for routes behind the inspection gate.
 type Service struct {
-	Store  *store.Store
-	Queue  *queue.Queue
-	Engine *Engine
+	store  *store.Store
+	queue  *queue.Queue
+	engine *Engine
 }
 
-// Broker is the live event broker the engine publishes on.
-func (s *Service) Broker() *event.Broker { return s.Engine.o.Broker }
+// NewService returns the Service over st, dispatching through q to eng.
+func NewService(st *store.Store, q *queue.Queue, eng *Engine) *Service {
+	return &Service{store: st, queue: q, engine: eng}
+}
+
+func (s *Service) broker() *event.Broker { return s.engine.o.Broker }
 
 // Submission is an accepted request.
 type Submission struct {
@@ -45,29 +54,84 @@ func NewID(prefix string) string {
 // Submit queues a run durably and returns it (an existing run when the
 // idempotency key re-attaches).
 func (s *Service) Submit(ctx context.Context, sub Submission) (store.Run, error) {
+	return s.submit(ctx, sub, NewID("resp_"))
+}
+
+func (s *Service) submit(ctx context.Context, sub Submission, id string) (store.Run, error) {
 	sub.Request.PerRunAuth = sub.AuthToken != ""
 	body, err := json.Marshal(sub.Request)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("submit: %w", err)
 	}
-	run, created, ev, err := s.Store.CreateRun(ctx, store.NewRun{
-		ID: NewID("resp_"), SessionID: NewID("sess_"), Owner: sub.Owner, Request: body,
+	run, created, ev, err := s.store.CreateRun(ctx, store.NewRun{
+		ID: id, SessionID: NewID("sess_"), Owner: sub.Owner, Request: body,
 		PreviousID: sub.PreviousID, IdempotencyKey: sub.IdempotencyKey, IdempotencyTerminal: sub.IdempotencyTerminal,
 	})
 	if err != nil {
 		return store.Run{}, err
 	}
 	if created {
-		s.Engine.SetRunToken(run.ID, sub.AuthToken)
-		s.Broker().Publish(ev)
-		s.Queue.Notify()
+		s.engine.SetRunToken(run.ID, sub.AuthToken)
+		s.broker().Publish(ev)
+		s.queue.Notify()
 	}
 	return run, nil
 }
 
+// Live is a subscription to live events. Read C until it closes; it closes
+// on Close or when the broker drops the subscriber for falling behind (then
+// durable events are re-read by id, deltas are lost).
+type Live struct {
+	C   <-chan event.Event
+	sub *event.Sub
+	b   *event.Broker
+}
+
+// Close ends the subscription. Safe to call twice.
+func (l *Live) Close() { l.b.Unsubscribe(l.sub) }
+
+func (s *Service) subscribe(buf int, filter func(event.Event) bool) *Live {
+	sub := s.broker().Subscribe(buf, filter)
+	return &Live{C: sub.C, sub: sub, b: s.broker()}
+}
+
+// SubmitFollow submits like Submit and follows the run's live events
+// (those accepted by filter, nil = all) from before its first one, so no
+// delta of a new run is missed. C carries events of that run only. The
+// returned run is read after the subscription covers it: when it is not
+// terminal, its run.finished arrives on C (unless the subscriber is
+// dropped).
+func (s *Service) SubmitFollow(ctx context.Context, sub Submission, buf int, filter func(event.Event) bool) (store.Run, *Live, error) {
+	id := NewID("resp_")
+	// An idempotency key may re-attach to an existing run whose id is known
+	// only after the write; until then the subscription carries the new id
+	// only, and the re-read below covers whatever that run did meanwhile.
+	var attached atomic.Value
+	attached.Store("")
+	live := s.subscribe(buf, func(e event.Event) bool {
+		if e.RunID != id && e.RunID != attached.Load().(string) {
+			return false
+		}
+		return filter == nil || filter(e)
+	})
+	run, err := s.submit(ctx, sub, id)
+	if err != nil {
+		live.Close()
+		return store.Run{}, nil, err
+	}
+	if run.ID != id {
+		attached.Store(run.ID)
+	}
+	if run, err = s.store.Run(ctx, run.ID); err != nil {
+		live.Close()
+		return store.Run{}, nil, err
+	}
+	return run, live, nil
+}
+
 // Get returns the owner's run.
 func (s *Service) Get(ctx context.Context, owner, id string) (store.Run, error) {
-	r, err := s.Store.Run(ctx, id)
+	r, err := s.store.Run(ctx, id)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -77,6 +141,52 @@ func (s *Service) Get(ctx context.Context, owner, id string) (store.Run, error) 
 	return r, nil
 }
 
+// Follow subscribes to the owner's run's live events accepted by filter
+// (nil = all). The run is read after subscribing: when it is not terminal,
+// its run.finished arrives on C (unless the subscriber is dropped). A run
+// of another owner is ErrNotFound and subscribes nothing.
+func (s *Service) Follow(ctx context.Context, owner, id string, buf int, filter func(event.Event) bool) (store.Run, *Live, error) {
+	live := s.subscribe(buf, func(e event.Event) bool { return e.RunID == id && (filter == nil || filter(e)) })
+	r, err := s.Get(ctx, owner, id)
+	if err != nil {
+		live.Close()
+		return store.Run{}, nil, err
+	}
+	return r, live, nil
+}
+
+// EventsPage is one page of a run's stored events.
+type EventsPage struct {
+	Events []event.Event // in id order, never nil
+	Cursor int64         // the last id on the page, or the since asked for
+	Done   bool          // the run is terminal and nothing follows this page
+}
+
+// Events reads up to limit of the owner's run's stored events after since.
+func (s *Service) Events(ctx context.Context, owner, id string, since int64, limit int) (EventsPage, error) {
+	if _, err := s.Get(ctx, owner, id); err != nil {
+		return EventsPage{}, err
+	}
+	evs, err := s.store.Events(ctx, store.EventFilter{RunID: id, Since: since, Limit: limit})
+	if err != nil {
+		return EventsPage{}, err
+	}
+	p := EventsPage{Events: evs, Cursor: since}
+	if p.Events == nil {
+		p.Events = []event.Event{}
+	}
+	if len(evs) > 0 {
+		p.Cursor = evs[len(evs)-1].ID
+	}
+	// The status is read after the events: done only when nothing can follow.
+	r, err := s.store.Run(ctx, id)
+	if err != nil {
+		return EventsPage{}, err
+	}
+	p.Done = store.Terminal(r.Status) && len(evs) < limit
+	return p, nil
+}
+
 // Cancel asks a queued or running run to stop and returns its state.
 // Cancelling a terminal run changes nothing.
 func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, error) {
@@ -84,41 +194,95 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, erro
 	if err != nil || store.Terminal(r.Status) {
 		return r, err
 	}
-	if err := s.Store.RequestCancel(ctx, id); err != nil {
+	if err := s.store.RequestCancel(ctx, id); err != nil {
 		return store.Run{}, err
 	}
-	if !s.Queue.Cancel(id) {
+	if !s.queue.Cancel(id) {
 		// Not executing: finish it here. If the dispatcher starts it in the
 		// meantime, the engine sees cancel_requested, and the store lets only
 		// one of the two write the terminal state.
-		s.Engine.finish(ctx, nil, id, store.StatusCancelled, "", "cancelled by request")
+		s.engine.finish(ctx, nil, id, store.StatusCancelled, "", "cancelled by request")
 	}
-	return s.Store.Run(ctx, id)
+	return s.store.Run(ctx, id)
 }
 
-// Wait blocks until the run is terminal or ctx ends.
-func (s *Service) Wait(ctx context.Context, id string) (store.Run, error) {
-	sub := s.Broker().Subscribe(16, func(e event.Event) bool { return e.RunID == id && e.Terminal() })
-	defer func() { s.Broker().Unsubscribe(sub) }()
+// Wait blocks until the owner's run is terminal or ctx ends.
+func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error) {
+	terminal := func(e event.Event) bool { return e.RunID == id && e.Terminal() }
+	live := s.subscribe(16, terminal)
+	defer func() { live.Close() }()
 	for {
-		r, err := s.Store.Run(ctx, id)
+		r, err := s.Get(ctx, owner, id)
 		if err != nil || store.Terminal(r.Status) {
 			return r, err
 		}
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()
-		case _, ok := <-sub.C:
+		case _, ok := <-live.C:
 			if !ok { // dropped as a slow consumer: resubscribe and re-check
-				sub = s.Broker().Subscribe(16, func(e event.Event) bool { return e.RunID == id && e.Terminal() })
+				live = s.subscribe(16, terminal)
 			}
 		}
 	}
 }
 
+// QueueEntry is one live run as a caller sees the queue. ID and SessionID
+// are set only on the caller's own rows.
+type QueueEntry struct {
+	ID        string
+	SessionID string
+	Status    string
+	Position  int // 1-based, running rows first
+	CreatedAt time.Time
+	Mine      bool
+}
+
+// Queue lists running then queued runs, each in queue order, as owner may
+// see them: its own rows with their ids, everyone else's with only status,
+// position and age. With strict tenancy an unowned run is nobody's, and
+// only the owner's own rows are listed and numbered.
+func (s *Service) Queue(ctx context.Context, owner string, strict bool) ([]QueueEntry, error) {
+	runs, err := s.store.LiveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []QueueEntry{}
+	for _, r := range runs {
+		mine := owner != "" && r.Owner == owner || owner == "" && r.Owner == "" && !strict
+		if strict && !mine {
+			continue
+		}
+		e := QueueEntry{Status: r.Status, Position: len(out) + 1, CreatedAt: r.CreatedAt, Mine: mine}
+		if mine {
+			e.ID, e.SessionID = r.ID, r.SessionID
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // Busy reports running and queued counts from the run table.
 func (s *Service) Busy(ctx context.Context) (running, queued int, err error) {
-	return s.Store.Counts(ctx)
+	return s.store.Counts(ctx)
+}
+
+// InspectRun returns any run, whoever owns it. Only for routes behind the
+// inspection gate.
+func (s *Service) InspectRun(ctx context.Context, id string) (store.Run, error) {
+	return s.store.Run(ctx, id)
+}
+
+// InspectEvents reads stored events of every owner matching f. Only for
+// routes behind the inspection gate.
+func (s *Service) InspectEvents(ctx context.Context, f store.EventFilter) ([]event.Event, error) {
+	return s.store.Events(ctx, f)
+}
+
+// InspectFollow subscribes to live events of every owner accepted by filter
+// (nil = all). Only for routes behind the inspection gate.
+func (s *Service) InspectFollow(buf int, filter func(event.Event) bool) *Live {
+	return s.subscribe(buf, filter)
 }
 
 // IsNotFound reports whether err means an unknown (or foreign) id.

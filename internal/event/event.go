@@ -39,6 +39,15 @@ const (
 	KeySystem  = "system"
 )
 
+// Keys of an event's data object that one package writes and another
+// reads (the API, the CLI, the /dev page).
+const (
+	KeyDelta   = "delta"   // output_text.delta, reasoning.delta: the text
+	KeyStatus  = "status"  // run.finished: done, failed or cancelled
+	KeyError   = "error"   // run.finished: why the run did not complete
+	KeyAttempt = "attempt" // run.resumed: the attempt number, from 2
+)
+
 // Event is one thing that happened in a run.
 type Event struct {
 	ID        int64           `json:"id,omitempty"` // 0 for ephemeral deltas

@@ -204,7 +204,7 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		case StatusQueued:
 			ev = event.New(id, r.SessionID, event.RunStarted, nil)
 		case StatusRunning:
-			ev = event.New(id, r.SessionID, event.RunResumed, map[string]int{"attempt": r.Attempts + 1})
+			ev = event.New(id, r.SessionID, event.RunResumed, map[string]int{event.KeyAttempt: r.Attempts + 1})
 		default:
 			return ErrAlreadyFinal
 		}
@@ -266,7 +266,7 @@ func (s *Store) ResumeRuns(ctx context.Context, ids []string) ([]event.Event, er
 			if err != nil {
 				return err
 			}
-			ev := event.New(id, sessionID, event.RunResumed, map[string]int{"attempt": attempt})
+			ev := event.New(id, sessionID, event.RunResumed, map[string]int{event.KeyAttempt: attempt})
 			if err := s.insertEvent(ctx, tx, &ev); err != nil {
 				return err
 			}
@@ -324,9 +324,9 @@ func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMe
 			status, res, errText, now(), id); err != nil {
 			return err
 		}
-		data := map[string]any{"status": status}
+		data := map[string]any{event.KeyStatus: status}
 		if errText != "" {
-			data["error"] = errText
+			data[event.KeyError] = errText
 		}
 		ev = event.New(id, r.SessionID, event.RunFinished, data)
 		return s.insertEvent(ctx, tx, &ev)

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Defaults applied by New.
@@ -224,7 +225,7 @@ func (b *Broker) fetch(ctx context.Context) (Token, error) {
 	}
 	if res.StatusCode != http.StatusOK {
 		msg := strings.TrimSpace(string(body))
-		msg = strings.ToValidUTF8(clip(msg, 200), "\uFFFD")
+		msg = clip(strings.ToValidUTF8(msg, "\uFFFD"), 200)
 		return Token{}, &MintError{Status: res.StatusCode, Message: b.scrub(msg)}
 	}
 	return parseToken(body, b.o.Now().Add(b.o.Margin), b.o.Margin)
@@ -256,9 +257,14 @@ func parseToken(body []byte, notBefore time.Time, margin time.Duration) (Token, 
 	return t, nil
 }
 
+// clip keeps at most n bytes of s for an error message, marking the cut
+// with "…". It cuts on a character boundary, so a character is never split.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
