@@ -30,6 +30,9 @@ const (
 	// AfterResult: the tool result and its message are committed; the next
 	// model call has not started.
 	AfterResult = "engine.after-result"
+	// AfterFinal: the model's final reply (no tool calls) is checkpointed;
+	// the terminal status and run.finished are not committed.
+	AfterFinal = "engine.after-final"
 	// BeforeFinish: the final answer is known; the terminal status and
 	// run.finished are not committed.
 	BeforeFinish = "engine.before-finish"
@@ -37,5 +40,5 @@ const (
 
 // Points lists every named point, for tests that walk the matrix.
 func Points() []string {
-	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, BeforeFinish}
+	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, AfterFinal, BeforeFinish}
 }

@@ -213,7 +213,10 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	text, err := x.loop(ctx)
 	switch {
 	case err == nil:
-		e.finish(ctx, x, runID, store.StatusDone, text, "")
+		// The final reply is checkpointed: its terminal write outlives a
+		// shutdown that lands now, or the answer would be asked for (and
+		// billed) again on the next start.
+		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusDone, text, "")
 	case ctx.Err() != nil && !userCancel():
 		logger.Info("run interrupted by shutdown; it resumes on next start")
 	case errors.Is(err, errCancelled) || ctx.Err() != nil:
@@ -222,7 +225,7 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	default:
 		var be *budgetError
 		if errors.As(err, &be) {
-			e.finish(ctx, x, runID, store.StatusFailed, x.handoff(), be.Error())
+			e.finish(context.WithoutCancel(ctx), x, runID, store.StatusFailed, x.handoff(), be.Error())
 			return
 		}
 		logger.Warn("run failed", "err", err)
@@ -306,6 +309,19 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 	if err := x.recoverCalls(ctx); err != nil {
 		return "", err
 	}
+	if x.run.Attempts > 1 {
+		// An earlier attempt may have checkpointed its final reply and
+		// stopped before the terminal write: finish from that reply, with
+		// no second model call.
+		text, final, err := e.o.Store.FinalReply(ctx, x.run.SessionID, x.run.ID)
+		if err != nil {
+			return "", err
+		}
+		if final {
+			x.lastText = text
+			return text, nil
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return x.lastText, errCancelled
@@ -383,6 +399,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			return x.lastText, err
 		}
 		if len(resp.ToolCalls) == 0 {
+			crashpoint.Hit(crashpoint.AfterFinal)
 			return resp.Text, nil
 		}
 		crashpoint.Hit(crashpoint.AfterIntent)

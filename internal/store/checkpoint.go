@@ -252,3 +252,23 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID 
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, extra, now())
 	return err
 }
+
+// FinalReply reports whether the newest message of a session is an
+// assistant reply of runID that asks for no tool calls: a final answer
+// already checkpointed, which a resumed run finishes from instead of
+// calling the model again.
+func (s *Store) FinalReply(ctx context.Context, sessionID, runID string) (text string, ok bool, err error) {
+	var run, role, calls string
+	err = s.r.QueryRowContext(ctx, `SELECT run_id, role, content, COALESCE(tool_calls,'') FROM messages
+		WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID).Scan(&run, &role, &text, &calls)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read final reply of run %s: %w", runID, err)
+	}
+	if run != runID || role != string(model.RoleAssistant) || (calls != "" && calls != "null" && calls != "[]") {
+		return "", false, nil
+	}
+	return text, true, nil
+}

@@ -21,14 +21,19 @@ func TestCrashMatrix(t *testing.T) {
 		// its one result is [interrupted] (it is never run twice).
 		interrupted bool
 		artifact    bool // brief.md exists afterwards
+		// modelCalls, when set, is how many model calls the task may cost
+		// across both processes: after the final reply is checkpointed a
+		// restart finishes from it, with no second (billed) answer.
+		modelCalls int
 	}{
-		{crashpoint.BeforeAck, false, false, true},
-		{crashpoint.AfterAck, true, false, true},
-		{crashpoint.ModelCall, true, false, true},
-		{crashpoint.AfterIntent, true, true, false},
-		{crashpoint.MidTool, true, true, true},
-		{crashpoint.AfterResult, true, false, true},
-		{crashpoint.BeforeFinish, true, false, true},
+		{crashpoint.BeforeAck, false, false, true, 0},
+		{crashpoint.AfterAck, true, false, true, 0},
+		{crashpoint.ModelCall, true, false, true, 0},
+		{crashpoint.AfterIntent, true, true, false, 0},
+		{crashpoint.MidTool, true, true, true, 0},
+		{crashpoint.AfterResult, true, false, true, 0},
+		{crashpoint.AfterFinal, true, false, true, 2},
+		{crashpoint.BeforeFinish, true, false, true, 2},
 	}
 	if len(cases) != len(crashpoint.Points()) {
 		t.Fatalf("the matrix covers %d points, crashpoint names %d", len(cases), len(crashpoint.Points()))
@@ -36,7 +41,8 @@ func TestCrashMatrix(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.point, func(t *testing.T) {
 			t.Parallel()
-			d := newDaemon(t, crashBin, startFake(t))
+			fake := startFake(t)
+			d := newDaemon(t, crashBin, fake)
 			d.start("DELTA_CRASH_AT=" + tc.point)
 			id, acked := d.submit(&http.Client{Timeout: 30 * time.Second}, "Write brief.md about the otter survey.")
 			if code := d.waitExit(30 * time.Second); code != 137 {
@@ -66,6 +72,9 @@ func TestCrashMatrix(t *testing.T) {
 				if got := f.interrupted == 1; got != tc.interrupted {
 					t.Fatalf("run %s: interrupted result = %v, want %v", rid, got, tc.interrupted)
 				}
+			}
+			if tc.modelCalls > 0 && fake.Calls() != tc.modelCalls {
+				t.Fatalf("the model was called %d times, want %d (the checkpointed final reply answers after the restart)", fake.Calls(), tc.modelCalls)
 			}
 			_, err := os.Stat(filepath.Join(d.dir, "ws", "brief.md"))
 			if exists := err == nil; exists != tc.artifact {

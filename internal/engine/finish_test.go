@@ -1,0 +1,147 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// bareEngine is a store with one queued run and an engine over it, driven
+// by calling Execute directly (no queue), so a test owns the run's context.
+func bareEngine(t *testing.T, p model.ProviderFunc, mutate func(*engine.Options)) (*store.Store, *engine.Engine, string) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "hi"}}, Profile: "trusted", Store: true})
+	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_f", SessionID: "sess_f", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Load(bundle.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := engine.Options{Store: st, Provider: p, Models: []string{"m"}, Prompt: b, Tools: tool.NewRegistry(),
+		ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big }}
+	if mutate != nil {
+		mutate(&o)
+	}
+	return st, engine.New(o), "resp_f"
+}
+
+// finishedOnce asserts the run is done with text as its answer and exactly
+// one run.finished event.
+func finishedOnce(t *testing.T, st *store.Store, runID, text string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.Run(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp engine.Response
+	_ = json.Unmarshal(r.Result, &resp)
+	if r.Status != store.StatusDone || resp.OutputText != text {
+		t.Fatalf("run %s (error %q), output %q; want done with %q", r.Status, r.Error, resp.OutputText, text)
+	}
+	evs, err := st.Events(ctx, store.EventFilter{RunID: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Name == event.RunFinished {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d run.finished events, want 1", n)
+	}
+}
+
+// A shutdown that cancels the run's context after the final reply is
+// checkpointed but before the terminal write must not lose the answer: the
+// terminal write outlives the cancellation.
+func TestFinalAnswerSurvivesCancelBeforeTerminalWrite(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		return model.Response{Model: req.Model, Text: "the final answer"}, nil
+	})
+	st, eng, id := bareEngine(t, p, func(o *engine.Options) {
+		// The terminal write redacts the answer just before it commits:
+		// the shutdown lands exactly there.
+		o.Redact = func(s string) string {
+			if strings.Contains(s, "the final answer") {
+				cancel()
+			}
+			return s
+		}
+	})
+	eng.Execute(ctx, id, func() bool { return false })
+	finishedOnce(t, st, id, "the final answer")
+}
+
+// A run resumed with its final reply already checkpointed finishes from that
+// reply without calling the model again.
+func TestResumeFinishesFromCheckpointedFinalReply(t *testing.T) {
+	var calls atomic.Int32
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		calls.Add(1)
+		return model.Response{Model: req.Model, Text: "a second, billed answer"}, nil
+	})
+	st, eng, id := bareEngine(t, p, nil)
+	ctx := context.Background()
+	// The earlier process started the run and checkpointed its final reply,
+	// then died before the terminal write.
+	if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, Content: "the checkpointed answer"}}); err != nil {
+		t.Fatal(err)
+	}
+	eng.Execute(ctx, id, func() bool { return false })
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the model was called %d times after the final reply was checkpointed, want 0", n)
+	}
+	finishedOnce(t, st, id, "the checkpointed answer")
+}
+
+// A resumed run whose last checkpoint still has tool calls to answer is not
+// mistaken for a finished one: it calls the model again.
+func TestResumeWithPendingToolCallsContinues(t *testing.T) {
+	var calls atomic.Int32
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		calls.Add(1)
+		return model.Response{Model: req.Model, Text: "after the tool"}, nil
+	})
+	st, eng, id := bareEngine(t, p, nil)
+	ctx := context.Background()
+	if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, Content: "let me look", ToolCalls: []model.ToolCall{{ID: "c1", Name: "gone", Arguments: json.RawMessage(`{}`)}}},
+		Intents: []store.Intent{{CallID: "c1", Name: "gone", Args: json.RawMessage(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	eng.Execute(ctx, id, func() bool { return false })
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("model called %d times, want 1", n)
+	}
+	finishedOnce(t, st, id, "after the tool")
+}
