@@ -136,8 +136,18 @@ func (s *toolStatus) view() map[string]any {
 			pinned = append(pinned, n)
 		}
 	}
+	// Tools that bound themselves run without DELTA_TOOL_TIMEOUT_MS; the
+	// engine finds them by the same method.
+	untimed := []string{}
+	for _, n := range s.reg.Names() {
+		if t, ok := s.reg.Get(n); ok {
+			if u, ok := t.(interface{ Untimed() bool }); ok && u.Untimed() {
+				untimed = append(untimed, n)
+			}
+		}
+	}
 	return map[string]any{
-		"registered": s.reg.Names(), "unusable": unusable, "omitted": s.omitted,
+		"registered": s.reg.Names(), "unusable": unusable, "omitted": s.omitted, "untimed": untimed,
 		// What a run at the ceiling may call, after the allowlist.
 		"allowed": nonNil(s.names("")),
 		// Pinning has effect only past the guardrail: a smaller envelope is

@@ -87,3 +87,24 @@ func TestSafeModeStatusAndRegistry(t *testing.T) {
 		t.Errorf("code missing outside safe mode: %v", ts2.reg.Names())
 	}
 }
+
+// /v1/status names the tools that run without DELTA_TOOL_TIMEOUT_MS: the
+// self-bounding ones, never an ordinary or MCP tool.
+func TestStatusListsUntimedTools(t *testing.T) {
+	_, ts := delegation(t, map[string]string{})
+	addResearch(ts.cfg, ts.reg, ts, workspaceOf(t), slog.New(slog.DiscardHandler))
+	got := ts.view()["untimed"].([]string)
+	want := []string{"code", "spawn_subagent", "eval_n", "research"}
+	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("untimed = %v, want %v", got, want)
+	}
+}
+
+func workspaceOf(t *testing.T) *workspace.Root {
+	t.Helper()
+	ws, err := workspace.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}

@@ -50,7 +50,7 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 			"to save context after an earlier call succeeded; the original is kept in the run journal and is not this text. "+
 			"%s did not run: call it again with the real content written out in full, never the placeholder.", elidedPrefix, c.Name)
 	}
-	if x.e.o.ToolTimeout > 0 {
+	if x.e.o.ToolTimeout > 0 && !isUntimed(t) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, x.e.o.ToolTimeout)
 		defer cancel()
@@ -77,6 +77,16 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 		return tool.Errorf("tool %s failed: %v", c.Name, err)
 	}
 	return res
+}
+
+// untimed is a tool that bounds itself (a coding CLI, a delegated child with
+// its own budget and model-call limits); the engine gives it no tool
+// timeout, only the run's own cancellation.
+type untimed interface{ Untimed() bool }
+
+func isUntimed(t tool.Tool) bool {
+	u, ok := t.(untimed)
+	return ok && u.Untimed()
 }
 
 func (x *execution) allowed(name string) bool {

@@ -39,6 +39,18 @@ type Tool interface {
 	Run(ctx context.Context, c Call) (Result, error)
 }
 
+// NoTimeout marks t as bounding itself, so the engine runs it without the
+// ordinary tool timeout (DELTA_TOOL_TIMEOUT_MS): a delegated child that
+// carries its own budget and model-call bounds would otherwise be killed in
+// the middle of long, legitimate work. Cancelling the run still stops it.
+// The engine finds the mark through an Untimed() bool method, which a tool
+// type may also implement itself.
+func NoTimeout(t Tool) Tool { return noTimeout{t} }
+
+type noTimeout struct{ Tool }
+
+func (noTimeout) Untimed() bool { return true }
+
 // Text is a successful result.
 func Text(s string) Result { return Result{Text: s} }
 

@@ -109,6 +109,11 @@ func New(ws *workspace.Root, cfg Config) *Tool {
 	return t
 }
 
+// Untimed reports that the engine must not apply its tool timeout: a coding
+// CLI legitimately works for many minutes, and cancelling the run still
+// kills its process group.
+func (t *Tool) Untimed() bool { return true }
+
 // Omitted reports that the CLI cannot run and why, for /v1/status and boot.
 func (t *Tool) Omitted() (reason string, omitted bool) {
 	return t.omitted, t.omitted != ""

@@ -95,9 +95,11 @@ func New(o Options) tool.Tool {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return tool.Func(Name, description, false, func(ctx context.Context, c tool.Call, p params) (tool.Result, error) {
+	// No tool timeout: each child is bounded by its own model-call limit
+	// and every model call by the model timeout.
+	return tool.NoTimeout(tool.Func(Name, description, false, func(ctx context.Context, c tool.Call, p params) (tool.Result, error) {
 		return o.run(ctx, c, p)
-	})
+	}))
 }
 
 // answer is one question's outcome.

@@ -32,16 +32,17 @@ type evalParams struct {
 // NewEvalN returns the eval_n tool: N concurrent `delta run` children on
 // one task, each with an equal share of the parent's remaining budget, then
 // one judging call (Options.Judge) that picks the best answer. It is not
-// read-only: the children can write the shared workspace.
+// read-only: the children can write the shared workspace. Like
+// spawn_subagent it has no tool timeout: the children's budget shares bound it.
 func NewEvalN(o Options) tool.Tool {
 	o = o.withDefaults()
-	return tool.Func(EvalName, fmt.Sprintf("Run the same self-contained task as %d to %d independent subagents at once (default %d), "+
+	return tool.NoTimeout(tool.Func(EvalName, fmt.Sprintf("Run the same self-contained task as %d to %d independent subagents at once (default %d), "+
 		"then have a judge model pick the best answer by your criteria. Each variant is a fresh Delta run with its own empty "+
 		"conversation, the same workspace and an equal share of your remaining budget; variants cannot delegate further. "+
 		"Returns the winning answer in full, the judge's reason and a one-line preview of each other variant. "+
 		"Use it only for non-mutating work such as drafting or analysis: the variants run concurrently in one workspace, "+
 		"so never ask them to edit files, least of all the same files.", MinVariants, MaxVariants, DefaultVariants), false,
-		func(ctx context.Context, c tool.Call, p evalParams) (tool.Result, error) { return o.evalN(ctx, c, p) })
+		func(ctx context.Context, c tool.Call, p evalParams) (tool.Result, error) { return o.evalN(ctx, c, p) }))
 }
 
 // variant is one child's outcome under its label.

@@ -57,13 +57,15 @@ type params struct {
 }
 
 // New returns the spawn_subagent tool. It is not read-only: the child can
-// write the shared workspace, so an interrupted call is never re-run.
+// write the shared workspace, so an interrupted call is never re-run. It has
+// no tool timeout: the child is bounded by the budget it is given, and
+// cancelling the parent's run kills it.
 func New(o Options) tool.Tool {
 	o = o.withDefaults()
-	return tool.Func(Name, "Delegate a self-contained task to a subagent: a fresh Delta run with its own empty conversation, "+
+	return tool.NoTimeout(tool.Func(Name, "Delegate a self-contained task to a subagent: a fresh Delta run with its own empty conversation, "+
 		"the same workspace and your remaining budget. It cannot spawn further subagents. Returns the subagent's final answer. "+
 		"Its file and DELTA.md changes are real; do not run it on files you are editing at the same time.", false,
-		func(ctx context.Context, c tool.Call, p params) (tool.Result, error) { return o.run(ctx, c, p) })
+		func(ctx context.Context, c tool.Call, p params) (tool.Result, error) { return o.run(ctx, c, p) }))
 }
 
 func (o Options) run(ctx context.Context, c tool.Call, p params) (tool.Result, error) {
