@@ -285,6 +285,10 @@ type execution struct {
 	lastText  string
 	callStats callStats
 	prevInput int64 // gross input tokens of the previous call, for cache_shortfall_tokens
+	// offered is the tool names offered on the current turn; a call to any
+	// other tool is refused. Written only between turns, before any call
+	// of the turn starts.
+	offered []string
 
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
@@ -300,6 +304,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 	e := x.e
 	x.self = e.o.Prompt.ReadSelf()
 	names := x.resident(ctx)
+	x.offered = names
 	specs := x.specs(names)
 	system := e.o.Prompt.System(x.self, specs)
 	budget := e.o.Budget(x.req.Profile)
@@ -336,6 +341,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		// on that turn and keeps the prefix stable on every other.
 		if now := x.resident(ctx); !slices.Equal(now, names) {
 			names, specs = now, x.specs(now)
+			x.offered = names
 			system = e.o.Prompt.System(x.self, specs)
 		}
 		if x.history == nil {

@@ -42,6 +42,17 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 	if !ok || !x.allowed(c.Name) {
 		return tool.Errorf("no tool named %q is available in this run", c.Name)
 	}
+	if !slices.Contains(x.offered, c.Name) {
+		// Progressive loading: the run may use this tool, but it was not
+		// offered this turn, so the model guessed its name. Failing closed
+		// keeps activation in one place (search_tools, which persists it)
+		// and the refusal is recorded like any tool error.
+		if c.Name == searchTool {
+			return tool.Errorf("%s is not offered in this run: every tool it may use is already loaded; call one of them directly", searchTool)
+		}
+		return tool.Errorf("%s is not loaded in this run, so it did not run. Call %s with words describing what you need "+
+			"to find and activate it; it is offered from the next turn on", c.Name, searchTool)
+	}
 	// The placeholder guard holds whatever DELTA_TOOL_ARG_MAX_BYTES is now:
 	// a history bounded before it was turned off still carries placeholders.
 	// It applies to read-only tools too, so the rule the model learns is one.
@@ -78,6 +89,10 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 	}
 	return res
 }
+
+// searchTool is the progressive-loading tool (package tool/search) that a
+// refused call outside the resident set is pointed to.
+const searchTool = "search_tools"
 
 // untimed is a tool that bounds itself (a coding CLI, a delegated child with
 // its own budget and model-call limits); the engine gives it no tool
