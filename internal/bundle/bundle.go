@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The five bundle files, in the order Scaffold writes them.
@@ -75,7 +76,8 @@ type Options struct {
 	// HasWriteRail reports that a reviewed-write tool (a tool whose name ends
 	// in the vocabulary's writeVerbSuffix) is connected; only then does a
 	// missing or empty POLICY.md fall back to the embedded review policy.
-	// Vocab.WriteTool finds it.
+	// Vocab.WriteTool finds it. The daemon loads the bundle before its MCP
+	// servers connect, so it decides the rail later with WithWriteTools.
 	HasWriteRail bool
 	// SafeMode is the recovery boot (DELTA_SAFE_MODE=1): the workspace prompt
 	// layers (DELTA.md, POLICY.md, PROMPT_CONTEXT.md) and vocab.json are not
@@ -98,10 +100,13 @@ type Bundle struct {
 	vocab        Vocab
 	policy       string
 	policySource string
-	stable       string // rendered at Load
-	turn         string // template, rendered by Turn
-	warnings     []string
-	safeMode     bool
+	// policyFallback: POLICY.md holds no rules, so the policy block is the
+	// embedded review policy exactly when a reviewed-write tool exists.
+	policyFallback bool
+	stable         string // rendered at Load
+	turn           string // template, rendered by Turn
+	warnings       []string
+	safeMode       bool
 }
 
 // Load reads POLICY.md, PROMPT_CONTEXT.md and vocab.json from o.Dir. Missing
@@ -131,6 +136,7 @@ func Load(o Options) (*Bundle, error) {
 		return nil, err
 	}
 	b.policy, b.policySource = pol, src
+	b.policyFallback = src != PolicyCustom
 	if w != "" {
 		b.warnings = append(b.warnings, w)
 	}
@@ -146,6 +152,29 @@ func Load(o Options) (*Bundle, error) {
 	})
 	b.turn = turnTmpl
 	return b, nil
+}
+
+// WithWriteTools decides the policy block from the tools actually
+// registered: when POLICY.md holds no rules, the embedded review policy
+// applies exactly when one of names is the reviewed-write tool (its name
+// ends in the vocabulary's writeVerbSuffix). A custom policy, and the safe
+// mode's absence of policy, stay as they are. It returns b itself when
+// nothing changes, otherwise a copy: a Bundle is never modified.
+func (b *Bundle) WithWriteTools(names []string) *Bundle {
+	if !b.policyFallback || b.safeMode {
+		return b
+	}
+	text, source := "", PolicyNone
+	if name, _ := b.vocab.WriteTool(names); name != "" {
+		text, source = EmbeddedPolicy(b.vocab), PolicyEmbedded
+	}
+	if source == b.policySource {
+		return b
+	}
+	c := *b
+	c.policy, c.policySource = text, source
+	c.warnings = slices.Clone(b.warnings)
+	return &c
 }
 
 // Dir is the bundle directory.

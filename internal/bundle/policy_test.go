@@ -130,3 +130,43 @@ func TestEmbeddedPolicy(t *testing.T) {
 func ptr(s string) *string { return &s }
 
 func clipText(s string) string { return capChars(s, 80) }
+
+// The reviewed-write rail is decided from the tools registered after boot:
+// the embedded policy follows a …propose_change tool while POLICY.md holds
+// no rules, and a custom policy never changes.
+func TestWithWriteTools(t *testing.T) {
+	empty := t.TempDir()
+	b, err := Load(Options{Dir: empty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.PolicySource() != PolicyNone {
+		t.Fatalf("before MCP: %s", b.PolicySource())
+	}
+	with := b.WithWriteTools([]string{"read_file", "crm__propose_change"})
+	if with.PolicySource() != PolicyEmbedded || with.Policy() != EmbeddedPolicy(NeutralVocab()) {
+		t.Fatalf("with a write tool: %s %q", with.PolicySource(), clipText(with.Policy()))
+	}
+	if b.PolicySource() != PolicyNone {
+		t.Fatalf("WithWriteTools changed its receiver: %s", b.PolicySource())
+	}
+	if without := with.WithWriteTools([]string{"read_file"}); without.PolicySource() != PolicyNone || without.Policy() != "" {
+		t.Fatalf("without a write tool: %s", without.PolicySource())
+	}
+	custom := t.TempDir()
+	writeFile(t, custom, PolicyFile, "- Cite sources.\n")
+	c, err := Load(Options{Dir: custom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.WithWriteTools([]string{"crm__propose_change"}); got.PolicySource() != PolicyCustom || got.Policy() != "- Cite sources." {
+		t.Fatalf("custom policy replaced: %s %q", got.PolicySource(), got.Policy())
+	}
+	s, err := Load(Options{Dir: empty, SafeMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.WithWriteTools([]string{"crm__propose_change"}); got.PolicySource() != PolicyNone {
+		t.Fatalf("safe mode got a policy: %s", got.PolicySource())
+	}
+}

@@ -118,6 +118,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	})
 	reg.Add(loader.Tool())
 	tools.loader = loader
+	// The policy block depends on whether a reviewed-write tool exists,
+	// which only the MCP servers can tell: it is decided once they are
+	// connected, and again whenever tools join later.
+	prompt := newLivePrompt(b, logger)
 	if withMCP && len(cfg.MCP.Servers) > 0 && !cfg.SafeMode {
 		var resolve func(string) (string, error)
 		if p.vault != nil {
@@ -127,7 +131,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			Logger: logger, Resolve: resolve, Redact: red.Redact, SaveImage: saveImage(p.images),
 			// Tools a server reveals later (bobby's phases) join the
 			// registry, searchable on the next turn.
-			OnToolsAdded: func(ts []tool.Tool) { reg.AddMissing(ts...) }})
+			OnToolsAdded: func(ts []tool.Tool) { reg.AddMissing(ts...); prompt.bindTools(reg.Names()) }})
 		// Open never fails for a dead server: its tools are absent and
 		// its state is in /v1/status.
 		_ = p.mcp.Open(ctx)
@@ -135,15 +139,19 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		reg.AddMissing(p.mcp.Tools()...)
 		if p.vault != nil {
 			// A server that waited for a credential connects when it arrives.
-			p.vault.OnPut(func(string) { reg.AddMissing(p.mcp.Retry(context.WithoutCancel(ctx))...) })
+			p.vault.OnPut(func(string) {
+				reg.AddMissing(p.mcp.Retry(context.WithoutCancel(ctx))...)
+				prompt.bindTools(reg.Names())
+			})
 		}
 	}
+	prompt.bindTools(reg.Names())
 	p.status = func() any { return statusView(cfg, provider, tools, p) }
 
 	eng := engine.New(engine.Options{
 		Store: st, Broker: event.NewBroker(), Provider: provider,
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
-		Prompt: b, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
+		Prompt: prompt, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
 		ToolNames: tools.names, Resident: loader.Resident,
 		TurnBlocks: func(ctx context.Context, sessionID string) []string {
 			if b := plans.Block(ctx, sessionID); b != "" {

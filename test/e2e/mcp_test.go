@@ -175,3 +175,81 @@ func TestProgressiveLoadingWith300MCPTools(t *testing.T) {
 		t.Fatalf("first turn offered %d tools; want the resident set only", offeredFirst)
 	}
 }
+
+// TestGuessedToolOutsideResidentSetIsRefused: with 300 MCP tools most are
+// not offered; a model that calls one by a guessed name gets an error result
+// pointing to search_tools, and the server never sees the call.
+func TestGuessedToolOutsideResidentSetIsRefused(t *testing.T) {
+	h := mcptest.NewHTTP(mcptest.Options{Tools: 300})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	script := func(req modeltest.ChatRequest) modeltest.Reply {
+		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "assistant"; i-- {
+			if m := req.Messages[i]; m.Role == "tool" {
+				return modeltest.TextReply("The tool said: " + m.Content)
+			}
+		}
+		if req.HasTool("big__create_note") {
+			return modeltest.TextReply("unexpected: big__create_note is offered")
+		}
+		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: "big__create_note", Arguments: `{"text":"x"}`})
+	}
+	fake, err := modeltest.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	servers, _ := json.Marshal([]map[string]any{{"name": "big", "url": srv.URL}})
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+	s, resp := d.call("POST", "/v1/responses", `{"input":"make a note"}`)
+	out, _ := resp["output_text"].(string)
+	if s != 200 || !strings.Contains(out, "search_tools") || !strings.Contains(out, "did not run") {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
+	}
+	if n := h.Counters.Get("create_note"); n != 0 {
+		t.Fatalf("the MCP server ran create_note %d times; a tool outside the resident set must not run", n)
+	}
+}
+
+// TestReviewPolicyFollowsConnectedWriteTool: with the starter POLICY.md
+// (comments only), the embedded review policy reaches the system prompt
+// when an MCP server offers a reviewed-write tool (…propose_change), and
+// not when none does.
+func TestReviewPolicyFollowsConnectedWriteTool(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		propose bool
+	}{{"with propose_change", true}, {"without", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{ProposeChange: tc.propose}))
+			defer srv.Close()
+			fake, err := modeltest.Start(modeltest.Sequence(modeltest.TextReply("ok")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			servers, _ := json.Marshal([]map[string]any{{"name": "crm", "url": srv.URL}})
+			d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+			if s, resp := d.call("POST", "/v1/responses", `{"input":"hello"}`); s != 200 {
+				t.Fatalf("run: %d %v", s, resp)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d model requests, want 1", len(reqs))
+			}
+			var system strings.Builder
+			for _, m := range reqs[0].Messages {
+				if m.Role == "system" {
+					system.WriteString(m.Content)
+				}
+			}
+			has := strings.Contains(system.String(), "# Review policy") && strings.Contains(system.String(), "`propose_change`")
+			if has != tc.propose {
+				t.Fatalf("review policy in the system prompt = %v, want %v; system:\n%s", has, tc.propose, system.String())
+			}
+			if tc.propose && !reqs[0].HasTool("crm__propose_change") {
+				t.Fatalf("crm__propose_change not offered")
+			}
+		})
+	}
+}

@@ -47,6 +47,9 @@ type Options struct {
 	Tools     int    // generated tools gen_000 … gen_NNN
 	CrashFile string // see EnvCrashFile
 	Secret    string // see EnvSecret
+	// ProposeChange adds a reviewed-write tool, propose_change, which only
+	// records that a proposal was made.
+	ProposeChange bool
 }
 
 // Counters records how many times each counted tool ran, to prove whether a
@@ -195,6 +198,12 @@ func NewServer(o Options, counters *Counters) *sdk.Server {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult("x"), nil })
 	s.AddTool(&sdk.Tool{Name: strings.Repeat("l", 125), Description: "Too long once prefixed.", InputSchema: empty},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult("x"), nil })
+	if o.ProposeChange {
+		s.AddTool(&sdk.Tool{Name: "propose_change", Description: "Propose a change for human review.", InputSchema: textSchema},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return textResult("proposal #" + strconv.Itoa(counters.add("propose_change")) + " awaits review"), nil
+			})
+	}
 	for i := range o.Tools {
 		name := fmt.Sprintf("gen_%03d", i)
 		s.AddTool(&sdk.Tool{Name: name, Description: "Generated tool " + name + ".", InputSchema: empty},
