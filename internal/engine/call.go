@@ -29,18 +29,18 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	retries := 0
 	stream := model.Stream{
 		OnText: func(d string) {
-			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.TextDelta, map[string]string{event.KeyDelta: d}))
+			e.o.Broker.Publish(x.event(event.TextDelta, map[string]string{event.KeyDelta: d}))
 		},
 		OnReasoning: func(d string) {
-			e.o.Broker.Publish(event.New(x.run.ID, x.run.SessionID, event.ReasonDelta, map[string]string{event.KeyDelta: d}))
+			e.o.Broker.Publish(x.event(event.ReasonDelta, map[string]string{event.KeyDelta: d}))
 		},
 		OnRetry: func(r model.Retry) {
 			retries++
 			attemptStart = time.Now()
 			r.Error = truncate(r.Error, 300)
-			ev := event.New(x.run.ID, x.run.SessionID, event.ModelRetry, r)
-			if err := e.o.Store.AddEvents(context.WithoutCancel(ctx), []event.Event{ev}); err == nil {
-				x.publish(ev)
+			evs := []event.Event{x.event(event.ModelRetry, r)}
+			if err := e.o.Store.AddEvents(context.WithoutCancel(ctx), evs); err == nil {
+				x.publish(evs...) // with the ID AddEvents filled in
 			}
 		},
 	}
@@ -60,7 +60,10 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 		return model.Response{}, errCancelled
 	}
 	if err != nil {
-		return model.Response{}, fmt.Errorf("model call failed: %w", err)
+		if errors.Is(err, model.ErrContextOverflow) {
+			return model.Response{}, fmt.Errorf("model call failed: %w", err)
+		}
+		return model.Response{}, failure{kind: failModel, err: fmt.Errorf("model call failed: %w", err)}
 	}
 	e.price(&resp, req.Model, x.logger)
 	x.callStats = callStats{latency: time.Since(attemptStart), wall: time.Since(wall), retries: retries, fallback: fallback, provider: provider}
@@ -108,13 +111,19 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	}
 	shortfall := max(x.prevInput-resp.Usage.CacheReadTokens, 0)
 	x.prevInput = resp.Usage.InputTokens
-	st.Events = append(st.Events, event.New(x.run.ID, x.run.SessionID, event.ModelCall, map[string]any{
-		"model": resp.Model, "provider": cs.provider, "step": x.run.Steps + 1, "finish_reason": resp.FinishReason,
-		"cache_hit_pct": hitPct, "cache_shortfall_tokens": shortfall,
-		"usage":      map[string]int64{"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens, "cache_read_tokens": resp.Usage.CacheReadTokens},
-		"cost_usd":   resp.Usage.CostUSD,
-		"latency_ms": cs.latency.Milliseconds(), "wall_ms": cs.wall.Milliseconds(), "retries": cs.retries, "fallback": cs.fallback,
-		"tool_calls": len(resp.ToolCalls),
+	finishReasons := []string{}
+	if resp.FinishReason != "" {
+		finishReasons = append(finishReasons, resp.FinishReason)
+	}
+	st.Events = append(st.Events, x.event(event.ModelCall, map[string]any{
+		event.KeyModel: resp.Model, event.KeyProvider: cs.provider, event.KeyStep: x.run.Steps + 1,
+		event.KeyFinishReason: resp.FinishReason, event.KeyFinishReasons: finishReasons,
+		event.KeyEffort: x.req.ReasoningEffort, event.KeySpeed: resp.Speed,
+		event.KeyCacheHitPct: hitPct, event.KeyCacheShortfallTokens: shortfall,
+		event.KeyUsage:     map[string]int64{"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens, "cache_read_tokens": resp.Usage.CacheReadTokens},
+		event.KeyCostUSD:   resp.Usage.CostUSD,
+		event.KeyLatencyMS: cs.latency.Milliseconds(), event.KeyWallMS: cs.wall.Milliseconds(), event.KeyRetries: cs.retries, event.KeyFallback: cs.fallback,
+		event.KeyToolCalls: len(resp.ToolCalls),
 	}))
 	for _, c := range resp.ToolCalls {
 		readOnly := false
@@ -123,10 +132,16 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 		}
 		args := c.Arguments
 		st.Intents = append(st.Intents, store.Intent{CallID: c.ID, Name: c.Name, Args: args, ReadOnly: readOnly})
-		st.Events = append(st.Events, event.New(x.run.ID, x.run.SessionID, event.ToolCall, map[string]any{
-			"call_id": c.ID, "name": c.Name, "arguments": json.RawMessage(args),
+		st.Events = append(st.Events, x.event(event.ToolCall, map[string]any{
+			event.KeyCallID: c.ID, event.KeyName: c.Name, event.KeyArguments: json.RawMessage(args),
 		}))
 	}
+	total := x.run.Usage.Add(resp.Usage)
+	st.Events = append(st.Events, x.event(event.Checkpoint, map[string]any{
+		event.KeyTurn: x.turn, event.KeySteps: x.run.Steps + 1, event.KeyIntents: len(st.Intents),
+		event.KeyUsage: map[string]any{"input_tokens": total.InputTokens, "output_tokens": total.OutputTokens,
+			"cache_read_tokens": total.CacheReadTokens, event.KeyCostUSD: total.CostUSD},
+	}))
 	evs, err := e.o.Store.CommitStep(ctx, st)
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return errCancelled // cancelled (finished) elsewhere while the model ran

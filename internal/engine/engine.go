@@ -151,7 +151,23 @@ const (
 var errCancelled = errors.New("cancelled")
 
 // budgetError ends a run as failed with a handoff.
-type budgetError struct{ diag string }
+type budgetError struct {
+	diag    string
+	run     store.Run
+	budget  Budget
+	reached []string
+}
+
+// data is the budget.exhausted event's data: counters, ceilings and which
+// ceilings were reached.
+func (e *budgetError) data() map[string]any {
+	return map[string]any{
+		event.KeySteps: e.run.Steps, event.KeyMaxSteps: e.budget.Steps,
+		event.KeyTokens: e.run.Usage.Fresh(), event.KeyMaxTokens: e.budget.Tokens,
+		event.KeyCostUSD: e.run.Usage.CostUSD, event.KeyMaxCostUSD: e.budget.CostUSD,
+		event.KeyOver: e.reached,
+	}
+}
 
 func (e *budgetError) Error() string { return "budget exhausted: " + e.diag }
 
@@ -166,7 +182,7 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	defer func() {
 		if p := recover(); p != nil {
 			logger.Error("run panicked", "panic", p, "stack", string(debug.Stack()))
-			e.finish(context.WithoutCancel(ctx), x, runID, store.StatusFailed, "", fmt.Sprintf("internal error: %v", p))
+			e.fail(context.WithoutCancel(ctx), x, runID, "", failure{kind: failInternal, err: fmt.Errorf("internal error: %v", p)})
 		}
 	}()
 	var req Request
@@ -184,7 +200,7 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 			return
 		}
 		logger.Error("load run", "err", err)
-		e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusFailed, "", "load run: "+err.Error())
+		e.fail(context.WithoutCancel(ctx), nil, runID, "", failure{kind: failStore, err: fmt.Errorf("load run: %w", err)})
 		return
 	}
 	if req.PerRunAuth {
@@ -200,12 +216,12 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	if err != nil {
 		logger.Error("start run", "err", err)
 		if ctx.Err() == nil {
-			e.finish(context.WithoutCancel(ctx), nil, runID, store.StatusFailed, "", "start run: "+err.Error())
+			e.fail(context.WithoutCancel(ctx), nil, runID, "", failure{kind: failStore, err: fmt.Errorf("start run: %w", err)})
 		}
 		return
 	}
 	e.o.Broker.Publish(startEv)
-	x = &execution{e: e, run: run, req: req, logger: logger}
+	x = &execution{e: e, run: run, req: req, logger: logger, task: run.TaskID(), turn: run.Steps}
 	if run.CancelRequested {
 		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusCancelled, "", "cancelled before start")
 		return
@@ -225,16 +241,68 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	default:
 		var be *budgetError
 		if errors.As(err, &be) {
-			e.finish(context.WithoutCancel(ctx), x, runID, store.StatusFailed, x.handoff(), be.Error())
+			e.fail(context.WithoutCancel(ctx), x, runID, x.handoff(), err)
 			return
 		}
 		logger.Warn("run failed", "err", err)
-		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusFailed, "", err.Error())
+		e.fail(context.WithoutCancel(ctx), x, runID, "", err)
 	}
+}
+
+// Kinds of failure, the error.type of a run's error event.
+const (
+	failBudget   = "budget"
+	failModel    = "model"
+	failOverflow = "context_overflow"
+	failStore    = "store"
+	failInternal = "internal"
+)
+
+// failure is an error that ends a run, with the kind its error event reports.
+type failure struct {
+	kind string
+	err  error
+}
+
+func (f failure) Error() string { return f.err.Error() }
+func (f failure) Unwrap() error { return f.err }
+
+// fail ends a run as failed with output text (the handoff, or "") and
+// records why: an error event, preceded by budget.exhausted when a ceiling
+// stopped it, both in the terminal write's transaction.
+func (e *Engine) fail(ctx context.Context, x *execution, runID, text string, err error) {
+	kind := failInternal
+	var f failure
+	var be *budgetError
+	switch {
+	case errors.As(err, &be):
+		kind = failBudget
+	case errors.As(err, &f):
+		kind = f.kind
+	}
+	var extra []event.Event
+	newEvent := func(name string, data any) event.Event {
+		if x != nil {
+			return x.event(name, data)
+		}
+		return event.New(runID, "", name, data)
+	}
+	if be != nil {
+		extra = append(extra, newEvent(event.BudgetExhausted, be.data()))
+	}
+	extra = append(extra, newEvent(event.Error, map[string]any{
+		event.KeyErrorType: kind, event.KeyErrorMessage: truncateRunes(e.o.Redact(err.Error()), 500)}))
+	e.finishWith(ctx, x, runID, store.StatusFailed, text, err.Error(), extra)
 }
 
 // finish writes the terminal state and publishes run.finished.
 func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, errText string) {
+	e.finishWith(ctx, x, runID, status, text, errText, nil)
+}
+
+// finishWith writes the terminal state with extra events in the same
+// transaction, before run.finished, and publishes them all.
+func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, text, errText string, extra []event.Event) {
 	run, err := e.o.Store.Run(ctx, runID)
 	if err != nil {
 		e.o.Logger.Error("finish: read run", event.KeyRun, runID, "err", err)
@@ -255,7 +323,12 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 	resp := BuildResponse(run, status, e.o.Redact(text), e.o.Redact(errText))
 	b, _ := json.Marshal(resp)
 	crashpoint.Hit(crashpoint.BeforeFinish)
-	ev, err := e.o.Store.Finish(ctx, runID, status, b, errText)
+	for i := range extra {
+		if extra[i].SessionID == "" {
+			extra[i].SessionID = run.SessionID
+		}
+	}
+	ev, err := e.o.Store.Finish(ctx, runID, status, b, errText, extra...)
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return
 	}
@@ -264,6 +337,9 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 		return
 	}
 	e.tokens.Delete(runID)
+	for _, x := range extra {
+		e.o.Broker.Publish(x)
+	}
 	e.o.Broker.Publish(ev)
 }
 
@@ -284,7 +360,11 @@ type execution struct {
 	lastModel string
 	lastText  string
 	callStats callStats
-	prevInput int64 // gross input tokens of the previous call, for cache_shortfall_tokens
+	prevInput int64  // gross input tokens of the previous call, for cache_shortfall_tokens
+	task      string // the run's metadata.task_id, for the event spine
+	// turn is the run's current turn (its model-call number, counted across
+	// attempts), for the event spine. Written only between turns.
+	turn int
 	// offered is the tool names offered on the current turn; a call to any
 	// other tool is refused. Written only between turns, before any call
 	// of the turn starts.
@@ -292,6 +372,13 @@ type execution struct {
 
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
+}
+
+// event builds an event of this run stamped with its correlation spine.
+func (x *execution) event(name string, data any) event.Event {
+	ev := event.New(x.run.ID, x.run.SessionID, name, data)
+	ev.Owner, ev.TaskID, ev.Turn = x.run.Owner, x.task, x.turn
+	return ev
 }
 
 func (x *execution) publish(evs ...event.Event) {
@@ -335,6 +422,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if err := checkBudget(x.run, budget); err != nil {
 			return "", err
 		}
+		x.turn = x.run.Steps + 1
 		// The tool list and the spine's tool index are part of the
 		// prompt-cached prefix: they are rebuilt only when the resident set
 		// changes (a search_tools activation), which costs one cache miss
@@ -379,6 +467,9 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			msgs = e.o.Attach(ctx, modelName, msgs)
 		}
 		req := model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
+		if err := x.startTurn(ctx, modelName, len(specs)); err != nil {
+			return x.lastText, err
+		}
 		resp, err := x.callModel(ctx, req)
 		if errors.Is(err, model.ErrContextOverflow) {
 			// One forced reduction, then the same turn once more. Until
@@ -391,7 +482,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 				resp, err = x.callModel(ctx, req)
 			}
 			if errors.Is(err, model.ErrContextOverflow) {
-				return x.lastText, fmt.Errorf("the conversation no longer fits the model's context window and could not be reduced: %w", err)
+				return x.lastText, failure{kind: failOverflow, err: fmt.Errorf("the conversation no longer fits the model's context window and could not be reduced: %w", err)}
 			}
 		}
 		if err != nil {
@@ -416,6 +507,20 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			x.run.Usage, x.run.Steps = r.Usage, r.Steps
 		}
 	}
+}
+
+// startTurn records turn.started: the budget allows the turn and its model
+// call is next. It reports no other state, so it is written on its own.
+func (x *execution) startTurn(ctx context.Context, modelName string, tools int) error {
+	evs := []event.Event{x.event(event.TurnStarted, map[string]any{event.KeyTurn: x.turn, event.KeyModel: modelName, event.KeyTools: tools})}
+	if err := x.e.o.Store.AddEvents(ctx, evs); err != nil {
+		if ctx.Err() != nil {
+			return errCancelled
+		}
+		return failure{kind: failStore, err: fmt.Errorf("record turn %d: %w", x.turn, err)}
+	}
+	x.publish(evs...) // with the ID AddEvents filled in
+	return nil
 }
 
 // resident is the tool names offered this turn.
@@ -453,7 +558,7 @@ func checkBudget(r store.Run, b Budget) error {
 	if len(over) == 0 {
 		return nil
 	}
-	return &budgetError{diag: fmt.Sprintf("%d/%d steps, %d/%d tokens, $%.4f/$%.2f (%s)",
+	return &budgetError{run: r, budget: b, reached: over, diag: fmt.Sprintf("%d/%d steps, %d/%d tokens, $%.4f/$%.2f (%s)",
 		r.Steps, b.Steps, r.Usage.Fresh(), b.Tokens, r.Usage.CostUSD, b.CostUSD, strings.Join(over, ", "))}
 }
 

@@ -189,7 +189,8 @@ func TestRunCallsToolAndFinishesOnce(t *testing.T) {
 		}
 	}
 	names := h.eventNames(t, r.ID)
-	want := []string{event.RunQueued, event.RunStarted, event.ModelCall, event.ToolCall, event.ToolResult, event.ModelCall, event.RunFinished}
+	want := []string{event.RunQueued, event.RunStarted, event.TurnStarted, event.ModelCall, event.ToolCall, event.Checkpoint, event.ToolResult,
+		event.TurnStarted, event.ModelCall, event.Checkpoint, event.RunFinished}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("events = %v, want %v", names, want)
 	}

@@ -129,16 +129,16 @@ func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool
 		text = inline
 	}
 	data := map[string]any{
-		"call_id": callID, "name": name, "is_error": res.IsError, "chars": len([]rune(res.Text)), "preview": truncate(text, 200),
+		event.KeyCallID: callID, event.KeyName: name, event.KeyIsError: res.IsError, event.KeyChars: len([]rune(res.Text)), event.KeyPreview: truncate(text, 200),
 	}
 	var bound json.RawMessage
 	if !res.IsError && x.e.o.ToolArgMax > 0 {
 		if b, changed := boundArgs(c.Arguments, x.e.o.ToolArgMax, callID); changed {
 			bound = b
-			data["args_bytes"], data["args_stored_bytes"] = len(c.Arguments), len(b)
+			data[event.KeyArgsBytes], data[event.KeyArgsStoredBytes] = len(c.Arguments), len(b)
 		}
 	}
-	ev := event.New(x.run.ID, x.run.SessionID, event.ToolResult, data)
+	ev := x.event(event.ToolResult, data)
 	evs, err := x.e.o.Store.CommitToolResult(ctx, store.ToolResult{
 		RunID: x.run.ID, SessionID: x.run.SessionID, CallID: callID, Name: name, Text: text, IsError: res.IsError,
 		BoundArgs: bound, Events: []event.Event{ev},

@@ -15,20 +15,28 @@ import (
 
 // Names of the events Delta emits.
 const (
-	RunQueued     = "run.queued"
-	RunStarted    = "run.started"
-	RunResumed    = "run.resumed"
-	RunFinished   = "run.finished" // exactly one per run; data.status is done, failed or cancelled
-	TurnStarted   = "turn.started"
-	ModelCall     = "model.call"
-	ModelRetry    = "model.retry"
-	ToolCall      = "tool.call"
-	ToolResult    = "tool.result"
-	Checkpoint    = "checkpoint"
-	Error         = "error"
-	TextDelta     = "output_text.delta" // ephemeral
-	ReasonDelta   = "reasoning.delta"   // ephemeral
-	BudgetWarning = "budget.exhausted"
+	RunQueued   = "run.queued"
+	RunStarted  = "run.started"
+	RunResumed  = "run.resumed"
+	RunFinished = "run.finished" // exactly one per run; data.status is done, failed or cancelled
+	// TurnStarted opens a turn: the budget check passed and the model is
+	// about to be called.
+	TurnStarted = "turn.started"
+	ModelCall   = "model.call"
+	ModelRetry  = "model.retry"
+	ToolCall    = "tool.call"
+	ToolResult  = "tool.result"
+	// Checkpoint is a committed step: the assistant message, its tool
+	// intents and the run's usage, written in that step's transaction.
+	Checkpoint = "checkpoint"
+	// Error is a failure that ended the run (data error.type and
+	// error.message), written with the terminal state.
+	Error       = "error"
+	TextDelta   = "output_text.delta" // ephemeral
+	ReasonDelta = "reasoning.delta"   // ephemeral
+	// BudgetExhausted: a ceiling stopped the run; written with the
+	// terminal state, before its error event.
+	BudgetExhausted = "budget.exhausted"
 )
 
 // Log attribute keys shared by every package that logs about runs.
@@ -48,11 +56,63 @@ const (
 	KeyAttempt = "attempt" // run.resumed: the attempt number, from 2
 )
 
-// Event is one thing that happened in a run.
+// More keys of event data: the attributes of the turn, model, tool,
+// checkpoint, budget and error events.
+const (
+	KeyTurn  = "turn"
+	KeyModel = "model"
+	// KeyProvider is the endpoint label that served a model call.
+	KeyProvider = "provider"
+	KeyStep     = "step"
+	// KeyFinishReason is the served reply's finish reason; KeyFinishReasons
+	// carries the same as an array, one per choice.
+	KeyFinishReason  = "finish_reason"
+	KeyFinishReasons = "finish_reasons"
+	// KeyEffort is the reasoning effort the call asked for ("" = the
+	// provider's default); KeySpeed the speed tier the endpoint reported
+	// serving ("" when it reports none).
+	KeyEffort               = "effort"
+	KeySpeed                = "speed"
+	KeyCacheHitPct          = "cache_hit_pct"
+	KeyCacheShortfallTokens = "cache_shortfall_tokens"
+	KeyUsage                = "usage"
+	KeyCostUSD              = "cost_usd"
+	KeyLatencyMS            = "latency_ms"
+	KeyWallMS               = "wall_ms"
+	KeyRetries              = "retries"
+	KeyFallback             = "fallback"
+	KeyToolCalls            = "tool_calls"
+	KeyTools                = "tools"
+	KeyCallID               = "call_id"
+	KeyName                 = "name"
+	KeyArguments            = "arguments"
+	KeyIsError              = "is_error"
+	KeyChars                = "chars"
+	KeyPreview              = "preview"
+	KeyArgsBytes            = "args_bytes"
+	KeyArgsStoredBytes      = "args_stored_bytes"
+	KeySteps                = "steps"
+	KeyMaxSteps             = "max_steps"
+	KeyTokens               = "tokens"
+	KeyMaxTokens            = "max_tokens"
+	KeyMaxCostUSD           = "max_cost_usd"
+	KeyOver                 = "over"
+	KeyIntents              = "intents"
+	KeyErrorType            = "error.type"
+	KeyErrorMessage         = "error.message"
+)
+
+// Event is one thing that happened in a run. Owner, SessionID, RunID,
+// TaskID and Turn are its correlation spine: the user (x-delta-user), the
+// conversation, the run, the caller's metadata.task_id, and the turn (model
+// call) of the run it belongs to (0 outside a turn: queued, started).
 type Event struct {
 	ID        int64           `json:"id,omitempty"` // 0 for ephemeral deltas
 	RunID     string          `json:"run_id"`
 	SessionID string          `json:"session_id,omitempty"`
+	Owner     string          `json:"owner,omitempty"`
+	TaskID    string          `json:"task_id,omitempty"`
+	Turn      int             `json:"turn,omitempty"`
 	Name      string          `json:"name"`
 	Time      time.Time       `json:"time"`
 	Data      json.RawMessage `json:"data,omitempty"`

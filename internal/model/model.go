@@ -117,7 +117,10 @@ type Response struct {
 	Text         string
 	ToolCalls    []ToolCall
 	FinishReason string
-	Usage        Usage
+	// Speed is the speed tier the endpoint reports having served the call
+	// at, "" when it reports none.
+	Speed string
+	Usage Usage
 	// Extra is the wire-private state to store on the assistant message
 	// this response becomes (see Message.Extra); nil when there is none.
 	Extra json.RawMessage

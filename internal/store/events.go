@@ -15,13 +15,26 @@ func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) err
 	if len(e.Data) > 0 {
 		data = string(e.Data)
 	}
-	res, err := s.exec(ctx, tx, "INSERT INTO events (run_id, session_id, name, data, created_at) VALUES (?, ?, ?, ?, ?)",
-		e.RunID, e.SessionID, e.Name, data, e.Time.UnixMilli())
+	res, err := s.exec(ctx, tx, "INSERT INTO events (run_id, session_id, owner, task_id, turn, name, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		e.RunID, e.SessionID, e.Owner, e.TaskID, e.Turn, e.Name, data, e.Time.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("insert event %s: %w", e.Name, err)
 	}
 	e.ID, err = res.LastInsertId()
 	return err
+}
+
+// spine stamps the run's owner and task on events that lack them.
+func spine(r Run, evs []event.Event) {
+	task := r.TaskID()
+	for i := range evs {
+		if evs[i].Owner == "" {
+			evs[i].Owner = r.Owner
+		}
+		if evs[i].TaskID == "" {
+			evs[i].TaskID = task
+		}
+	}
 }
 
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
@@ -52,7 +65,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 500
 	}
-	q := "SELECT id, run_id, session_id, name, COALESCE(data,''), created_at FROM events WHERE id > ?"
+	q := "SELECT id, run_id, session_id, owner, task_id, turn, name, COALESCE(data,''), created_at FROM events WHERE id > ?"
 	args := []any{f.Since}
 	if f.RunID != "" {
 		q += " AND run_id = ?"
@@ -74,7 +87,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error
 		var e event.Event
 		var data string
 		var ms int64
-		if err := rows.Scan(&e.ID, &e.RunID, &e.SessionID, &e.Name, &data, &ms); err != nil {
+		if err := rows.Scan(&e.ID, &e.RunID, &e.SessionID, &e.Owner, &e.TaskID, &e.Turn, &e.Name, &data, &ms); err != nil {
 			return nil, err
 		}
 		if data != "" {

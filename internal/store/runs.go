@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -50,6 +51,29 @@ type Run struct {
 	CreatedAt       time.Time
 	StartedAt       time.Time // zero until started
 	FinishedAt      time.Time // zero until terminal
+}
+
+// TaskID is the caller's metadata.task_id from the stored request (a
+// string, or a number written as one), "" when there is none. Events carry
+// it as part of their correlation spine.
+func (r Run) TaskID() string { return taskOf(r.Request) }
+
+func taskOf(request json.RawMessage) string {
+	var req struct {
+		Metadata struct {
+			TaskID any `json:"task_id"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(request, &req) != nil {
+		return ""
+	}
+	switch v := req.Metadata.TaskID.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return ""
 }
 
 // NewRun is what CreateRun needs.
@@ -166,6 +190,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 			return err
 		}
 		ev = event.New(nr.ID, sessionID, event.RunQueued, nil)
+		ev.Owner, ev.TaskID = nr.Owner, taskOf(nr.Request)
 		if err := s.insertEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
@@ -208,6 +233,7 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		default:
 			return ErrAlreadyFinal
 		}
+		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
 		if !r.InputAppended {
 			for _, m := range input {
 				if err := s.insertMessage(ctx, tx, r.SessionID, id, m); err != nil {
@@ -256,10 +282,10 @@ func (s *Store) ResumeRuns(ctx context.Context, ids []string) ([]event.Event, er
 	var evs []event.Event
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
-			var sessionID string
+			var sessionID, owner, request string
 			var attempt int
 			err := tx.QueryRowContext(ctx, `UPDATE runs SET attempts = attempts + 1 WHERE id = ? AND status = 'running'
-				RETURNING session_id, attempts`, id).Scan(&sessionID, &attempt)
+				RETURNING session_id, owner, request, attempts`, id).Scan(&sessionID, &owner, &request, &attempt)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}
@@ -267,6 +293,7 @@ func (s *Store) ResumeRuns(ctx context.Context, ids []string) ([]event.Event, er
 				return err
 			}
 			ev := event.New(id, sessionID, event.RunResumed, map[string]int{event.KeyAttempt: attempt})
+			ev.Owner, ev.TaskID = owner, taskOf(json.RawMessage(request))
 			if err := s.insertEvent(ctx, tx, &ev); err != nil {
 				return err
 			}
@@ -301,9 +328,12 @@ func (s *Store) takeResume(id string) (resumeMark, bool) {
 }
 
 // Finish moves a live run to a terminal status with its result and writes
-// the one run.finished event in the same transaction. A run already terminal
-// gives ErrAlreadyFinal and no second event.
-func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMessage, errText string) (event.Event, error) {
+// the one run.finished event in the same transaction, after extra (the
+// events that report why it ended: budget.exhausted, error), whose IDs are
+// filled in place. Every one gets the run's owner and task, and run.finished
+// the run's last turn. A run already terminal gives ErrAlreadyFinal and no
+// event at all.
+func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
 	if !Terminal(status) {
 		return event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
 	}
@@ -329,6 +359,12 @@ func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMe
 			data[event.KeyError] = errText
 		}
 		ev = event.New(id, r.SessionID, event.RunFinished, data)
+		ev.Turn = r.Steps
+		spine(r, extra)
+		if err := s.insertEvents(ctx, tx, extra); err != nil {
+			return err
+		}
+		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
 		return s.insertEvent(ctx, tx, &ev)
 	})
 	if err != nil {
