@@ -201,3 +201,45 @@ func TestModelFailureEmitsErrorEvent(t *testing.T) {
 		t.Errorf("error event = %s", evs[n-2].Data)
 	}
 }
+
+// A tool that fails by itself (an error, a panic, its timeout) rather than
+// answering with an error result records an error event next to its
+// tool.result; the run goes on.
+func TestToolFaultsEmitErrorEvents(t *testing.T) {
+	broken := tool.Func("broken", "fails", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		return tool.Result{}, fmt.Errorf("disk on fire")
+	})
+	boom := tool.Func("boom", "panics", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) { panic("kaboom") })
+	stuck := tool.Func("stuck", "waits", true, func(ctx context.Context, _ tool.Call, _ echoArgs) (tool.Result, error) {
+		<-ctx.Done()
+		return tool.Result{}, ctx.Err()
+	})
+	polite := tool.Func("polite", "refuses", true, func(context.Context, tool.Call, echoArgs) (tool.Result, error) {
+		return tool.Errorf("no such file"), nil
+	})
+	call := func(id, name string) model.ToolCall {
+		return model.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(`{"text":""}`)}
+	}
+	h := newHarnessWith(t, toolThenAnswer(call("c1", "broken"), call("c2", "boom"), call("c3", "stuck"), call("c4", "polite")), big,
+		func(o *engine.Options) { o.ToolTimeout = 20 * time.Millisecond }, broken, boom, stuck, polite)
+	r, evs := h.runAs(t, "dora", "task_2", "try them")
+	if r.Status != store.StatusDone {
+		t.Fatalf("status %s: %s", r.Status, r.Error)
+	}
+	checkSpine(t, r, evs, "dora", "task_2")
+	kinds := map[string]string{}
+	for i, e := range evs {
+		if e.Name != event.Error {
+			continue
+		}
+		d := data(t, e)
+		if i == 0 || evs[i-1].Name != event.ToolResult || evs[i-1].ID+1 != e.ID || data(t, evs[i-1])[event.KeyCallID] != d[event.KeyCallID] {
+			t.Errorf("error event %s is not written with its tool.result", e.Data)
+		}
+		kinds[fmt.Sprint(d[event.KeyName])] = fmt.Sprint(d[event.KeyErrorType])
+	}
+	want := map[string]string{"broken": "tool", "boom": "tool_panic", "stuck": "tool_timeout"}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("tool error events %v, want %v", kinds, want)
+	}
+}

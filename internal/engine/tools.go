@@ -25,22 +25,34 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := x.invoke(ctx, c)
+			res, fault := x.invoke(ctx, c)
 			if ctx.Err() != nil {
 				return // cancelled or shutting down: the intent stays open and is settled by the caller or on resume
 			}
-			x.commitResult(ctx, c, res)
+			x.commitResult(ctx, c, res, fault)
 		}()
 	}
 	wg.Wait()
 }
 
+// toolFault is a tool call that failed by itself (an infrastructure error,
+// a panic, its timeout) rather than answering with an error result: the
+// operator sees it as an error event beside the call's tool.result.
+type toolFault struct{ kind, msg string }
+
+// Kinds of tool fault, the error.type of their error events.
+const (
+	faultTool    = "tool"
+	faultPanic   = "tool_panic"
+	faultTimeout = "tool_timeout"
+)
+
 // invoke runs one tool call with the tool timeout, turning every failure,
 // including a panic, into a result the model sees.
-func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Result) {
+func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Result, fault *toolFault) {
 	t, ok := x.e.o.Tools.Get(c.Name)
 	if !ok || !x.allowed(c.Name) {
-		return tool.Errorf("no tool named %q is available in this run", c.Name)
+		return tool.Errorf("no tool named %q is available in this run", c.Name), nil
 	}
 	if !slices.Contains(x.offered, c.Name) {
 		// Progressive loading: the run may use this tool, but it was not
@@ -48,10 +60,10 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 		// keeps activation in one place (search_tools, which persists it)
 		// and the refusal is recorded like any tool error.
 		if c.Name == searchTool {
-			return tool.Errorf("%s is not offered in this run: every tool it may use is already loaded; call one of them directly", searchTool)
+			return tool.Errorf("%s is not offered in this run: every tool it may use is already loaded; call one of them directly", searchTool), nil
 		}
 		return tool.Errorf("%s is not loaded in this run, so it did not run. Call %s with words describing what you need "+
-			"to find and activate it; it is offered from the next turn on", c.Name, searchTool)
+			"to find and activate it; it is offered from the next turn on", c.Name, searchTool), nil
 	}
 	// The placeholder guard holds whatever DELTA_TOOL_ARG_MAX_BYTES is now:
 	// a history bounded before it was turned off still carries placeholders.
@@ -59,7 +71,7 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 	if hasPlaceholder(c.Arguments) {
 		return tool.Errorf("the arguments contain a %s…] placeholder. That marks a value Delta elided from the conversation history "+
 			"to save context after an earlier call succeeded; the original is kept in the run journal and is not this text. "+
-			"%s did not run: call it again with the real content written out in full, never the placeholder.", elidedPrefix, c.Name)
+			"%s did not run: call it again with the real content written out in full, never the placeholder.", elidedPrefix, c.Name), nil
 	}
 	if x.e.o.ToolTimeout > 0 && !isUntimed(t) {
 		var cancel context.CancelFunc
@@ -70,6 +82,7 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 		if p := recover(); p != nil {
 			x.logger.Error("tool panicked", event.KeyTool, c.Name, "panic", p, "stack", string(debug.Stack()))
 			res = tool.Errorf("tool %s failed with an internal error", c.Name)
+			fault = &toolFault{kind: faultPanic, msg: fmt.Sprintf("tool %s panicked: %v", c.Name, p)}
 		}
 	}()
 	if x.e.o.CallContext != nil {
@@ -82,12 +95,14 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 	crashpoint.Hit(crashpoint.MidTool)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return tool.Errorf("tool %s timed out after %s", c.Name, time.Since(start).Round(time.Millisecond))
+			res = tool.Errorf("tool %s timed out after %s", c.Name, time.Since(start).Round(time.Millisecond))
+			return res, &toolFault{kind: faultTimeout, msg: res.Text}
 		}
 		x.logger.Warn("tool error", event.KeyTool, c.Name, "err", err)
-		return tool.Errorf("tool %s failed: %v", c.Name, err)
+		res = tool.Errorf("tool %s failed: %v", c.Name, err)
+		return res, &toolFault{kind: faultTool, msg: res.Text}
 	}
-	return res
+	return res, nil
 }
 
 // searchTool is the progressive-loading tool (package tool/search) that a
@@ -117,7 +132,7 @@ func (x *execution) allowed(name string) bool {
 // conversation message. A call that succeeded has its stored arguments
 // bounded (ToolArgMax) in the same transaction; a failed one keeps them
 // whole, so the model can see and repair exactly what it sent.
-func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool.Result) {
+func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool.Result, fault *toolFault) {
 	callID, name := c.ID, c.Name
 	text := x.e.o.Redact(res.Text)
 	if x.e.o.Spill != nil {
@@ -138,10 +153,16 @@ func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool
 			data[event.KeyArgsBytes], data[event.KeyArgsStoredBytes] = len(c.Arguments), len(b)
 		}
 	}
-	ev := x.event(event.ToolResult, data)
+	evs := []event.Event{x.event(event.ToolResult, data)}
+	if fault != nil {
+		evs = append(evs, x.event(event.Error, map[string]any{
+			event.KeyErrorType: fault.kind, event.KeyErrorMessage: truncateRunes(x.e.o.Redact(fault.msg), 500),
+			event.KeyCallID: callID, event.KeyName: name,
+		}))
+	}
 	evs, err := x.e.o.Store.CommitToolResult(ctx, store.ToolResult{
 		RunID: x.run.ID, SessionID: x.run.SessionID, CallID: callID, Name: name, Text: text, IsError: res.IsError,
-		BoundArgs: bound, Events: []event.Event{ev},
+		BoundArgs: bound, Events: evs,
 	})
 	if err != nil {
 		if !errors.Is(err, store.ErrAlreadyFinal) {
@@ -197,7 +218,7 @@ func (x *execution) recoverCalls(ctx context.Context) error {
 			continue
 		}
 		x.commitResult(ctx, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args}, tool.Result{IsError: true, Text: fmt.Sprintf(
-			"[interrupted] %s was started but the daemon stopped before it reported a result. It may or may not have taken effect: verify the current state before repeating it.", j.Name)})
+			"[interrupted] %s was started but the daemon stopped before it reported a result. It may or may not have taken effect: verify the current state before repeating it.", j.Name)}, nil)
 	}
 	if len(rerun) > 0 {
 		x.runTools(ctx, rerun)
@@ -214,7 +235,7 @@ func (x *execution) settleOpenCalls(ctx context.Context, text string) {
 	}
 	for _, j := range journal {
 		if !j.Done {
-			x.commitResult(ctx, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args}, tool.Result{IsError: true, Text: text})
+			x.commitResult(ctx, model.ToolCall{ID: j.CallID, Name: j.Name, Arguments: j.Args}, tool.Result{IsError: true, Text: text}, nil)
 		}
 	}
 }

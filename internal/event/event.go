@@ -29,8 +29,9 @@ const (
 	// Checkpoint is a committed step: the assistant message, its tool
 	// intents and the run's usage, written in that step's transaction.
 	Checkpoint = "checkpoint"
-	// Error is a failure that ended the run (data error.type and
-	// error.message), written with the terminal state.
+	// Error is a failure (data error.type and error.message): one that
+	// ended the run, written with the terminal state, or a tool call that
+	// failed by itself, written with its tool.result.
 	Error       = "error"
 	TextDelta   = "output_text.delta" // ephemeral
 	ReasonDelta = "reasoning.delta"   // ephemeral
