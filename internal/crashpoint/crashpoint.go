@@ -1,7 +1,7 @@
 // Package crashpoint is fault injection for the crash-matrix test: a Hit
 // call marks a named point on the durable path (queue insert, ack, model
-// call, tool intent, tool execution, tool result, finish). In an ordinary
-// build Hit is an empty function the compiler removes. Built with
+// call, tool intent, tool execution, tool result, final reply, finish). In
+// an ordinary build Hit is an empty function the compiler removes. Built with
 // `-tags crashtest`, the process exits with code 137 — what a SIGKILL
 // looks like to a supervisor — the first time it reaches the point named by
 // DELTA_CRASH_AT, so a test can restart it and check the recovery outcome.
