@@ -38,6 +38,9 @@ const (
 	// BudgetExhausted: a ceiling stopped the run; written with the
 	// terminal state, before its error event.
 	BudgetExhausted = "budget.exhausted"
+	// Recall is a recall search, list or artifact read (data mode, query
+	// clipped, hits).
+	Recall = "recall"
 )
 
 // Log attribute keys shared by every package that logs about runs.
