@@ -27,6 +27,7 @@ import (
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/search"
+	"github.com/deltaharness/delta/internal/tool/recall"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
@@ -108,6 +109,8 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// vision model; the record lives in this process only.
 	p.images = vision.New(ws, vision.Options{Models: cfg.VisionModels, Logger: logger})
 	reg, tools := buildTools(cfg, ws, p.vault, plans, p.images, logger)
+	broker := event.NewBroker()
+	reg.Add(recall.New(st, recall.Options{Record: recordEvent(st, broker, logger), Logger: logger}))
 	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
@@ -149,7 +152,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.status = func() any { return statusView(cfg, provider, tools, p) }
 
 	eng := engine.New(engine.Options{
-		Store: st, Broker: event.NewBroker(), Provider: provider,
+		Store: st, Broker: broker, Provider: provider,
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
 		Prompt: prompt, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
 		ToolNames: tools.names, Resident: loader.Resident,
