@@ -171,3 +171,26 @@ func TestBoundedCallsAndJournalCall(t *testing.T) {
 		t.Fatalf("JournalCall from another session = %v, want ErrNotFound", err)
 	}
 }
+
+// FuzzRecallQuery: whatever the model writes as a query, the search runs
+// (FTS5's query syntax never reaches the index from the caller's words) and
+// answers only the session's own messages.
+func FuzzRecallQuery(f *testing.F) {
+	for _, s := range []string{"maria delgado", `"unbalanced`, "a OR b NOT c", "NEAR(x y, 2)", "col : word", "x*", "^start", "(", "\x00\xff", "é ü ß", "- + ~ ^ * \""} {
+		f.Add(s)
+	}
+	s, _ := open(f)
+	session(f, s, "resp_f", "s_f", []model.Message{user("María Delgado works at Acme NEAR the docks; col: word")})
+	session(f, s, "resp_g", "s_g", []model.Message{user("another session entirely")})
+	f.Fuzz(func(t *testing.T, q string) {
+		hits, err := s.Recall(context.Background(), store.RecallQuery{SessionID: "s_f", Text: q, Limit: 5})
+		if err != nil {
+			t.Fatalf("Recall(%q): %v", q, err)
+		}
+		for _, h := range hits {
+			if h.RunID != "resp_f" {
+				t.Fatalf("Recall(%q) returned message %d of run %s", q, h.ID, h.RunID)
+			}
+		}
+	})
+}

@@ -16,7 +16,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-func open(t *testing.T) (*store.Store, string) {
+func open(t testing.TB) (*store.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "delta.db")
 	s, err := store.Open(context.Background(), path)
