@@ -90,6 +90,12 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	// A model can emit arguments that are not JSON. Keep what it sent, as a
 	// JSON string, so the checkpoint stays valid JSON and the tool answers
 	// with an error the model can repair.
+	x.mu.Lock()
+	if x.callIDs == nil {
+		x.callIDs = usedCallIDs(x.history)
+	}
+	uniqueCallIDs(resp.ToolCalls, x.callIDs)
+	x.mu.Unlock()
 	for i, c := range resp.ToolCalls {
 		if !json.Valid(c.Arguments) {
 			resp.ToolCalls[i].Arguments, _ = json.Marshal(string(c.Arguments))

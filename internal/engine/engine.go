@@ -372,6 +372,7 @@ type execution struct {
 
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
+	callIDs map[string]bool // every tool-call id of history, built on the first checkpoint (callid.go)
 }
 
 // event builds an event of this run stamped with its correlation spine.
