@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 )
 
-// Upload limits (D-API-15). The body cap of POST /v1/files is the batch
+// Upload limits. The body cap of POST /v1/files is the batch
 // limit plus room for the multipart framing of every part.
 const (
 	UploadMaxFiles    = 50

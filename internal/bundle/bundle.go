@@ -7,7 +7,7 @@
 // PROMPT_CONTEXT.md (stable and per-turn context templates). Scaffold writes
 // starters for `delta init`; Load reads what the daemon needs at boot.
 //
-// Reload rules (D-BUN-19): POLICY.md, vocab.json and PROMPT_CONTEXT.md are
+// Reload rules: POLICY.md, vocab.json and PROMPT_CONTEXT.md are
 // read once by Load, so editing them needs a daemon restart. DELTA.md is read
 // by ReadSelf, which the engine calls once per execution attempt, so an edit
 // shows up in the next fresh or resumed attempt.
@@ -49,7 +49,7 @@ const (
 	DefaultPolicyMaxTokens = 800
 	DefaultSelfMaxTokens   = 800
 
-	// SelfMaxFileBytes: a DELTA.md above this loads as empty (D-BUN-04).
+	// SelfMaxFileBytes: a DELTA.md above this loads as empty.
 	SelfMaxFileBytes = 1 << 20
 	// ContextMaxFileBytes: a PROMPT_CONTEXT.md above this is ignored
 	// (the guide's "100 KB", taken as 100 KiB).

@@ -16,7 +16,7 @@ var reviewPolicyTemplate string
 // a policy file this large is a mistake either way.
 const policyReadLimit = 1 << 20
 
-// loadPolicy decides the policy block (D-BUN-05..07):
+// loadPolicy decides the policy block:
 //   - real rules in POLICY.md → that text (HTML comments removed), which
 //     must fit maxTokens or Load fails: fixed rules are never truncated;
 //   - missing, unreadable, heading-only or comment-only → the embedded review

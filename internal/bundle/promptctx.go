@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// Request context bounds (D-BUN-09).
+// Request context bounds.
 const (
 	MaxRequestKeys     = 24
 	MaxRequestValueLen = 200 // characters
@@ -88,11 +88,11 @@ func renderStable(tmpl string, vars map[string]string) string {
 	return capChars(render(tmpl, func(n string) (string, bool) { v, ok := vars[n]; return v, ok }), StableMaxChars)
 }
 
-// Turn renders the ## Turn template for one model turn (D-BUN-08/09):
+// Turn renders the ## Turn template for one model turn:
 // {{model}}, {{now.iso}}, {{now.date}}, {{now.tz}} and {{request.<key>}}
 // from the request's metadata.context. modelName is the configured primary
 // on the first turn and the model that served the previous successful turn
-// after that (D-BUN-10); the engine decides. The result is capped at
+// after that; the engine decides. The result is capped at
 // TurnMaxChars and is "" when there is no ## Turn section.
 func (b *Bundle) Turn(modelName string, now time.Time, reqContext map[string]any) string {
 	return renderTurn(b.turn, modelName, now, reqContext)

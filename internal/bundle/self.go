@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// ReadSelf reads the DELTA.md snapshot for one execution attempt (D-BUN-03/04):
+// ReadSelf reads the DELTA.md snapshot for one execution attempt:
 //   - up to SelfMaxBytes: the file as is;
 //   - above that but at most SelfMaxFileBytes: the head and tail, elided to
 //     exactly fit SelfMaxBytes with a visible marker in the middle, so an

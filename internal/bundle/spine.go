@@ -35,8 +35,8 @@ const safeModeBlock = "# Safe mode\n\nThis daemon was started in safe mode for r
 // schema travel in the request's tools field.
 const toolLineMax = 200
 
-// System assembles the system spine for one model turn, in the exact order
-// of D-BUN-16:
+// System assembles the system spine for one model turn, in this order (the
+// stable parts first, so the provider's prompt cache keeps them):
 //
 //  1. the embedded base behaviour and norms (BasePrompt);
 //  2. the boot-rendered ## Stable context, when there is one;

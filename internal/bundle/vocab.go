@@ -13,7 +13,7 @@ import (
 )
 
 // Vocab binds the engine to a product without compiling product names into
-// it (vocab.json, D-BUN-11).
+// it (vocab.json).
 type Vocab struct {
 	// CoreVerbs are MCP tool suffixes pinned in the lean core
 	// (crm__get_dashboard matches get_dashboard).

@@ -17,8 +17,7 @@ type Budget struct {
 	CostUSD float64
 }
 
-// Profile defaults. The seed names no numbers beyond "62 of 100 steps"; these
-// are ours and are reported by /v1/status.
+// Profile defaults, reported by /v1/status.
 var profileBudgets = map[string]Budget{
 	ProfileTrusted: {Steps: 100, Tokens: 2_000_000, CostUSD: 5},
 	ProfileSafe:    {Steps: 30, Tokens: 250_000, CostUSD: 1},

@@ -9,8 +9,7 @@
 // secret (a name ending in _KEY, _TOKEN, _SECRET or _AUTH) never appears in
 // an error.
 //
-// Where the seed guide documents fail-open behaviour we fail closed: an
-// unknown DELTA_PROFILE, a negative or non-numeric price, and a garbage budget
+// Settings fail closed: an unknown DELTA_PROFILE, a negative or non-numeric price, and a garbage budget
 // value all refuse to boot, and an exported-but-empty budget variable means
 // "unset", not zero.
 package config
@@ -58,9 +57,9 @@ const (
 type Config struct {
 	// Port the HTTP API listens on (PORT, 1–65535, default 8080).
 	Port int `env:"PORT"`
-	// Bind is the listen address (DELTA_BIND). Default 127.0.0.1: safer than
-	// the seed's all-interfaces default; set 0.0.0.0 deliberately, with
-	// DELTA_CONTROL_TOKEN, to expose the daemon.
+	// Bind is the listen address (DELTA_BIND). Default 127.0.0.1, so a new
+	// daemon is never reachable from the network by accident; set 0.0.0.0
+	// deliberately, with DELTA_CONTROL_TOKEN, to expose it.
 	Bind string `env:"DELTA_BIND"`
 	// DB is the SQLite database path (DELTA_DB, default data/delta.db).
 	DB string `env:"DELTA_DB"`
@@ -218,7 +217,8 @@ type Config struct {
 	// stripped, because a shared control token is not proof a reviewer set them).
 	TrustReviewMetadata bool `env:"DELTA_TRUST_REVIEW_METADATA"`
 	// MaxBodyBytes caps an HTTP request body; larger bodies get 413
-	// (DELTA_MAX_BODY_BYTES, default 1 MiB). Our addition to the seed.
+	// (DELTA_MAX_BODY_BYTES, default 1 MiB), so no request can make the
+	// daemon buffer an unbounded body.
 	MaxBodyBytes int64 `env:"DELTA_MAX_BODY_BYTES"`
 	// LeaseHolder identifies this process in the single-writer lease
 	// (DELTA_LEASE_HOLDER, default FLY_MACHINE_ID, then the host name).

@@ -11,7 +11,7 @@ import (
 )
 
 // DevEnv computes the environment of the daemon child that `delta dev`
-// starts (D-CLI-03/04):
+// starts:
 //
 //   - start from the launcher's inherited environment and overlay delta.env;
 //   - DELTA_WORKSPACE defaults to the bundle directory and DELTA_DB to

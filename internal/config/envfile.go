@@ -7,7 +7,7 @@ import (
 )
 
 // ParseEnvFile parses a bundle's delta.env. It is deliberately not a shell
-// parser (D-CLI-05):
+// parser:
 //
 //   - each line is KEY=value, split at the first '=', key and value trimmed;
 //   - blank lines and lines whose first non-blank character is '#' are skipped;

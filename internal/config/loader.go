@@ -126,7 +126,8 @@ func parseBool(v string) (bool, error) {
 }
 
 // regexp compiles a regular expression; empty or unset is nil. An invalid
-// expression refuses to boot (the seed's one fail-closed pattern setting).
+// expression refuses to boot: a pattern that silently matched nothing (or
+// everything) would change behaviour without a word.
 func (l *loader) regexp(name string) *regexp.Regexp {
 	v, _ := l.get(name)
 	if strings.TrimSpace(v) == "" {
@@ -211,7 +212,7 @@ func (l *loader) profile(name string) string {
 	}
 	p, known := CanonicalProfile(v)
 	if !known {
-		// The seed falls open to the widest tier here; we refuse to boot.
+		// An unknown tier never falls open to the widest one: refuse to boot.
 		l.fail(name, v, "want trusted or safe (aliases work, chat)")
 		return ProfileSafe
 	}

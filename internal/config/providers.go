@@ -43,10 +43,10 @@ var providerFields = map[string]bool{
 	"apiKey": true, "apiKeyEnv": true, "brokerMintUrl": true, "brokerAuthEnv": true,
 }
 
-// ParseProviders parses DELTA_PROVIDERS. Unlike the seed, which aborts on a
-// null entry, a null or malformed entry is skipped with a warning naming it,
-// and the others stay. Invalid JSON, or JSON that is not an array, drops the
-// whole list with a warning, as the seed does. Unknown keys (static headers
+// ParseProviders parses DELTA_PROVIDERS. A null or malformed entry is
+// skipped with a warning naming it, and the others stay: one bad fallback
+// must not take the healthy ones down. Invalid JSON, or JSON that is not an
+// array, drops the whole list with a warning. Unknown keys (static headers
 // among them: fallbacks never carry any) are ignored with a warning. The
 // error is reserved for a broker mint URL that would leak the broker
 // credential: plain HTTP to a non-loopback host refuses to boot.

@@ -58,7 +58,7 @@ func addSubagent(cfg config.Config, dir string, st *store.Store, provider *casca
 	reg.Add(subagent.New(o), subagent.NewEvalN(o))
 }
 
-// judge is eval_n's judging call on the utility lane (D-MOD-19), priced
+// judge is eval_n's judging call on the utility lane, priced
 // from the table when the provider reported no cost, as the engine prices
 // main-loop calls, so the charge to the parent is in dollars too.
 func judge(c *cascade.Cascade, prices map[string]model.Price) func(context.Context, model.Request) (model.Response, error) {

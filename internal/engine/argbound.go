@@ -9,7 +9,7 @@ import (
 	"slices"
 )
 
-// Argument bounding (DELTA_TOOL_ARG_MAX_BYTES, D-SPILL-02).
+// Argument bounding (DELTA_TOOL_ARG_MAX_BYTES).
 //
 // A tool call's arguments live on its assistant message and are replayed on
 // every later turn, so a large write pays for itself again on each of them.

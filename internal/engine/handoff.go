@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Handoff bounds (D-USE-06).
+// Handoff bounds.
 const (
 	handoffMaxBytes = 10 << 10
 	handoffMaxPaths = 20

@@ -18,9 +18,9 @@ import (
 // MaxToolName is the longest tool name a model API accepts.
 const MaxToolName = 128
 
-// readSegments are the name segments that mark an MCP tool as read-only
-// (D-REC-07). A name is split on '_' and '.'; "get_or_create" therefore
-// counts as read-only, by design: the guide tells operators to name
+// readSegments are the name segments that mark an MCP tool as read-only.
+// A name is split on '_' and '.'; "get_or_create" therefore
+// counts as read-only, by design: the README tells operators to name
 // mutations without these segments.
 var readSegments = map[string]bool{
 	"get": true, "list": true, "search": true, "read": true, "version": true, "versions": true, "file": true,

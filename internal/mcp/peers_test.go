@@ -61,7 +61,7 @@ func TestReferenceServers(t *testing.T) {
 		t.Errorf("fs__read_text_file = %+v", r)
 	}
 	if !tools["fs__read_text_file"].ReadOnly() || tools["fs__write_file"].ReadOnly() != true {
-		// write_file contains the "file" segment: read-only by the D-REC-07 rule, as documented.
+		// write_file contains the "file" segment: read-only by the name rule in adapt.go, as documented.
 		t.Errorf("classification: read_text_file=%v write_file=%v", tools["fs__read_text_file"].ReadOnly(), tools["fs__write_file"].ReadOnly())
 	}
 	if tools["fs__create_directory"].ReadOnly() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// protectedNames are the root entries file tools may not change (D-WS-02),
+// protectedNames are the root entries file tools may not change,
 // lower-cased: the operator's policy and prompt files, secrets, and the
 // daemon's own state. DELTA.md is written only through the remember tool,
 // which calls WriteFile directly.

@@ -11,7 +11,7 @@ import (
 // maxIDLen bounds each id in a spill file name.
 const maxIDLen = 64
 
-// Spill applies the central tool-result cap (D-SPILL-01). A text of at most
+// Spill applies the central tool-result cap. A text of at most
 // max characters (runes) comes back unchanged. A longer one is saved whole at
 // .delta/spill/<runID>.<callID>.txt and what comes back is its head and tail
 // around a note naming that file, max characters in all, so the model keeps

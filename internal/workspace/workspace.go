@@ -27,7 +27,7 @@ import (
 	"syscall"
 )
 
-// Layout of the daemon's own corner of the workspace (D-WS-04).
+// Layout of the daemon's own corner of the workspace.
 const (
 	DeltaDir = ".delta"       // daemon state; protected, hidden from List
 	SpillDir = ".delta/spill" // full text of capped tool results

@@ -15,9 +15,9 @@
 // returned in Response.Extra under "anthropic" and replayed on the next
 // request, as the API requires after a tool_use turn with thinking on.
 //
-// Prompt caching follows D-MOD-12; the placement rule is documented on
+// Prompt caching: the placement rule is documented on
 // placeBreakpoints and pinned by the golden files in testdata. Reasoning
-// effort follows D-MOD-21 (see applyEffort).
+// effort: see applyEffort.
 //
 // The client is configured only by Options: it never reads
 // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL or any other environment variable

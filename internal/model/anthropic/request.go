@@ -254,7 +254,7 @@ func toolInput(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(`{}`)
 }
 
-// placeBreakpoints sets the cache_control markers (D-MOD-12).
+// placeBreakpoints sets the cache_control markers.
 //
 // Blocks are numbered in wire order across all messages (system and tools
 // not counted). Eligible blocks are user text and tool_result blocks.
@@ -359,7 +359,7 @@ func buildTool(t model.ToolSpec) (tool, error) {
 	return tl, nil
 }
 
-// Thinking budgets for Claude 4.5 and earlier (D-MOD-21).
+// Thinking budgets for Claude 4.5 and earlier.
 var budgets = map[string]int64{
 	"minimal": 1024,
 	"low":     4096,
@@ -382,7 +382,7 @@ var adaptiveHeadroom = map[string]int64{
 }
 
 // applyEffort renders a reasoning effort (already trimmed and lowercased
-// by config, normalised again here) per D-MOD-21.
+// by config, normalised again here).
 //
 // Claude 4.6+, every Claude 5 and any model whose version cannot be read
 // (newer families) get thinking {type: adaptive} with output_config.effort:

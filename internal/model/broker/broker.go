@@ -1,5 +1,5 @@
 // Package broker holds the short-lived subscription credential of the Codex
-// sign-in lane (D-MOD-16..18): a bearer token and account id minted by a
+// sign-in lane: a bearer token and account id minted by a
 // trusted broker service, cached until five minutes before it expires, and
 // attached only to requests bound for allowlisted HTTPS hosts.
 //

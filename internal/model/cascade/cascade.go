@@ -1,7 +1,7 @@
 // Package cascade is the model.Provider the engine calls: it walks an
 // ordered list of endpoints (the primary provider first, then the
 // DELTA_PROVIDERS fallbacks), each with its own model list, and applies
-// Delta's retry and advance rules (D-MOD-06..09) around the wire clients,
+// Delta's retry and advance rules around the wire clients,
 // which never retry on their own.
 //
 // The rules, for one call:
@@ -45,7 +45,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 )
 
-// Human provider names, as /v1/status reports them (D-API-16).
+// Human provider names, as /v1/status reports them.
 const (
 	KindAnthropic  = "anthropic-native" // native Anthropic Messages
 	KindOpenAI     = "openai-native"    // OpenAI Responses with a static key

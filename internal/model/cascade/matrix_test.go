@@ -109,7 +109,7 @@ type outcome struct {
 	served   string   // "" = the call fails with the status
 }
 
-// expect is the specification of D-MOD-06/07 written out per class of
+// expect is the retry and advance rules written out per class of
 // failure and position, independent of the implementation.
 func expect(class, pos string) outcome {
 	retryA1 := []string{"retry A/a1>A/a1 #1 %d", "retry A/a1>A/a1 #2 %d"}

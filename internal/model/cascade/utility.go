@@ -9,7 +9,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 )
 
-// Utility runs a compaction, reflection or judging call (D-MOD-19). The
+// Utility runs a compaction, reflection or judging call. The
 // utility model is tried once on each compatible endpoint, in cascade order;
 // any failure there falls back to the main cascade. Reasoning effort is never
 // applied to utility calls, on the lane or on the fallback. With no utility

@@ -46,7 +46,7 @@ type tool struct {
 //
 // System blocks become one system message each, in order: keeping them
 // apart leaves each block's bytes untouched, which is what prefix caches
-// key on. openRouter selects the reasoning wire (D-MOD-20).
+// key on. openRouter selects the reasoning wire.
 func buildParams(req model.Request, openRouter bool) (request, error) {
 	return build(req, openRouter, nil)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // explicitCacheModel reports whether a model takes explicit prompt-cache
-// breakpoints (GPT-5.6 and later, D-MOD-14).
+// breakpoints (GPT-5.6 and later).
 func explicitCacheModel(id string) bool {
 	id = strings.TrimPrefix(strings.ToLower(id), "openai/")
 	m := gptVersion.FindStringSubmatch(id)
@@ -25,7 +25,7 @@ func explicitCacheModel(id string) bool {
 var gptVersion = regexp.MustCompile(`^gpt-(\d+)(?:\.(\d+))?`)
 
 // placeCacheBreakpoints turns on explicit caching with one stable and two
-// rolling breakpoints (D-MOD-14):
+// rolling breakpoints:
 //
 //   - stable: the end of the first user message, so instructions + tools +
 //     the opening request are one reusable prefix across the whole run;

@@ -14,7 +14,7 @@
 // and usage (input with cached and cache-write tokens, output) comes from
 // response.completed.
 //
-// Lanes: on an api.openai.com host (D-MOD-13/15) the client asks for
+// Lanes: on an api.openai.com host the client asks for
 // encrypted reasoning, returns the reasoning items and the message phase
 // in Response.Extra under "responses", replays them verbatim on the next
 // call, and sends text.verbosity and reasoning.summary when configured.
