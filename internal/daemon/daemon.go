@@ -166,7 +166,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			bu := cfg.Budget(profile)
 			return engine.Budget{Steps: bu.Steps, Tokens: bu.Tokens, CostUSD: bu.CostUSD}
 		},
-		Prices:      prices,
+		Prices: prices, ReasoningEffort: cfg.ReasoningEffort,
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		Logger: logger,

@@ -72,6 +72,10 @@ type Options struct {
 	Budget   func(profile string) Budget
 	Prices   map[string]model.Price
 
+	// ReasoningEffort is the effort asked of the model when the request
+	// names none (DELTA_REASONING_EFFORT; "" = the provider's default).
+	ReasoningEffort string
+
 	ToolTimeout  time.Duration // 0 = none
 	ResultMax    int           // inline tool result cap in characters
 	Attempts     int           // wire attempts per model (default 3)
@@ -221,6 +225,9 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		return
 	}
 	e.o.Broker.Publish(startEv)
+	if req.ReasoningEffort == "" {
+		req.ReasoningEffort = e.o.ReasoningEffort
+	}
 	x = &execution{e: e, run: run, req: req, logger: logger, task: run.TaskID(), turn: run.Steps}
 	if run.CancelRequested {
 		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusCancelled, "", "cancelled before start")
