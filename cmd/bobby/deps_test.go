@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestDeps keeps bobby free of the harness: no SQLite store, no model SDKs.
-// (internal/config, shared with delta, brings the small internal/model
-// types package; that is accepted.)
+// TestDeps keeps bobby free of the harness: bobby is a browser runtime and
+// must build without delta's configuration, model types, store or engine,
+// SQLite or any model SDK. bobby's own configuration is internal/bobbyconf.
 func TestDeps(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -16,6 +16,8 @@ func TestDeps(t *testing.T) {
 	}
 	deps := strings.Fields(string(out))
 	for _, bad := range []string{
+		"github.com/deltaharness/delta/internal/config",
+		"github.com/deltaharness/delta/internal/model",
 		"github.com/deltaharness/delta/internal/store",
 		"github.com/deltaharness/delta/internal/engine",
 		"github.com/deltaharness/delta/internal/api",
@@ -24,12 +26,18 @@ func TestDeps(t *testing.T) {
 		"github.com/anthropics/anthropic-sdk-go",
 	} {
 		for _, d := range deps {
-			if strings.HasPrefix(d, bad) {
+			// The package itself or one below it: internal/model bans
+			// internal/model/modeltest too, but not internal/modelfoo.
+			if d == bad || strings.HasPrefix(d, bad+"/") {
 				t.Errorf("bobby links %s", d)
 			}
 		}
 	}
-	for _, need := range []string{"github.com/chromedp/chromedp", "github.com/modelcontextprotocol/go-sdk/mcp"} {
+	for _, need := range []string{
+		"github.com/chromedp/chromedp",
+		"github.com/modelcontextprotocol/go-sdk/mcp",
+		"github.com/deltaharness/delta/internal/bobbyconf",
+	} {
 		found := false
 		for _, d := range deps {
 			found = found || d == need

@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/deltaharness/delta/internal/bobbyconf"
 	"github.com/deltaharness/delta/internal/browser"
-	"github.com/deltaharness/delta/internal/config"
 )
 
 // DoctorOptions configure Doctor.
@@ -24,7 +24,7 @@ type DoctorOptions struct {
 }
 
 // doctorBrowser launches the configured browser for real and asks its version.
-func doctorBrowser(ctx context.Context, cfg config.BobbyConfig, report func(level, check, format string, args ...any)) {
+func doctorBrowser(ctx context.Context, cfg bobbyconf.Config, report func(level, check, format string, args ...any)) {
 	rt := browser.New(browser.Options{
 		ExecPath: cfg.Browser.Path, ExtraFlags: cfg.Browser.Flags, DataDir: cfg.Browser.DataDir,
 		Logger: slog.New(slog.DiscardHandler), LaunchTimeout: 30 * time.Second,
@@ -61,13 +61,13 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 		}
 		fmt.Fprintf(w, "%-4s %-11s %s\n", level, check, fmt.Sprintf(format, args...))
 	}
-	cfg, err := config.LoadBobby(configPath)
+	cfg, err := bobbyconf.Load(configPath)
 	if err == nil {
 		_, err = principalsFromConfig(cfg)
 	}
 	if err != nil {
 		report("FAIL", "config", "%v", err)
-		cfg = config.DefaultBobby()
+		cfg = bobbyconf.Default()
 	} else {
 		src := cfg.Path
 		if src == "" {
@@ -100,7 +100,7 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 	}
 
 	if len(cfg.Principals) == 0 {
-		report("warn", "principals", "none configured: `bobby serve` then needs %s", config.EnvBootstrapToken)
+		report("warn", "principals", "none configured: `bobby serve` then needs %s", bobbyconf.EnvBootstrapToken)
 	}
 	for _, p := range cfg.Principals {
 		switch {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/bobbyconf"
 )
 
 // TestFormLoop runs the standard form loop on the fixture: workflow_start →
@@ -81,7 +81,7 @@ func TestControlActionsAndFiles(t *testing.T) {
 		"action": map[string]any{"kind": "setText", "text": "x"}}, CodeInvalidRequest)
 
 	// setFiles needs file:upload at runtime.
-	_, base2 := httpGatewayWith(t, func(c *config.BobbyConfig) { c.Principals[0].Capabilities = []string{"browser:mutate", "page:read"} })
+	_, base2 := httpGatewayWith(t, func(c *bobbyconf.Config) { c.Principals[0].Capabilities = []string{"browser:mutate", "page:read"} })
 	limited := connectHTTP(t, base2, "alice-token", nil)
 	ls := mustOK(t, limited, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/form.html"})
 	mustFail(t, limited, "control_action", map[string]any{"workflowHandle": ls["workflowHandle"], "target": map[string]any{"role": "textbox", "name": "Email"},

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltaharness/delta/internal/bobbyconf"
 	"github.com/deltaharness/delta/internal/browser"
-	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/policy"
 	"github.com/deltaharness/delta/internal/workflow"
 )
@@ -32,7 +32,7 @@ const (
 
 // Options configure a Gateway.
 type Options struct {
-	Config config.BobbyConfig
+	Config bobbyconf.Config
 	Logger *slog.Logger
 	// Runtime, when set, is a browser runtime the caller owns (already open
 	// or opened by Open); Close leaves it running. When nil, Open creates
@@ -47,7 +47,7 @@ type Options struct {
 // streamable HTTP session. Sessions and pages belong to the principal that
 // created them.
 type Gateway struct {
-	cfg        config.BobbyConfig
+	cfg        bobbyconf.Config
 	log        *slog.Logger
 	now        func() time.Time
 	principals *policy.Registry
@@ -129,16 +129,16 @@ func New(opts Options) (*Gateway, error) {
 }
 
 // principalsFromConfig builds the bearer-token registry of [[principals]].
-func principalsFromConfig(cfg config.BobbyConfig) (*policy.Registry, error) {
+func principalsFromConfig(cfg bobbyconf.Config) (*policy.Registry, error) {
 	var ps []policy.Principal
 	for i, p := range cfg.Principals {
 		caps, err := policy.ParseSet(p.Capabilities)
 		if err != nil {
-			return nil, &config.BobbyKeyError{Key: fmt.Sprintf("principals[%d].capabilities", i), Err: err}
+			return nil, &bobbyconf.KeyError{Key: fmt.Sprintf("principals[%d].capabilities", i), Err: err}
 		}
 		pr, err := policy.NewPrincipal(p.Name, caps, p.ExpiresAt, p.TokenSHA256)
 		if err != nil {
-			return nil, &config.BobbyKeyError{Key: fmt.Sprintf("principals[%d]", i), Err: err}
+			return nil, &bobbyconf.KeyError{Key: fmt.Sprintf("principals[%d]", i), Err: err}
 		}
 		ps = append(ps, pr)
 	}

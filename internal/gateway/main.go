@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/bobbyconf"
 	"github.com/deltaharness/delta/internal/policy"
 )
 
@@ -32,7 +32,7 @@ flags (stdio, serve, doctor):
 
 // Main runs the bobby command line. It returns an error for a failed
 // command (including a failed doctor check); the caller exits non-zero.
-func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env config.BobbyEnv) error {
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env bobbyconf.Env) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
@@ -70,7 +70,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if cmd == "doctor" {
 		return Doctor(ctx, stdout, DoctorOptions{ConfigPath: *configPath, Listen: *listen})
 	}
-	cfg, err := config.LoadBobby(*configPath)
+	cfg, err := bobbyconf.Load(*configPath)
 	if err != nil {
 		return err
 	}
@@ -90,26 +90,26 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 // StdioPrincipal derives the principal of a stdio process from the
 // bootstrap variables (see package config for their contract).
-func StdioPrincipal(cfg config.BobbyConfig, env config.BobbyEnv, now time.Time) (policy.Principal, error) {
+func StdioPrincipal(cfg bobbyconf.Config, env bobbyconf.Env, now time.Time) (policy.Principal, error) {
 	reg, err := principalsFromConfig(cfg)
 	if err != nil {
 		return policy.Principal{}, err
 	}
 	if reg.Len() > 0 {
 		if env.BootstrapToken == "" {
-			return policy.Principal{}, fmt.Errorf("%s is required when the config declares principals", config.EnvBootstrapToken)
+			return policy.Principal{}, fmt.Errorf("%s is required when the config declares principals", bobbyconf.EnvBootstrapToken)
 		}
 		p, err := reg.Authenticate(env.BootstrapToken, now)
 		if err != nil {
-			return policy.Principal{}, fmt.Errorf("%s: %w", config.EnvBootstrapToken, err)
+			return policy.Principal{}, fmt.Errorf("%s: %w", bobbyconf.EnvBootstrapToken, err)
 		}
 		if env.BootstrapPrincipal != "" && env.BootstrapPrincipal != p.Name {
-			return policy.Principal{}, fmt.Errorf("%s does not belong to principal %q", config.EnvBootstrapToken, env.BootstrapPrincipal)
+			return policy.Principal{}, fmt.Errorf("%s does not belong to principal %q", bobbyconf.EnvBootstrapToken, env.BootstrapPrincipal)
 		}
 		if env.CapabilitiesSet() {
 			narrow, err := policy.ParseSet(env.BootstrapCapabilities)
 			if err != nil {
-				return policy.Principal{}, fmt.Errorf("%s: %w", config.EnvBootstrapCapabilities, err)
+				return policy.Principal{}, fmt.Errorf("%s: %w", bobbyconf.EnvBootstrapCapabilities, err)
 			}
 			p.Capabilities = p.Capabilities.Intersect(narrow)
 		}
@@ -123,7 +123,7 @@ func StdioPrincipal(cfg config.BobbyConfig, env config.BobbyEnv, now time.Time) 
 	if env.CapabilitiesSet() {
 		caps, err = policy.ParseSet(env.BootstrapCapabilities)
 		if err != nil {
-			return policy.Principal{}, fmt.Errorf("%s: %w", config.EnvBootstrapCapabilities, err)
+			return policy.Principal{}, fmt.Errorf("%s: %w", bobbyconf.EnvBootstrapCapabilities, err)
 		}
 	}
 	hash := ""
@@ -133,10 +133,10 @@ func StdioPrincipal(cfg config.BobbyConfig, env config.BobbyEnv, now time.Time) 
 	return policy.NewPrincipal(name, caps, time.Time{}, hash)
 }
 
-func runStdio(ctx context.Context, cfg config.BobbyConfig, env config.BobbyEnv, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+func runStdio(ctx context.Context, cfg bobbyconf.Config, env bobbyconf.Env, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	if env.BootstrapURL != "" {
 		if env.BootstrapToken == "" {
-			return fmt.Errorf("%s needs %s", config.EnvBootstrapURL, config.EnvBootstrapToken)
+			return fmt.Errorf("%s needs %s", bobbyconf.EnvBootstrapURL, bobbyconf.EnvBootstrapToken)
 		}
 		return Bridge(ctx, env.BootstrapURL, env.BootstrapToken, stdin, stdout, log)
 	}
@@ -158,7 +158,7 @@ func runStdio(ctx context.Context, cfg config.BobbyConfig, env config.BobbyEnv, 
 
 // serveConfig adds the bootstrap principal (when given) to the configured
 // ones, so `bobby serve` can be started with a token from the environment.
-func serveConfig(cfg config.BobbyConfig, env config.BobbyEnv) (config.BobbyConfig, error) {
+func serveConfig(cfg bobbyconf.Config, env bobbyconf.Env) (bobbyconf.Config, error) {
 	if env.BootstrapToken != "" {
 		name := env.BootstrapPrincipal
 		if name == "" {
@@ -170,17 +170,17 @@ func serveConfig(cfg config.BobbyConfig, env config.BobbyEnv) (config.BobbyConfi
 				caps = append(caps, string(c))
 			}
 		}
-		cfg.Principals = append(append([]config.BobbyPrincipal(nil), cfg.Principals...), config.BobbyPrincipal{
+		cfg.Principals = append(append([]bobbyconf.Principal(nil), cfg.Principals...), bobbyconf.Principal{
 			Name: name, TokenSHA256: policy.HashTokenHex(env.BootstrapToken), Capabilities: caps,
 		})
 	}
 	if len(cfg.Principals) == 0 {
-		return cfg, fmt.Errorf("serve needs a bearer principal: add a [[principals]] entry or set %s", config.EnvBootstrapToken)
+		return cfg, fmt.Errorf("serve needs a bearer principal: add a [[principals]] entry or set %s", bobbyconf.EnvBootstrapToken)
 	}
 	return cfg, cfg.Validate()
 }
 
-func runServe(ctx context.Context, cfg config.BobbyConfig, env config.BobbyEnv, stderr io.Writer, log *slog.Logger) error {
+func runServe(ctx context.Context, cfg bobbyconf.Config, env bobbyconf.Env, stderr io.Writer, log *slog.Logger) error {
 	cfg, err := serveConfig(cfg, env)
 	if err != nil {
 		return err

@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deltaharness/delta/internal/bobbyconf"
 	"github.com/deltaharness/delta/internal/browser"
-	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/policy"
 )
 
@@ -97,10 +97,10 @@ var allCaps = func() []string {
 
 // testConfig has four principals: alice and bob with every capability,
 // reader with page:read only, and old whose credential expired.
-func testConfig() config.BobbyConfig {
-	cfg := config.DefaultBobby()
-	cfg.Profiles["mobile"] = config.BobbyProfile{}
-	cfg.Principals = []config.BobbyPrincipal{
+func testConfig() bobbyconf.Config {
+	cfg := bobbyconf.Default()
+	cfg.Profiles["mobile"] = bobbyconf.Profile{}
+	cfg.Principals = []bobbyconf.Principal{
 		{Name: "alice", TokenSHA256: policy.HashTokenHex("alice-token"), Capabilities: allCaps},
 		{Name: "bob", TokenSHA256: policy.HashTokenHex("bob-token"), Capabilities: allCaps},
 		{Name: "reader", TokenSHA256: policy.HashTokenHex("reader-token"), Capabilities: []string{"page:read"}},
@@ -109,7 +109,7 @@ func testConfig() config.BobbyConfig {
 	return cfg
 }
 
-func newGateway(t *testing.T, cfg config.BobbyConfig) *Gateway {
+func newGateway(t *testing.T, cfg bobbyconf.Config) *Gateway {
 	t.Helper()
 	g, err := New(Options{Config: cfg, Runtime: sharedRT, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -133,7 +133,7 @@ func httpGateway(t *testing.T) (*Gateway, string) {
 }
 
 // httpGatewayWith is httpGateway with a modified testConfig.
-func httpGatewayWith(t *testing.T, mod func(*config.BobbyConfig)) (*Gateway, string) {
+func httpGatewayWith(t *testing.T, mod func(*bobbyconf.Config)) (*Gateway, string) {
 	t.Helper()
 	cfg := testConfig()
 	if mod != nil {

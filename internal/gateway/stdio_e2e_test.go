@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/bobbyconf"
 )
 
 // stdioCmd runs the built bobby binary with a clean environment plus env.
@@ -43,8 +43,8 @@ func connectStdio(t *testing.T, cmd *exec.Cmd, listChanged chan<- struct{}) *mcp
 func TestStdioBinary(t *testing.T) {
 	changed := make(chan struct{}, 4)
 	cs := connectStdio(t, stdioCmd(t,
-		config.EnvBootstrapPrincipal+"=agent",
-		config.EnvBootstrapCapabilities+"=browser:mutate,page:read"), changed)
+		bobbyconf.EnvBootstrapPrincipal+"=agent",
+		bobbyconf.EnvBootstrapCapabilities+"=browser:mutate,page:read"), changed)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
 		t.Errorf("negotiated %s, want 2025-11-25", v)
 	}
@@ -137,23 +137,23 @@ func TestStdioPrincipal(t *testing.T) {
 	now := time.Now()
 	for _, tt := range []struct {
 		name     string
-		cfg      config.BobbyConfig
+		cfg      bobbyconf.Config
 		env      map[string]string
 		wantName string
 		wantCaps string
 		wantErr  string
 	}{
-		{"defaults", config.DefaultBobby(), nil, "local", "browser:mutate,page:read,artifact:capture,artifact:read", ""},
-		{"explicit caps", config.DefaultBobby(), map[string]string{config.EnvBootstrapPrincipal: "bot", config.EnvBootstrapCapabilities: "page:read"}, "bot", "page:read", ""},
-		{"unknown cap", config.DefaultBobby(), map[string]string{config.EnvBootstrapCapabilities: "root"}, "", "", "unknown capability"},
-		{"configured needs token", cfg, nil, "", "", config.EnvBootstrapToken},
-		{"configured token", cfg, map[string]string{config.EnvBootstrapToken: "reader-token"}, "reader", "page:read", ""},
-		{"token of another principal", cfg, map[string]string{config.EnvBootstrapToken: "reader-token", config.EnvBootstrapPrincipal: "alice"}, "", "", "does not belong"},
-		{"narrowed", cfg, map[string]string{config.EnvBootstrapToken: "alice-token", config.EnvBootstrapCapabilities: "page:read,file:upload"}, "alice", "page:read,file:upload", ""},
-		{"expired", cfg, map[string]string{config.EnvBootstrapToken: "old-token"}, "", "", "expired"},
+		{"defaults", bobbyconf.Default(), nil, "local", "browser:mutate,page:read,artifact:capture,artifact:read", ""},
+		{"explicit caps", bobbyconf.Default(), map[string]string{bobbyconf.EnvBootstrapPrincipal: "bot", bobbyconf.EnvBootstrapCapabilities: "page:read"}, "bot", "page:read", ""},
+		{"unknown cap", bobbyconf.Default(), map[string]string{bobbyconf.EnvBootstrapCapabilities: "root"}, "", "", "unknown capability"},
+		{"configured needs token", cfg, nil, "", "", bobbyconf.EnvBootstrapToken},
+		{"configured token", cfg, map[string]string{bobbyconf.EnvBootstrapToken: "reader-token"}, "reader", "page:read", ""},
+		{"token of another principal", cfg, map[string]string{bobbyconf.EnvBootstrapToken: "reader-token", bobbyconf.EnvBootstrapPrincipal: "alice"}, "", "", "does not belong"},
+		{"narrowed", cfg, map[string]string{bobbyconf.EnvBootstrapToken: "alice-token", bobbyconf.EnvBootstrapCapabilities: "page:read,file:upload"}, "alice", "page:read,file:upload", ""},
+		{"expired", cfg, map[string]string{bobbyconf.EnvBootstrapToken: "old-token"}, "", "", "expired"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			env := config.BobbyEnvFrom(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			env := bobbyconf.EnvFrom(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			p, err := StdioPrincipal(tt.cfg, env, now)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -174,8 +174,8 @@ func TestBridge(t *testing.T) {
 	_, base := httpGateway(t)
 	changed := make(chan struct{}, 4)
 	cs := connectStdio(t, stdioCmd(t,
-		config.EnvBootstrapURL+"="+base+MCPPath,
-		config.EnvBootstrapToken+"=alice-token"), changed)
+		bobbyconf.EnvBootstrapURL+"="+base+MCPPath,
+		bobbyconf.EnvBootstrapToken+"=alice-token"), changed)
 	if info := mustOK(t, cs, "runtime_info", nil); info["principal"] != "alice" {
 		t.Errorf("bridged principal = %v", info["principal"])
 	}
@@ -186,7 +186,7 @@ func TestBridge(t *testing.T) {
 		t.Fatal("no list_changed through the bridge")
 	}
 	mustFail(t, cs, "session_create", map[string]any{}, CodeSchemaViolation)
-	bad := connectStdioErr(t, stdioCmd(t, config.EnvBootstrapURL+"="+base+MCPPath, config.EnvBootstrapToken+"=wrong"))
+	bad := connectStdioErr(t, stdioCmd(t, bobbyconf.EnvBootstrapURL+"="+base+MCPPath, bobbyconf.EnvBootstrapToken+"=wrong"))
 	if bad == nil {
 		t.Error("bridge with a bad token connected")
 	}
@@ -206,21 +206,21 @@ func connectStdioErr(t *testing.T, cmd *exec.Cmd) error {
 func TestMainCommands(t *testing.T) {
 	var out, errb bytes.Buffer
 	ctx := context.Background()
-	if err := Main(ctx, []string{"version"}, nil, &out, &errb, config.BobbyEnv{}); err != nil || !strings.HasPrefix(out.String(), "bobby ") {
+	if err := Main(ctx, []string{"version"}, nil, &out, &errb, bobbyconf.Env{}); err != nil || !strings.HasPrefix(out.String(), "bobby ") {
 		t.Errorf("version: %q %v", out.String(), err)
 	}
-	if err := Main(ctx, []string{"fly"}, nil, &out, &errb, config.BobbyEnv{}); err == nil {
+	if err := Main(ctx, []string{"fly"}, nil, &out, &errb, bobbyconf.Env{}); err == nil {
 		t.Error("unknown command accepted")
 	}
-	if err := Main(ctx, nil, nil, &out, &errb, config.BobbyEnv{}); err == nil {
+	if err := Main(ctx, nil, nil, &out, &errb, bobbyconf.Env{}); err == nil {
 		t.Error("no command accepted")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.toml")
 	os.WriteFile(bad, []byte("[http]\nlisten = \"0.0.0.0:1\"\n"), 0o600)
-	if err := Main(ctx, []string{"serve", "--config", bad}, nil, &out, &errb, config.BobbyEnv{}); err == nil || !strings.Contains(err.Error(), "http.listen") {
+	if err := Main(ctx, []string{"serve", "--config", bad}, nil, &out, &errb, bobbyconf.Env{}); err == nil || !strings.Contains(err.Error(), "http.listen") {
 		t.Errorf("serve with a non-loopback listen: %v", err)
 	}
-	if err := Main(ctx, []string{"serve"}, nil, &out, &errb, config.BobbyEnv{}); err == nil || !strings.Contains(err.Error(), "principal") {
+	if err := Main(ctx, []string{"serve"}, nil, &out, &errb, bobbyconf.Env{}); err == nil || !strings.Contains(err.Error(), "principal") {
 		t.Errorf("serve without principals: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package bobbyconf
 
 import (
 	"crypto/sha256"
@@ -52,16 +52,16 @@ model = "m"
 kind = "vision"
 `
 
-func TestParseBobbyFull(t *testing.T) {
+func TestParseFull(t *testing.T) {
 	lookup := func(k string) (string, bool) {
 		if k == "READER_TOKEN" {
 			return "reader-secret", true
 		}
 		return "", false
 	}
-	cfg, err := ParseBobby([]byte(fullBobby), lookup)
+	cfg, err := Parse([]byte(fullBobby), lookup)
 	if err != nil {
-		t.Fatalf("ParseBobby: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	if cfg.HTTP.Listen != "127.0.0.1:9999" || cfg.HTTP.MaxDownloadBytes != 1024 || cfg.HTTP.DownloadsRoot != "/tmp/dl" {
 		t.Errorf("http = %+v", cfg.HTTP)
@@ -94,23 +94,23 @@ func TestParseBobbyFull(t *testing.T) {
 	}
 }
 
-func TestParseBobbyDefaults(t *testing.T) {
-	cfg, err := ParseBobby([]byte(""), noEnv)
+func TestParseDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(""), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTP.Listen != DefaultBobbyListen || cfg.Toolset.StartPhase != "explore" || cfg.Browser.Path != DefaultBobbyBrowserPath {
+	if cfg.HTTP.Listen != DefaultListen || cfg.Toolset.StartPhase != "explore" || cfg.Browser.Path != DefaultBrowserPath {
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
 	if _, ok := cfg.Profiles["default"]; !ok {
 		t.Error("default profile missing")
 	}
-	if cfg.HTTP.MaxDownloadBytes != DefaultBobbyMaxDownloadBytes {
+	if cfg.HTTP.MaxDownloadBytes != DefaultMaxDownloadBytes {
 		t.Errorf("max_download_bytes = %d", cfg.HTTP.MaxDownloadBytes)
 	}
 }
 
-func TestParseBobbyErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	const hash = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
 	for _, tt := range []struct {
 		name, toml string
@@ -135,9 +135,9 @@ func TestParseBobbyErrors(t *testing.T) {
 		{"wrong type", "[http]\nlisten = 5", "listen"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseBobby([]byte(tt.toml), noEnv)
+			_, err := Parse([]byte(tt.toml), noEnv)
 			if err == nil {
-				t.Fatal("ParseBobby succeeded, want error")
+				t.Fatal("Parse succeeded, want error")
 			}
 			if !strings.Contains(err.Error(), tt.wantKey) {
 				t.Errorf("error %q does not name %q", err, tt.wantKey)
@@ -146,16 +146,16 @@ func TestParseBobbyErrors(t *testing.T) {
 	}
 }
 
-func TestParseBobbyKeyErrorType(t *testing.T) {
-	_, err := ParseBobby([]byte("nope = true"), noEnv)
-	var ke *BobbyKeyError
+func TestParseKeyErrorType(t *testing.T) {
+	_, err := Parse([]byte("nope = true"), noEnv)
+	var ke *KeyError
 	if !errors.As(err, &ke) || ke.Key != "nope" {
-		t.Fatalf("err = %v, want *BobbyKeyError{Key: nope}", err)
+		t.Fatalf("err = %v, want *KeyError{Key: nope}", err)
 	}
 }
 
-func TestParseBobbyNonLoopbackAllowed(t *testing.T) {
-	cfg, err := ParseBobby([]byte("[http]\nlisten = \"0.0.0.0:8765\"\nallow_non_loopback = true"), noEnv)
+func TestParseNonLoopbackAllowed(t *testing.T) {
+	cfg, err := Parse([]byte("[http]\nlisten = \"0.0.0.0:8765\"\nallow_non_loopback = true"), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,41 +164,41 @@ func TestParseBobbyNonLoopbackAllowed(t *testing.T) {
 	}
 }
 
-func TestLoadBobby(t *testing.T) {
-	if cfg, err := LoadBobby(""); err != nil || cfg.HTTP.Listen != DefaultBobbyListen {
-		t.Fatalf("LoadBobby(\"\") = %+v, %v", cfg, err)
+func TestLoad(t *testing.T) {
+	if cfg, err := Load(""); err != nil || cfg.HTTP.Listen != DefaultListen {
+		t.Fatalf("Load(\"\") = %+v, %v", cfg, err)
 	}
 	path := filepath.Join(t.TempDir(), "bobby.toml")
 	if err := os.WriteFile(path, []byte("[http]\nlisten = \"[::1]:7000\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadBobby(path)
+	cfg, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Path != path || cfg.HTTP.Listen != "[::1]:7000" {
 		t.Errorf("cfg = %+v", cfg)
 	}
-	if _, err := LoadBobby(filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.toml")); err == nil {
 		t.Error("missing file loaded")
 	}
 }
 
-func TestBobbyEnvFrom(t *testing.T) {
+func TestEnvFrom(t *testing.T) {
 	env := map[string]string{
-		EnvBobbyConfig:           "/etc/bobby.toml",
+		EnvConfig:                "/etc/bobby.toml",
 		EnvBootstrapPrincipal:    " agent ",
 		EnvBootstrapToken:        "tok",
 		EnvBootstrapCapabilities: "page:read, browser:mutate,,",
 	}
-	got := BobbyEnvFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	got := EnvFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if got.ConfigPath != "/etc/bobby.toml" || got.BootstrapPrincipal != "agent" || got.BootstrapToken != "tok" {
 		t.Errorf("env = %+v", got)
 	}
 	if !got.CapabilitiesSet() || strings.Join(got.BootstrapCapabilities, "|") != "page:read|browser:mutate" {
 		t.Errorf("capabilities = %q set=%v", got.BootstrapCapabilities, got.CapabilitiesSet())
 	}
-	if BobbyEnvFrom(noEnv).CapabilitiesSet() {
+	if EnvFrom(noEnv).CapabilitiesSet() {
 		t.Error("capabilities reported set when absent")
 	}
 }
@@ -221,10 +221,10 @@ func FuzzParseBobby(f *testing.F) {
 	f.Add([]byte("[[principals]]\nname=1"))
 	f.Add([]byte("[nodes.x]\nurl=\"u\"\n[nodes.x.y]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseBobby(data, noEnv)
+		cfg, err := Parse(data, noEnv)
 		if err == nil {
 			if verr := cfg.Validate(); verr != nil {
-				t.Fatalf("ParseBobby accepted a config that Validate rejects: %v", verr)
+				t.Fatalf("Parse accepted a config that Validate rejects: %v", verr)
 			}
 		}
 	})

@@ -1,6 +1,7 @@
-// bobby's configuration: the TOML file and the bootstrap variables. This file
-// belongs to bobby (the browser MCP runtime); it lives in package config
-// because config is the only package allowed to read the environment.
+// Package bobbyconf is bobby's configuration: the TOML file and the
+// bootstrap variables. It is the only package of bobby (the browser MCP
+// runtime) that reads the environment, and it imports nothing of delta's, so
+// bobby links no harness package and delta links no TOML parser.
 //
 // The file (path from --config or BOBBY_CONFIG) looks like:
 //
@@ -37,8 +38,7 @@
 //
 // Every key not listed here is an error naming the key, so a typo never
 // silently falls back to a default.
-
-package config
+package bobbyconf
 
 import (
 	"bytes"
@@ -58,11 +58,11 @@ import (
 
 // Bobby defaults.
 const (
-	DefaultBobbyListen           = "127.0.0.1:8765"
-	DefaultBobbyMaxDownloadBytes = 100 << 20
-	DefaultBobbyBrowserPath      = "/usr/bin/chromium"
-	DefaultBobbyStartPhase       = "explore"
-	DefaultBobbyProfile          = "default"
+	DefaultListen           = "127.0.0.1:8765"
+	DefaultMaxDownloadBytes = 100 << 20
+	DefaultBrowserPath      = "/usr/bin/chromium"
+	DefaultStartPhase       = "explore"
+	DefaultProfile          = "default"
 )
 
 // Environment variables bobby reads. The four AUTOMATION_RUNTIME_BOOTSTRAP_*
@@ -84,28 +84,28 @@ const (
 //
 // AUTOMATION_RUNTIME_TOKEN alone is deliberately not enough.
 const (
-	EnvBobbyConfig           = "BOBBY_CONFIG"
+	EnvConfig                = "BOBBY_CONFIG"
 	EnvBootstrapURL          = "AUTOMATION_RUNTIME_BOOTSTRAP_URL"
 	EnvBootstrapPrincipal    = "AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL"
 	EnvBootstrapToken        = "AUTOMATION_RUNTIME_BOOTSTRAP_TOKEN"
 	EnvBootstrapCapabilities = "AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES"
 )
 
-// BobbyConfig is bobby's whole configuration file.
-type BobbyConfig struct {
-	HTTP       BobbyHTTP               `toml:"http"`
-	Browser    BobbyBrowser            `toml:"browser"`
-	Toolset    BobbyToolset            `toml:"toolset"`
-	Profiles   map[string]BobbyProfile `toml:"profiles"`
-	Principals []BobbyPrincipal        `toml:"principals"`
-	Nodes      map[string]BobbyNode    `toml:"nodes"`
+// Config is bobby's whole configuration file.
+type Config struct {
+	HTTP       HTTP               `toml:"http"`
+	Browser    Browser            `toml:"browser"`
+	Toolset    Toolset            `toml:"toolset"`
+	Profiles   map[string]Profile `toml:"profiles"`
+	Principals []Principal        `toml:"principals"`
+	Nodes      map[string]Node    `toml:"nodes"`
 
 	// Path is the file the configuration came from ("" for defaults).
 	Path string `toml:"-"`
 }
 
-// BobbyHTTP is the [http] section: the streamable HTTP listener and download limits.
-type BobbyHTTP struct {
+// HTTP is the [http] section: the streamable HTTP listener and download limits.
+type HTTP struct {
 	Listen string `toml:"listen"`
 	// AllowNonLoopback must be true to listen on anything but a loopback
 	// address: bobby drives a browser with the principal's authority.
@@ -114,21 +114,21 @@ type BobbyHTTP struct {
 	DownloadsRoot    string `toml:"downloads_root"`
 }
 
-// BobbyBrowser is the [browser] section.
-type BobbyBrowser struct {
+// Browser is the [browser] section.
+type Browser struct {
 	Path    string   `toml:"path"`
 	Flags   []string `toml:"flags"`
 	DataDir string   `toml:"data_dir"`
 }
 
-// BobbyToolset is the [toolset] section.
-type BobbyToolset struct {
+// Toolset is the [toolset] section.
+type Toolset struct {
 	StartPhase string `toml:"start_phase"`
 }
 
-// BobbyProfile is one [profiles.<name>] table: how a session's browser
+// Profile is one [profiles.<name>] table: how a session's browser
 // context looks to sites. Zero values leave Chromium's defaults.
-type BobbyProfile struct {
+type Profile struct {
 	UserAgent      string `toml:"user_agent"`
 	Locale         string `toml:"locale"`
 	Timezone       string `toml:"timezone"`
@@ -137,8 +137,8 @@ type BobbyProfile struct {
 	Proxy          string `toml:"proxy"`
 }
 
-// BobbyPrincipal is one [[principals]] entry: a bearer token's identity.
-type BobbyPrincipal struct {
+// Principal is one [[principals]] entry: a bearer token's identity.
+type Principal struct {
 	Name string `toml:"name"`
 	// TokenSHA256 is the lowercase hex SHA-256 of the token. When the file
 	// gives token_env instead, loading reads that variable and fills this in.
@@ -148,75 +148,75 @@ type BobbyPrincipal struct {
 	ExpiresAt    time.Time `toml:"expires_at"` // zero: never expires
 }
 
-// BobbyNode is one [nodes.<name>] table (a vision node). Parsed and reported;
+// Node is one [nodes.<name>] table (a vision node). Parsed and reported;
 // no vision provider is wired in this version.
-type BobbyNode struct {
+type Node struct {
 	URL   string `toml:"url"`
 	Model string `toml:"model"`
 	Kind  string `toml:"kind"`
 }
 
-// BobbyKeyError is one invalid configuration key.
-type BobbyKeyError struct {
+// KeyError is one invalid configuration key.
+type KeyError struct {
 	Key string // dotted TOML key, e.g. "principals[1].token_sha256"
 	Err error
 }
 
-func (e *BobbyKeyError) Error() string { return e.Key + ": " + e.Err.Error() }
-func (e *BobbyKeyError) Unwrap() error { return e.Err }
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
 
-// DefaultBobby returns the configuration used when no file is given.
-func DefaultBobby() BobbyConfig {
-	return BobbyConfig{
-		HTTP: BobbyHTTP{
-			Listen:           DefaultBobbyListen,
-			MaxDownloadBytes: DefaultBobbyMaxDownloadBytes,
+// Default returns the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		HTTP: HTTP{
+			Listen:           DefaultListen,
+			MaxDownloadBytes: DefaultMaxDownloadBytes,
 		},
-		Browser:  BobbyBrowser{Path: DefaultBobbyBrowserPath},
-		Toolset:  BobbyToolset{StartPhase: DefaultBobbyStartPhase},
-		Profiles: map[string]BobbyProfile{DefaultBobbyProfile: {}},
+		Browser:  Browser{Path: DefaultBrowserPath},
+		Toolset:  Toolset{StartPhase: DefaultStartPhase},
+		Profiles: map[string]Profile{DefaultProfile: {}},
 	}
 }
 
-// LoadBobby reads and validates the configuration file at path. An empty
-// path gives DefaultBobby. token_env variables are read from the process
+// Load reads and validates the configuration file at path. An empty
+// path gives Default. token_env variables are read from the process
 // environment.
-func LoadBobby(path string) (BobbyConfig, error) {
+func Load(path string) (Config, error) {
 	if path == "" {
-		return DefaultBobby(), nil
+		return Default(), nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return BobbyConfig{}, fmt.Errorf("read bobby config: %w", err)
+		return Config{}, fmt.Errorf("read bobby config: %w", err)
 	}
-	cfg, err := ParseBobby(data, os.LookupEnv)
+	cfg, err := Parse(data, os.LookupEnv)
 	if err != nil {
-		return BobbyConfig{}, fmt.Errorf("bobby config %s: %w", path, err)
+		return Config{}, fmt.Errorf("bobby config %s: %w", path, err)
 	}
 	cfg.Path = path
 	return cfg, nil
 }
 
-// ParseBobby decodes and validates TOML. lookup resolves token_env names.
-func ParseBobby(data []byte, lookup func(string) (string, bool)) (BobbyConfig, error) {
-	cfg := DefaultBobby()
+// Parse decodes and validates TOML. lookup resolves token_env names.
+func Parse(data []byte, lookup func(string) (string, bool)) (Config, error) {
+	cfg := Default()
 	cfg.Profiles = nil // the file's profiles replace the default set; "default" is re-added below
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
 	if err != nil {
-		return BobbyConfig{}, fmt.Errorf("parse toml: %w", err)
+		return Config{}, fmt.Errorf("parse toml: %w", err)
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		var errs []error
 		for _, k := range undecoded {
-			errs = append(errs, &BobbyKeyError{Key: k.String(), Err: errors.New("unknown key")})
+			errs = append(errs, &KeyError{Key: k.String(), Err: errors.New("unknown key")})
 		}
-		return BobbyConfig{}, errors.Join(errs...)
+		return Config{}, errors.Join(errs...)
 	}
 	if cfg.Profiles == nil {
-		cfg.Profiles = map[string]BobbyProfile{}
+		cfg.Profiles = map[string]Profile{}
 	}
-	if _, ok := cfg.Profiles[DefaultBobbyProfile]; !ok {
-		cfg.Profiles[DefaultBobbyProfile] = BobbyProfile{}
+	if _, ok := cfg.Profiles[DefaultProfile]; !ok {
+		cfg.Profiles[DefaultProfile] = Profile{}
 	}
 	for i := range cfg.Principals {
 		p := &cfg.Principals[i]
@@ -225,7 +225,7 @@ func ParseBobby(data []byte, lookup func(string) (string, bool)) (BobbyConfig, e
 		}
 		tok, ok := lookup(p.TokenEnv)
 		if !ok || tok == "" {
-			return BobbyConfig{}, &BobbyKeyError{
+			return Config{}, &KeyError{
 				Key: fmt.Sprintf("principals[%d].token_env", i),
 				Err: fmt.Errorf("variable %s is unset or empty", p.TokenEnv),
 			}
@@ -234,23 +234,23 @@ func ParseBobby(data []byte, lookup func(string) (string, bool)) (BobbyConfig, e
 		p.TokenSHA256 = hex.EncodeToString(sum[:])
 	}
 	if err := cfg.Validate(); err != nil {
-		return BobbyConfig{}, err
+		return Config{}, err
 	}
 	return cfg, nil
 }
 
 var (
-	bobbyHexSHA256   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	bobbyProfileName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	bobbyPhaseNames  = []string{"explore", "act", "intent", "verify"}
+	hexSHA256   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	profileName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	phaseNames  = []string{"explore", "act", "intent", "verify"}
 )
 
 // Validate reports every invalid key, joined. Capability names are checked
 // by the gateway (package policy owns them), not here.
-func (c BobbyConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	bad := func(key string, format string, args ...any) {
-		errs = append(errs, &BobbyKeyError{Key: key, Err: fmt.Errorf(format, args...)})
+		errs = append(errs, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
 	}
 	if c.HTTP.Listen == "" {
 		bad("http.listen", "must not be empty")
@@ -270,13 +270,13 @@ func (c BobbyConfig) Validate() error {
 	if c.Browser.Path == "" {
 		bad("browser.path", "must not be empty")
 	}
-	if !bobbyContains(bobbyPhaseNames, c.Toolset.StartPhase) {
-		bad("toolset.start_phase", "must be one of %s", strings.Join(bobbyPhaseNames, ", "))
+	if !contains(phaseNames, c.Toolset.StartPhase) {
+		bad("toolset.start_phase", "must be one of %s", strings.Join(phaseNames, ", "))
 	}
-	for _, name := range bobbySortedKeys(c.Profiles) {
+	for _, name := range sortedKeys(c.Profiles) {
 		p := c.Profiles[name]
 		key := "profiles." + name
-		if !bobbyProfileName.MatchString(name) {
+		if !profileName.MatchString(name) {
 			bad(key, "profile names are 1-64 of A-Z a-z 0-9 _ . -")
 		}
 		if p.ViewportWidth < 0 || p.ViewportWidth > 10000 {
@@ -302,7 +302,7 @@ func (c BobbyConfig) Validate() error {
 		switch {
 		case p.TokenSHA256 == "" && p.TokenEnv == "":
 			bad(key+".token_sha256", "one of token_sha256 or token_env is required")
-		case !bobbyHexSHA256.MatchString(p.TokenSHA256):
+		case !hexSHA256.MatchString(p.TokenSHA256):
 			bad(key+".token_sha256", "must be 64 lowercase hex digits")
 		case hashes[p.TokenSHA256]:
 			bad(key+".token_sha256", "two principals share one token")
@@ -312,7 +312,7 @@ func (c BobbyConfig) Validate() error {
 			bad(key+".capabilities", "must name at least one capability")
 		}
 	}
-	for _, name := range bobbySortedKeys(c.Nodes) {
+	for _, name := range sortedKeys(c.Nodes) {
 		n := c.Nodes[name]
 		if n.URL == "" {
 			bad("nodes."+name+".url", "must not be empty")
@@ -330,8 +330,8 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// BobbyEnv is what bobby reads from the environment.
-type BobbyEnv struct {
+// Env is what bobby reads from the environment.
+type Env struct {
 	ConfigPath            string // BOBBY_CONFIG
 	BootstrapURL          string
 	BootstrapPrincipal    string
@@ -342,13 +342,13 @@ type BobbyEnv struct {
 
 // CapabilitiesSet reports whether AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES
 // was present (an empty value then means "no capabilities").
-func (e BobbyEnv) CapabilitiesSet() bool { return e.capabilitiesSet }
+func (e Env) CapabilitiesSet() bool { return e.capabilitiesSet }
 
-// BobbyEnvFrom reads bobby's variables through lookup.
-func BobbyEnvFrom(lookup func(string) (string, bool)) BobbyEnv {
+// EnvFrom reads bobby's variables through lookup.
+func EnvFrom(lookup func(string) (string, bool)) Env {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
-	env := BobbyEnv{
-		ConfigPath:         get(EnvBobbyConfig),
+	env := Env{
+		ConfigPath:         get(EnvConfig),
 		BootstrapURL:       get(EnvBootstrapURL),
 		BootstrapPrincipal: get(EnvBootstrapPrincipal),
 		BootstrapToken:     get(EnvBootstrapToken),
@@ -364,10 +364,10 @@ func BobbyEnvFrom(lookup func(string) (string, bool)) BobbyEnv {
 	return env
 }
 
-// ReadBobbyEnv reads bobby's variables from the process environment.
-func ReadBobbyEnv() BobbyEnv { return BobbyEnvFrom(os.LookupEnv) }
+// ReadEnv reads bobby's variables from the process environment.
+func ReadEnv() Env { return EnvFrom(os.LookupEnv) }
 
-func bobbyContains(list []string, s string) bool {
+func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
 			return true
@@ -376,7 +376,7 @@ func bobbyContains(list []string, s string) bool {
 	return false
 }
 
-func bobbySortedKeys[V any](m map[string]V) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
