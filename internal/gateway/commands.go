@@ -33,7 +33,7 @@ func init() {
 		"navigate":                 {mutates: true, timeout: 45 * time.Second, run: runNavigate},
 		"click":                    {mutates: true, timeout: 20 * time.Second, run: runClick},
 		"type_text":                {mutates: true, timeout: 20 * time.Second, run: runTypeText},
-		"wait_for":                 {readOnly: true, timeout: 15 * time.Second, run: runWaitFor},
+		"wait_for":                 {readOnly: true, waits: true, run: runWaitFor},
 		"screenshot":               {readOnly: true, timeout: 20 * time.Second, run: runScreenshot},
 		"inspect":                  {readOnly: true, timeout: 15 * time.Second, run: runInspect},
 		"extract_structured":       {readOnly: true, timeout: 20 * time.Second, run: runExtract},
@@ -195,12 +195,10 @@ func runWaitFor(ctx context.Context, x *execCtx) (map[string]any, map[string]any
 	if m, ok := cm["matcher"].(map[string]any); ok {
 		c.Matcher = &browser.TextMatch{Kind: argString(m, "kind"), Value: argString(m, "value")}
 	}
-	// The wait's own timeout ends a second before the command deadline so
-	// an unmet condition is reported as such, not as a cut-off command.
-	if d, ok := ctx.Deadline(); ok {
-		c.TimeoutMs = int(max(100*time.Millisecond, time.Until(d)-time.Second) / time.Millisecond)
-		c.TimeoutMs = min(c.TimeoutMs, int(browser.MaxWaitTimeout/time.Millisecond))
-	}
+	// The wait is the caller's timeoutMs; the command deadline leaves
+	// waitOverhead beyond it, so an unmet condition is reported as such,
+	// not as a cut-off command.
+	c.TimeoutMs = int(x.wait / time.Millisecond)
 	t, hasTarget, err := targetOf(cm)
 	if err != nil {
 		return nil, nil, err

@@ -188,8 +188,36 @@ type commandSpec struct {
 	mutates bool
 	// readOnly: a failure does not invalidate the retained context.
 	readOnly bool
-	timeout  time.Duration
-	run      func(ctx context.Context, x *execCtx) (evidence, diag map[string]any, err error)
+	// waits: the caller's timeoutMs is the wait itself, not the command
+	// deadline; the deadline adds waitOverhead on top.
+	waits   bool
+	timeout time.Duration
+	run     func(ctx context.Context, x *execCtx) (evidence, diag map[string]any, err error)
+}
+
+// A waiting command waits exactly what the caller asked for: its deadline is
+// the wait plus waitOverhead, the time resolving a target, the last probe
+// and the evidence need. Without timeoutMs the wait is defaultWait.
+const (
+	defaultWait  = 10 * time.Second
+	waitOverhead = 5 * time.Second
+)
+
+// budget returns the deadline of a command given the caller's timeoutMs
+// (0: not given) and, for a waiting command, the wait itself.
+func (s commandSpec) budget(timeoutMs int) (command, wait time.Duration) {
+	asked := time.Duration(timeoutMs) * time.Millisecond
+	if !s.waits {
+		if asked > 0 {
+			return asked, 0
+		}
+		return s.timeout, 0
+	}
+	wait = defaultWait
+	if asked > 0 {
+		wait = min(asked, browser.MaxWaitTimeout)
+	}
+	return wait + waitOverhead, wait
 }
 
 // execCtx is what a kind's implementation gets.
@@ -201,7 +229,9 @@ type execCtx struct {
 	input     map[string]any
 	detail    string
 	deadline  time.Time
-	workflow  string
+	// wait is how long a waiting command waits (see commandSpec.budget).
+	wait     time.Duration
+	workflow string
 }
 
 func (x *execCtx) full() bool { return x.detail == "full" }
@@ -247,10 +277,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	if workflowID == "" {
 		workflowID = newID()
 	}
-	timeout := spec.timeout
-	if env.TimeoutMs > 0 {
-		timeout = time.Duration(env.TimeoutMs) * time.Millisecond
-	}
+	timeout, _ := spec.budget(env.TimeoutMs)
 	run := func() *Outcome {
 		return g.runCommand(ctx, c.principal, spec, env, sess, page, workflowID, timeout)
 	}
@@ -280,7 +307,8 @@ func (g *Gateway) runCommand(ctx context.Context, p policy.Principal, spec comma
 	}
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	x := &execCtx{g: g, principal: p, sess: sess, page: page, input: env.Input, detail: env.Detail, deadline: deadline, workflow: workflowID}
+	_, wait := spec.budget(env.TimeoutMs)
+	x := &execCtx{g: g, principal: p, sess: sess, page: page, input: env.Input, detail: env.Detail, deadline: deadline, wait: wait, workflow: workflowID}
 	evidence, diag, err := spec.run(cctx, x)
 	if evidence != nil {
 		out.Evidence = evidence

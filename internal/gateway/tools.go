@@ -456,7 +456,7 @@ func buildTools() []*toolDef {
 		cmd("a11y_snapshot", "Accessibility snapshot", "Bounded accessibility tree with refs (use target {role:\"main\"} to scope); refreshes retained context.", policy.PageRead, true, false, true),
 		cmd("form_snapshot", "Form snapshot", "Form controls with state, labels and semantic targets.", policy.PageRead, true, false, true),
 		cmd("control_action", "Control action", "setText|setChecked|selectOne|selectMany|setFiles|clear|activate on a control; typed reread evidence.", policy.BrowserMutate, false, false, false),
-		cmd("wait_for", "Wait for", "Wait for text, value, document, url, element or networkQuiet.", policy.PageRead, true, false, true),
+		cmd("wait_for", "Wait for", "Wait for text, value, document, url, element or networkQuiet. timeoutMs is the wait itself (default 10000).", policy.PageRead, true, false, true),
 		cmd("screenshot", "Screenshot", "PNG capture stored as an artifact:// resource.", policy.ArtifactCapture, true, false, true),
 		cmd("inspect", "Inspect", "Page summary, or one element's tag, attributes, box and text.", policy.PageRead, true, false, true),
 		cmd("extract_structured", "Extract structured", "Extract items (and fields) by CSS selector as JSON.", policy.PageRead, true, false, true),
