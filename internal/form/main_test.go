@@ -20,11 +20,26 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	fixtures = httptest.NewServer(http.FileServer(http.Dir("testdata")))
+	fixtures = httptest.NewServer(fixtureHandler())
 	code := m.Run()
 	browser.Close()
 	fixtures.Close()
 	os.Exit(code)
+}
+
+// fixtureHandler serves testdata plus two endpoints a submit can reach:
+// /fail500 answers every request with HTTP 500, /accepted with 200.
+func fixtureHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir("testdata")))
+	mux.HandleFunc("/fail500", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/accepted", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	return mux
 }
 
 // openPage opens a new tab on the shared browser at the fixture path.

@@ -28,14 +28,17 @@ const (
 
 // Submission statuses.
 const (
-	// SubmitVerified: the submit went through (navigation or requests that
-	// settled) and every expectation of Verify holds.
+	// SubmitVerified: the expectations of Verify hold; or, without any, a
+	// cross-document navigation committed with a 2xx/3xx document, or the
+	// requests the submit started were answered 2xx/3xx.
 	SubmitVerified = "verified"
-	// SubmitBlocked: the browser's client-side validation stopped the
-	// submit; FormValidation lists the failing fields.
+	// SubmitBlocked: validation stopped the submit, the browser's own or
+	// the page's (fields it marks aria-invalid, alerts it writes while
+	// sending nothing); FormValidation lists the issues, value-free.
 	SubmitBlocked = "blocked"
 	// SubmitUnverified: the submit ran but did not show the expected effect
-	// (no navigation, an expectation failed, or the wait timed out).
+	// (no navigation and no request, a fragment-only change, a request
+	// answered 4xx/5xx or failed, an expectation failed, a timeout).
 	SubmitUnverified = "unverified"
 )
 
@@ -76,8 +79,9 @@ func (v Verify) withDefaults() (Verify, error) {
 	return v, nil
 }
 
-// Issue is one field the browser's validation rejected. It never carries
-// the submitted value.
+// Issue is one field the browser's validation rejected, or one error the
+// page rendered itself (constraint ariaInvalid or pageAlert). It never
+// carries the submitted value.
 type Issue struct {
 	Target snapshot.Target `json:"target"`
 	// Name is the field's name attribute (else its id, else its label).
@@ -91,19 +95,25 @@ type Submission struct {
 	Status    string `json:"status"`
 	Navigated bool   `json:"navigated"`
 	URL       string `json:"url"`
-	// Requests counts the network requests the submit started.
-	Requests       int     `json:"requests"`
-	FormValidation []Issue `json:"formValidation,omitempty"`
-	Reason         string  `json:"reason,omitempty"`
+	// Requests counts the network requests the submit started; Responses
+	// lists those that carry a submit (documents, fetch, XHR) and how each
+	// ended.
+	Requests       int        `json:"requests"`
+	Responses      []Response `json:"responses,omitempty"`
+	FormValidation []Issue    `json:"formValidation,omitempty"`
+	Reason         string     `json:"reason,omitempty"`
 }
 
 // SubmitAndVerify submits through the target — a native click on a submit
 // button, or requestSubmit on a form target — then waits for navigation or
-// network quiet and checks Verify. When the browser's client-side
-// validation blocks the submit (the invalid event fires), it returns status
-// blocked with value-free FormValidation issues for the repair loop. An
-// error means the submit could not be attempted; an outcome that is not
-// verified is a Submission, not an error.
+// network quiet and judges the outcome (see the Submit* statuses): a request
+// is proof only when it was answered 2xx/3xx, and a fragment-only change is
+// no navigation. When validation blocks the submit — the browser's (the
+// invalid event fires) or the page's own (aria-invalid fields, new alert
+// text while nothing was sent) — it returns status blocked with value-free
+// FormValidation issues for the repair loop. An error means the submit could
+// not be attempted; an outcome that is not verified is a Submission, not an
+// error.
 func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submission, error) {
 	v, err := v.withDefaults()
 	if err != nil {
@@ -162,7 +172,7 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 	st := w.snapshot()
 	out := &Submission{Navigated: st.navigated, Requests: st.requests}
 	if blocked {
-		issues, err := readIssues(ctx, handle)
+		issues, err := readIssues(ctx, handle, "issues")
 		if err != nil {
 			return nil, fmt.Errorf("submit: read validation issues: %w", err)
 		}
@@ -173,38 +183,41 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 		out.Reason = "client-side validation blocked the submit; fix the listed fields and submit again"
 		return out, nil
 	}
+	out.Responses = responses(st)
+	var pageIssues []Issue
 	if !st.navigated {
+		// The handle's document is still the page: read what it wrote.
+		if pageIssues, err = readIssues(ctx, handle, "pageIssues"); err != nil {
+			return nil, fmt.Errorf("submit: read the page's own errors: %w", err)
+		}
 		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
 	}
 	out.URL = currentURL(ctx)
-	out.Status, out.Reason = judge(ctx, v, st, timedOut, out.URL)
+	f := facts{v: v, st: st, timedOut: timedOut, issues: pageIssues}
+	if v.URLContains != "" || v.TextContains != "" {
+		f.expect = true
+		f.expectFailed = expectFailure(ctx, v, out.URL)
+	}
+	var withIssues bool
+	out.Status, out.Reason, withIssues = judge(f)
+	if withIssues {
+		out.FormValidation = pageIssues
+	}
 	return out, nil
 }
 
-// judge decides verified or unverified, with the reason.
-func judge(ctx context.Context, v Verify, st watchState, timedOut bool, url string) (string, string) {
-	switch {
-	case timedOut && st.navRequested && !st.navigated:
-		return SubmitUnverified, fmt.Sprintf("the navigation did not finish within %s", v.Timeout)
-	case timedOut && v.WaitFor == WaitNavigation && !st.navigated:
-		return SubmitUnverified, fmt.Sprintf("the submit did not navigate within %s", v.Timeout)
-	case timedOut && !st.navigated:
-		return SubmitUnverified, fmt.Sprintf("the network did not go quiet within %s", v.Timeout)
-	}
+// expectFailure checks Verify's expectations; "" when they hold.
+func expectFailure(ctx context.Context, v Verify, url string) string {
 	if v.URLContains != "" && !strings.Contains(url, v.URLContains) {
-		return SubmitUnverified, "the page URL does not contain the expected text"
+		return "the page URL does not contain the expected text"
 	}
 	if v.TextContains != "" {
 		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
 		if err != nil || !strings.Contains(text, v.TextContains) {
-			return SubmitUnverified, "the page text does not contain the expected text"
+			return "the page text does not contain the expected text"
 		}
 	}
-	if !st.navigated && st.requests == 0 && v.URLContains == "" && v.TextContains == "" {
-		return SubmitUnverified, "the submit caused no navigation and no network request; " +
-			"the page may show its own validation errors: take an a11y_snapshot"
-	}
-	return SubmitVerified, ""
+	return ""
 }
 
 // currentURL reads the page URL; empty when the page is mid-navigation.
@@ -240,9 +253,10 @@ func callRef(ctx context.Context, obj runtime.RemoteObjectID, fn string, args ..
 	return res.Result.ObjectID, nil
 }
 
-// readIssues turns the recorded invalid controls into value-free issues.
-func readIssues(ctx context.Context, handle runtime.RemoteObjectID) ([]Issue, error) {
-	ids, data, err := callDeep(ctx, handle, pageFunc("op", submitJS), "issues")
+// readIssues turns the elements an op reports (the invalid controls the
+// browser flagged, or the errors the page rendered) into value-free issues.
+func readIssues(ctx context.Context, handle runtime.RemoteObjectID, op string) ([]Issue, error) {
+	ids, data, err := callDeep(ctx, handle, pageFunc("op", submitJS), op)
 	if err != nil {
 		return nil, err
 	}

@@ -26,11 +26,30 @@ type watcher struct {
 
 type watchState struct {
 	navRequested bool
+	// navigated: a cross-document navigation of the main frame committed.
+	// A fragment change or history.pushState is sameDocument instead: the
+	// page did not leave, so it proves nothing about a submit.
 	navigated    bool
+	sameDocument bool
 	loaded       bool
 	requests     int
 	pending      map[network.RequestID]bool
+	// seen are the requests the submit started, in order; index maps an id
+	// to its entry (a redirect keeps its id).
+	seen         []seenRequest
+	index        map[network.RequestID]int
 	lastActivity time.Time
+}
+
+// seenRequest is one request the submit started and how it ended.
+type seenRequest struct {
+	method string
+	url    string
+	typ    network.ResourceType
+	frame  cdp.FrameID
+	status int64  // HTTP status of the final response; 0 before one arrives
+	failed string // the network error, when the request failed
+	done   bool
 }
 
 // watch subscribes to the events of the page in ctx.
@@ -38,6 +57,7 @@ func watch(ctx context.Context, main cdp.FrameID) *watcher {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watcher{main: main, cancel: cancel, kick: make(chan struct{}, 1)}
 	w.st.pending = map[network.RequestID]bool{}
+	w.st.index = map[network.RequestID]int{}
 	w.st.lastActivity = time.Now()
 	// Each Events call subscribes when it returns; the ranging happens on
 	// goroutines that end when wctx is cancelled.
@@ -46,14 +66,41 @@ func watch(ctx context.Context, main cdp.FrameID) *watcher {
 		if e.Type == network.ResourceTypeEventSource || e.Type == network.ResourceTypeWebSocket {
 			return
 		}
-		st.requests++
 		st.pending[e.RequestID] = true
+		if i, ok := st.index[e.RequestID]; ok { // a redirect: same request, new URL
+			if e.Request != nil {
+				st.seen[i].url = e.Request.URL
+			}
+			return
+		}
+		st.requests++
+		r := seenRequest{typ: e.Type, frame: e.FrameID}
+		if e.Request != nil {
+			r.method, r.url = e.Request.Method, e.Request.URL
+		}
+		st.index[e.RequestID] = len(st.seen)
+		st.seen = append(st.seen, r)
+	})
+	consume(w, chromedp.Events(wctx, network.ResponseReceived), func(st *watchState, e network.EventResponseReceived) {
+		if i, ok := st.index[e.RequestID]; ok && e.Response != nil {
+			st.seen[i].status = e.Response.Status
+		}
 	})
 	consume(w, chromedp.Events(wctx, network.LoadingFinished), func(st *watchState, e network.EventLoadingFinished) {
 		delete(st.pending, e.RequestID)
+		if i, ok := st.index[e.RequestID]; ok {
+			st.seen[i].done = true
+		}
 	})
 	consume(w, chromedp.Events(wctx, network.LoadingFailed), func(st *watchState, e network.EventLoadingFailed) {
 		delete(st.pending, e.RequestID)
+		if i, ok := st.index[e.RequestID]; ok {
+			st.seen[i].done = true
+			st.seen[i].failed = e.ErrorText
+			if e.Canceled {
+				st.seen[i].failed = "canceled"
+			}
+		}
 	})
 	consume(w, chromedp.Events(wctx, page.FrameRequestedNavigation), func(st *watchState, e page.EventFrameRequestedNavigation) {
 		if e.FrameID == w.main {
@@ -73,8 +120,10 @@ func watch(ctx context.Context, main cdp.FrameID) *watcher {
 	})
 	consume(w, chromedp.Events(wctx, page.NavigatedWithinDocument), func(st *watchState, e page.EventNavigatedWithinDocument) {
 		if e.FrameID == w.main {
-			st.navigated = true
-			st.loaded = true
+			st.sameDocument = true
+			if !st.navigated {
+				st.navRequested = false // the requested navigation stayed in the document
+			}
 		}
 	})
 	consume(w, chromedp.Events(wctx, page.LoadEventFired), func(st *watchState, _ page.EventLoadEventFired) {
@@ -116,7 +165,8 @@ func (w *watcher) snapshot() watchState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.st
-	st.pending = nil
+	st.pending, st.index = nil, nil
+	st.seen = append([]seenRequest(nil), w.st.seen...)
 	return st
 }
 

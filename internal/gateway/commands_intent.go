@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/deltaharness/delta/internal/form"
@@ -132,11 +133,16 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx) (map[string]any, 
 		return nil, nil, err
 	}
 	ev := map[string]any{"submission": sub, "submitTarget": t, "page": pageState(x.page)}
+	if len(sub.FormValidation) > 0 {
+		ev["formValidation"] = sub.FormValidation
+	}
 	switch sub.Status {
 	case form.SubmitVerified:
 		return ev, nil, nil
 	case form.SubmitBlocked:
-		ev["formValidation"] = sub.FormValidation
+		if sub.Reason != "" && !strings.HasPrefix(sub.Reason, "client-side validation") {
+			return ev, nil, errorf(CodeFormValidation, "validation blocked the submit: %s", sub.Reason)
+		}
 		return ev, nil, errorf(CodeFormValidation, "client-side validation blocked the submit: %d invalid control(s)", len(sub.FormValidation))
 	default:
 		return ev, nil, errorf(CodeNotVerified, "the submit was not verified: %s", sub.Reason)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/deltaharness/delta/internal/bobbyconf"
 )
 
@@ -86,4 +88,27 @@ func TestControlActionsAndFiles(t *testing.T) {
 	ls := mustOK(t, limited, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/form.html"})
 	mustFail(t, limited, "control_action", map[string]any{"workflowHandle": ls["workflowHandle"], "target": map[string]any{"role": "textbox", "name": "Email"},
 		"action": map[string]any{"kind": "setFiles", "paths": []string{"/etc/hostname"}}}, CodeCapabilityDenied)
+}
+
+// TestSubmitNotVerified: a submit answered 500 and a link that only
+// changes the fragment are not verified, and the answer says what was seen.
+func TestSubmitNotVerified(t *testing.T) {
+	_, base := httpGateway(t)
+	alice := connectHTTP(t, base, "alice-token", nil)
+
+	h := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/order500"})["workflowHandle"]
+	res, m := callTool(t, alice, "intent_submit_and_verify", map[string]any{"workflowHandle": h})
+	if !res.IsError || errCode(m) != CodeNotVerified || !strings.Contains(dump(get(m, "evidence", "submission", "responses")), `"status":500`) {
+		t.Fatalf("submit to a 500 = %s", dump(m))
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "HTTP 500") {
+		t.Errorf("the text does not say what was seen: %s", text)
+	}
+
+	h = mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/order500"})["workflowHandle"]
+	m = mustFail(t, alice, "intent_submit_and_verify", map[string]any{"workflowHandle": h,
+		"target": map[string]any{"role": "link", "name": "Send message"}}, CodeNotVerified)
+	if get(m, "evidence", "submission", "navigated") != false {
+		t.Errorf("a fragment change counted as navigation: %s", dump(m))
+	}
 }

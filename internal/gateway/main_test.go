@@ -84,6 +84,14 @@ func fixtureHandler(stop <-chan struct{}) http.Handler {
 			fetch('/slow?ms=700').then(r => r.text()).then(t => document.getElementById('s').textContent = t);
 		</script>`)
 	})
+	mux.HandleFunc("/fail500", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/order500", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Order</title><main>
+			<form action="/fail500" method="post"><label>Item <input name="item"></label><button type="submit">Send order</button></form>
+			<a href="#" style="padding:4px;background:#36c;color:#fff">Send message</a></main>`)
+	})
 	return mux
 }
 

@@ -1,11 +1,16 @@
 // Submit-side steps. op "arm" runs on the submit target and returns, by
 // reference, a handle that records the controls the browser's validation
 // marks invalid; the other ops run on that handle.
+const ALERTS = '[role=alert], [aria-live=assertive]';
 switch (op) {
   case 'arm': {
     const el = this;
     const form = el.localName === 'form' ? el : (el.form || (el.closest && el.closest('form')));
-    if (!form) return {info: {form: false}};
+    // The alert regions' text before the submit: only what changes after
+    // it is the page's answer to this submit.
+    const alerts = new Map();
+    for (const a of document.querySelectorAll(ALERTS)) alerts.set(a, norm(a.innerText));
+    if (!form) return {alerts, info: {form: false}};
     const seen = [];
     const root = form.getRootNode();
     // invalid does not bubble: listen in the capture phase on the form's
@@ -16,7 +21,7 @@ switch (op) {
     };
     root.addEventListener('invalid', onInvalid, true);
     return {
-      seen, form,
+      seen, form, alerts,
       off: () => root.removeEventListener('invalid', onInvalid, true),
       info: {form: true, isForm: el === form, noValidate: form.noValidate || !!el.formNoValidate},
     };
@@ -43,6 +48,56 @@ switch (op) {
         message: v.message || 'Please enter a valid value.',
       };
     });
+    return {els, data: JSON.stringify(data)};
+  }
+  case 'pageIssues': {
+    // Errors the page writes itself (a novalidate form, a server answer it
+    // renders): controls it marks aria-invalid, with the text of their
+    // aria-errormessage / aria-describedby, and alert regions whose text is
+    // new since the submit. Typed values the page quotes back are cut out.
+    const controls = this.form ? Array.from(this.form.elements)
+      : Array.from(document.querySelectorAll('input, select, textarea, [contenteditable]'));
+    const values = [];
+    for (const c of controls) {
+      const type = controlType(c);
+      if (!type || type.startsWith('select') || ['checkbox', 'radio', 'file', 'range', 'color'].includes(type)) continue;
+      const raw = String((type === 'contenteditable' ? c.innerText : c.value) || '');
+      for (const v of [raw.trim(), norm(raw)]) if (v.length >= 2 && !values.includes(v)) values.push(v);
+    }
+    values.sort((a, b) => b.length - a.length);
+    const scrub = (s) => {
+      let out = norm(s);
+      for (const v of values) out = out.split(v).join('…');
+      return out.length > 300 ? out.slice(0, 299) + '…' : out;
+    };
+    const els = [], data = [], used = [];
+    for (const c of controls) {
+      const type = controlType(c);
+      if (!type || c.getAttribute('aria-invalid') !== 'true' || !isVisible(c)) continue;
+      const ids = [c.getAttribute('aria-errormessage'), c.getAttribute('aria-describedby')].filter(Boolean).join(' ');
+      const parts = [];
+      for (const id of ids.split(/\s+/)) {
+        const t = id && c.getRootNode().getElementById(id);
+        if (!t) continue;
+        used.push(t);
+        const text = norm(t.innerText || t.textContent);
+        if (text && !parts.includes(text)) parts.push(text);
+      }
+      els.push(c);
+      data.push({
+        name: c.getAttribute('name') || c.id || labelOf(c), label: labelOf(c), role: implicitRole(c, type),
+        constraint: 'ariaInvalid', message: scrub(parts.join(' ')) || 'The page marked this field invalid.',
+      });
+      if (els.length >= 50) break;
+    }
+    for (const a of document.querySelectorAll(ALERTS)) {
+      if (els.length >= 50) break;
+      if (used.some((u) => u === a || u.contains(a))) continue;
+      const text = norm(a.innerText);
+      if (!text || (this.alerts && this.alerts.get(a) === text) || !isVisible(a)) continue;
+      els.push(a);
+      data.push({name: a.id || '', label: '', role: 'alert', constraint: 'pageAlert', message: scrub(text)});
+    }
     return {els, data: JSON.stringify(data)};
   }
   case 'disarm':
