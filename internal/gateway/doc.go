@@ -92,8 +92,9 @@
 // structuredContent is the whole typed result. The text content is what a
 // model reads (hosts forward it, not structuredContent), so it is a compact
 // rendering, never the JSON again: a header line "<status> <tool>" with only
-// the ids a next call needs (a workflowHandle, a minted workflowId, a page
-// picked as the active one; never commandId, nor ids a handle stands for),
+// the ids a next call needs (a workflowHandle with the sessionId, pageId and
+// workflowId it stands for, the id of a session or page just created, a
+// minted workflowId, a page picked as the active one; never commandId),
 // the scalar evidence on that line ("; ref=e12; networkQuiet=true;
 // page=<url> (complete)"), then "error <code>[ at <pointer> (<constraint>)]:
 // <message>" and "repair: <action> <doc>" on failure, one line of compact

@@ -20,11 +20,22 @@ import (
 //	<key>: <compact JSON>          (one line per object or list of evidence)
 //	<snapshot text>                (a11y_snapshot, workflow_observe)
 //
-// Ids appear only when the next call needs them and the caller does not
-// already hold them: a workflowHandle, a workflowId the call minted, the
-// page picked as the session's active page, the id of a session or page
-// just created. commandId and the ids a handle stands for stay in
-// structuredContent only.
+// The header names every id a next call needs, so a host that forwards
+// only text can chain calls: a workflowHandle and the sessionId, pageId and
+// workflowId it stands for (page_list, session_close and explicit-scope
+// calls take those), the id of a session or page just created, the
+// workflowId a command minted. Each id appears once: repeats deeper in the
+// result are left out. commandId stays in structuredContent only.
+
+// headerIDs are the result keys lifted onto the header, in order.
+var headerIDs = []string{"workflowHandle", "sessionId", "pageId", "workflowId"}
+
+// createdIDs names the bare "id" (and "session_id") of the state a tool
+// returns, which is a session or a page depending on the tool.
+var createdIDs = map[string]map[string]string{
+	"session_create": {"id": "sessionId"},
+	"page_open":      {"id": "pageId", "session_id": "sessionId"},
+}
 
 // resultText renders the text content of a successful or failed result.
 func resultText(tool string, v any) string {
@@ -35,19 +46,22 @@ func resultText(tool string, v any) string {
 	if len(m) == 0 {
 		return tool
 	}
+	for from, to := range createdIDs[tool] {
+		if id, ok := m[from].(string); ok && id != "" {
+			if _, has := m[to]; !has {
+				m[to] = id
+			}
+			delete(m, from)
+		}
+	}
 	known := map[string]bool{}
 	var ids []string
-	if h, ok := m["workflowHandle"].(string); ok && h != "" {
-		// The handle stands for the session, page and workflow: ids a next
-		// call does not need.
-		for _, k := range []string{"sessionId", "pageId", "workflowId"} {
-			if s, ok := m[k].(string); ok {
-				known[s] = true
-			}
+	for _, k := range headerIDs {
+		if s, ok := m[k].(string); ok && s != "" {
+			ids = append(ids, k+"="+s)
+			known[s] = true
 			delete(m, k)
 		}
-		ids = append(ids, "workflowHandle="+h)
-		delete(m, "workflowHandle")
 	}
 	status, _ := m["status"].(string)
 	delete(m, "status")
