@@ -8,6 +8,8 @@
 //	[http]
 //	listen = "127.0.0.1:8765"        # loopback unless allow_non_loopback = true
 //	max_download_bytes = 104857600
+//	max_sessions = 32                 # live browser sessions; the least recently used is closed past it
+//	idle_timeout = "15m"              # a browser session (and an MCP session) unused this long is closed
 //	downloads_root = "/var/lib/bobby/downloads"
 //
 //	[browser]
@@ -60,6 +62,8 @@ import (
 const (
 	DefaultListen           = "127.0.0.1:8765"
 	DefaultMaxDownloadBytes = 100 << 20
+	DefaultMaxSessions      = 32
+	DefaultIdleTimeout      = 15 * time.Minute
 	DefaultBrowserPath      = "/usr/bin/chromium"
 	DefaultStartPhase       = "explore"
 	DefaultProfile          = "default"
@@ -112,6 +116,13 @@ type HTTP struct {
 	AllowNonLoopback bool   `toml:"allow_non_loopback"`
 	MaxDownloadBytes int64  `toml:"max_download_bytes"`
 	DownloadsRoot    string `toml:"downloads_root"`
+	// MaxSessions caps the live browser sessions of `bobby serve`: creating
+	// one more closes the least recently used (its context and pages).
+	MaxSessions int `toml:"max_sessions"`
+	// IdleTimeout closes a browser session of `bobby serve` that no call
+	// used for this long, and ends an MCP session idle as long. A TOML
+	// string such as "15m".
+	IdleTimeout time.Duration `toml:"idle_timeout"`
 }
 
 // Browser is the [browser] section.
@@ -171,6 +182,8 @@ func Default() Config {
 		HTTP: HTTP{
 			Listen:           DefaultListen,
 			MaxDownloadBytes: DefaultMaxDownloadBytes,
+			MaxSessions:      DefaultMaxSessions,
+			IdleTimeout:      DefaultIdleTimeout,
 		},
 		Browser:  Browser{Path: DefaultBrowserPath},
 		Toolset:  Toolset{StartPhase: DefaultStartPhase},
@@ -263,6 +276,12 @@ func (c Config) Validate() error {
 		if !c.HTTP.AllowNonLoopback && !IsLoopbackHost(host) {
 			bad("http.listen", "%q is not a loopback address; set http.allow_non_loopback = true to expose bobby", host)
 		}
+	}
+	if c.HTTP.MaxSessions <= 0 || c.HTTP.MaxSessions > 10000 {
+		bad("http.max_sessions", "must be 1..10000")
+	}
+	if c.HTTP.IdleTimeout < time.Second {
+		bad("http.idle_timeout", "must be at least 1s (a duration such as \"15m\")")
 	}
 	if c.HTTP.MaxDownloadBytes <= 0 {
 		bad("http.max_download_bytes", "must be positive")

@@ -18,6 +18,8 @@ const fullBobby = `
 listen = "127.0.0.1:9999"
 max_download_bytes = 1024
 downloads_root = "/tmp/dl"
+max_sessions = 4
+idle_timeout = "90s"
 
 [browser]
 path = "/usr/bin/chromium"
@@ -66,6 +68,9 @@ func TestParseFull(t *testing.T) {
 	if cfg.HTTP.Listen != "127.0.0.1:9999" || cfg.HTTP.MaxDownloadBytes != 1024 || cfg.HTTP.DownloadsRoot != "/tmp/dl" {
 		t.Errorf("http = %+v", cfg.HTTP)
 	}
+	if cfg.HTTP.MaxSessions != 4 || cfg.HTTP.IdleTimeout != 90*time.Second {
+		t.Errorf("session limits = %d, %s", cfg.HTTP.MaxSessions, cfg.HTTP.IdleTimeout)
+	}
 	if cfg.Browser.DataDir != "/tmp/bobby" || len(cfg.Browser.Flags) != 1 || cfg.Browser.Flags[0] != "--lang=fr" {
 		t.Errorf("browser = %+v", cfg.Browser)
 	}
@@ -108,6 +113,9 @@ func TestParseDefaults(t *testing.T) {
 	if cfg.HTTP.MaxDownloadBytes != DefaultMaxDownloadBytes {
 		t.Errorf("max_download_bytes = %d", cfg.HTTP.MaxDownloadBytes)
 	}
+	if cfg.HTTP.MaxSessions != 32 || cfg.HTTP.IdleTimeout != 15*time.Minute {
+		t.Errorf("session limit defaults = %d, %s", cfg.HTTP.MaxSessions, cfg.HTTP.IdleTimeout)
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -128,6 +136,9 @@ func TestParseErrors(t *testing.T) {
 		{"shared token", "[[principals]]\nname=\"a\"\ntoken_sha256=\"" + hash + "\"\ncapabilities=[\"page:read\"]\n[[principals]]\nname=\"b\"\ntoken_sha256=\"" + hash + "\"\ncapabilities=[\"page:read\"]", "principals[1].token_sha256"},
 		{"no capabilities", "[[principals]]\nname=\"a\"\ntoken_sha256=\"" + hash + "\"", "principals[0].capabilities"},
 		{"unset token_env", "[[principals]]\nname=\"a\"\ntoken_env=\"NOPE\"\ncapabilities=[\"page:read\"]", "principals[0].token_env"},
+		{"zero session cap", "[http]\nmax_sessions = 0", "http.max_sessions"},
+		{"idle timeout too short", "[http]\nidle_timeout = \"10ms\"", "http.idle_timeout"},
+		{"idle timeout not a duration", "[http]\nidle_timeout = \"soon\"", "idle_timeout"},
 		{"negative download cap", "[http]\nmax_download_bytes = -1", "http.max_download_bytes"},
 		{"half viewport", "[profiles.p]\nviewport_width = 100", "profiles.p.viewport_width"},
 		{"node without url", "[nodes.v]\nmodel = \"m\"", "nodes.v.url"},

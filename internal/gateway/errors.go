@@ -12,6 +12,7 @@ const (
 	CodeInvalidRequest            = "invalidRequest"
 	CodeInputTooLarge             = "inputTooLarge"
 	CodeFrameTooLarge             = "frameTooLarge"
+	CodeNotInitialized            = "notInitialized"
 	CodeCapabilityDenied          = "capabilityDenied"
 	CodePolicyDenied              = "executionPolicyDenied"
 	CodeNetworkPolicyDenied       = "networkPolicyDenied"
@@ -66,6 +67,7 @@ var taxonomy = map[string]failureInfo{
 	CodeInvalidRequest:            {"The arguments match the schema but cannot be used (unparsable URL, bad regex, unknown profile, conflicting fields).", "fixArguments", "Correct the named field; the message names the rule.", "after-repair"},
 	CodeInputTooLarge:             {"Tool arguments exceed 256 KiB.", "shrinkInput", "Send less: split the work into several calls.", "after-repair"},
 	CodeFrameTooLarge:             {"A stdio JSON-RPC frame exceeded 1 MiB and was discarded unread.", "shrinkInput", "Send smaller messages.", "after-repair"},
+	CodeNotInitialized:            {"A request arrived before initialize: over stdio before the initialize request, over HTTP without an Mcp-Session-Id.", "initialize", "Send initialize and notifications/initialized, then the request again.", "after-repair"},
 	CodeCapabilityDenied:          {"The calling principal lacks the capability this tool (or this argument) requires. Advertisement is never authority: hidden tools are re-checked too.", "useAuthorizedPrincipal", "Ask the operator for the capability or use another principal; retrying as is never helps.", "never"},
 	CodePolicyDenied:              {"The session's executionPolicy forbids this (e.g. evaluate_javascript without javascriptEvaluation).", "createSessionWithPolicy", "Create a session whose executionPolicy allows it.", "never"},
 	CodeNetworkPolicyDenied:       {"The URL's scheme or destination is refused by the network policy.", "chooseAllowedUrl", "Use an http(s) URL the policy allows.", "never"},

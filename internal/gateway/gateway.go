@@ -74,6 +74,9 @@ type Gateway struct {
 
 	sessionsMu sync.Mutex
 	sessions   map[*clientSession]struct{}
+
+	reaper *reaper
+	bg     sync.WaitGroup // background goroutines (the idle sweep); Close waits
 }
 
 // New validates the configuration and assembles a Gateway. It starts nothing.
@@ -103,11 +106,12 @@ func New(opts Options) (*Gateway, error) {
 		rt:         opts.Runtime,
 		ownsRT:     opts.Runtime == nil,
 		closing:    make(chan struct{}),
-		owners:     &owners{bySession: map[string]string{}},
+		owners:     &owners{bySession: map[string]*owned{}},
 		retained:   workflow.NewRetained[*retainedContext](maxRetainedPages),
 		idem:       workflow.NewIdempotency[*Outcome](maxIdempotencyKeys),
 		artifacts:  newArtifactStore(maxArtifacts, maxArtifactBytes),
 		sessions:   map[*clientSession]struct{}{},
+		reaper:     &reaper{max: cfg.HTTP.MaxSessions, idle: cfg.HTTP.IdleTimeout},
 	}
 	if g.rt == nil {
 		g.rt = browser.New(browser.Options{
@@ -214,6 +218,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 	default:
 		close(g.closing)
 	}
+	g.bg.Wait()
 	g.sessionsMu.Lock()
 	var css []*clientSession
 	for cs := range g.sessions {
@@ -241,25 +246,43 @@ func (g *Gateway) Close(ctx context.Context) error {
 	return err
 }
 
-// owners records which principal created each browser session. Ownership
-// is the whole access rule: another principal gets notFound, the same
-// answer as for an unknown ID.
+// owners records which principal created each browser session and when
+// a call last used it (the LRU order of the session cap and the idle
+// reaper). Ownership is the whole access rule: another principal gets
+// notFound, the same answer as for an unknown ID.
 type owners struct {
 	mu        sync.Mutex
-	bySession map[string]string
+	bySession map[string]*owned
 }
 
-func (o *owners) set(sessionID, principal string) {
+type owned struct {
+	principal string
+	lastUsed  time.Time
+}
+
+func (o *owners) set(sessionID, principal string, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.bySession[sessionID] = principal
+	o.bySession[sessionID] = &owned{principal: principal, lastUsed: now}
 }
 
 func (o *owners) owner(sessionID string) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	p, ok := o.bySession[sessionID]
-	return p, ok
+	w, ok := o.bySession[sessionID]
+	if !ok {
+		return "", false
+	}
+	return w.principal, true
+}
+
+// touch records a use of the session.
+func (o *owners) touch(sessionID string, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if w, ok := o.bySession[sessionID]; ok && now.After(w.lastUsed) {
+		w.lastUsed = now
+	}
 }
 
 func (o *owners) remove(sessionID string) {
@@ -268,12 +291,45 @@ func (o *owners) remove(sessionID string) {
 	delete(o.bySession, sessionID)
 }
 
+func (o *owners) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.bySession)
+}
+
 func (o *owners) all() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := make([]string, 0, len(o.bySession))
 	for id := range o.bySession {
 		out = append(out, id)
+	}
+	return out
+}
+
+// leastRecent returns the least recently used session.
+func (o *owners) leastRecent() (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var id string
+	var at time.Time
+	for sid, w := range o.bySession {
+		if id == "" || w.lastUsed.Before(at) {
+			id, at = sid, w.lastUsed
+		}
+	}
+	return id, id != ""
+}
+
+// idleSince returns the sessions last used before t.
+func (o *owners) idleSince(t time.Time) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for sid, w := range o.bySession {
+		if w.lastUsed.Before(t) {
+			out = append(out, sid)
+		}
 	}
 	return out
 }
@@ -288,6 +344,7 @@ func (g *Gateway) session(principal, id string) (*browser.Session, *toolError) {
 		g.owners.remove(id)
 		return nil, errorf(CodeNotFound, "session %s not found", id)
 	}
+	g.owners.touch(id, g.now())
 	return s, nil
 }
 

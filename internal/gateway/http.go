@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -36,6 +38,7 @@ type serverSlot struct {
 // HTTPHandler serves POST/GET/DELETE /v1/mcp (bearer auth required) and
 // GET /healthz.
 func (g *Gateway) HTTPHandler() http.Handler {
+	g.reaper.enable(g)
 	template := mcp.NewServer(&mcp.Implementation{Name: "bobby", Version: Version}, &mcp.ServerOptions{
 		SupportedProtocolVersions: protocolVersions, Logger: g.log,
 	})
@@ -58,9 +61,13 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	}, &mcp.StreamableHTTPOptions{
 		Logger:              g.log,
 		MaxRequestBodyBytes: MaxHTTPBodyBytes,
-		SessionTimeout:      time.Hour,
+		// An MCP session idle this long is closed, like a browser session.
+		SessionTimeout: g.cfg.HTTP.IdleTimeout,
 	})
 	withSlot := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuseBeforeInitialize(w, r) {
+			return
+		}
 		slot := &serverSlot{}
 		streamable.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, slot)))
 		// A new MCP server whose initialize did not succeed is dropped.
@@ -80,6 +87,37 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	mux.Handle(MCPPath, protected)
 	mux.HandleFunc("GET /healthz", g.healthz)
 	return mux
+}
+
+// refuseBeforeInitialize answers a POSTed request that has no
+// Mcp-Session-Id and is not initialize (or ping) with HTTP 400 and a
+// JSON-RPC -32600 naming the fix; the SDK would answer it with code 0. It
+// reports whether it answered.
+func refuseBeforeInitialize(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxHTTPBodyBytes+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil {
+		return false
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &head) != nil || len(head.ID) == 0 || string(head.ID) == "null" {
+		return false // a batch, a notification or not JSON: the SDK answers
+	}
+	switch head.Method {
+	case "", "initialize", "ping", "server/discover":
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = writeRPCError(w, head.ID, rpcInvalidRequest,
+		head.Method+" without an MCP session: send initialize first and pass the Mcp-Session-Id it returns", CodeNotInitialized)
+	return true
 }
 
 func principalFromRequest(r *http.Request) (policy.Principal, bool) {

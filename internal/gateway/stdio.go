@@ -29,7 +29,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, p
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		err := filterFrames(in, pw, lw, MaxStdioFrameBytes, g.log)
+		err := filterFrames(in, &initGate{dst: pw, errOut: lw}, lw, MaxStdioFrameBytes, g.log)
 		pw.CloseWithError(err)
 	}()
 	err := cs.server.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{lw}, MaxLineLength: MaxStdioFrameBytes + 1})
@@ -40,6 +40,43 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, p
 	}
 	return err
 }
+
+// initGate answers a request that arrives before initialize with JSON-RPC
+// -32002 (server not initialized) instead of passing it to the SDK, whose
+// answer carries no error code. It sees one whole frame per Write.
+type initGate struct {
+	dst, errOut io.Writer
+	open        bool
+}
+
+func (g *initGate) Write(frame []byte) (int, error) {
+	if !g.open {
+		var head struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(frame, &head) == nil {
+			switch {
+			case head.Method == "initialize":
+				g.open = true
+			case head.Method == "ping" || head.Method == "" || len(head.ID) == 0 || string(head.ID) == "null":
+				// answers and notifications go on; ping is allowed any time
+			default:
+				return len(frame), writeRPCError(g.errOut, head.ID, rpcNotInitialized,
+					head.Method+" before initialize: send initialize first", CodeNotInitialized)
+			}
+		}
+	}
+	return g.dst.Write(frame)
+}
+
+// JSON-RPC codes bobby answers itself for requests the session cannot take
+// yet: -32002 over stdio (the request came before initialize), -32600 over
+// HTTP (no Mcp-Session-Id: no session to take it).
+const (
+	rpcNotInitialized = -32002
+	rpcInvalidRequest = -32600
+)
 
 type lockedWriter struct {
 	mu sync.Mutex

@@ -89,11 +89,16 @@ func (g *Gateway) createSession(ctx context.Context, p policy.Principal, profile
 	if err := g.ensureBrowser(ctx); err != nil {
 		return nil, lifecycleError("create session", err)
 	}
+	release, err := g.reaper.reserve(ctx, g)
+	if err != nil {
+		return nil, lifecycleError("create session", err)
+	}
+	defer release()
 	s, err := g.rt.NewSession(ctx, profile, ep)
 	if err != nil {
 		return nil, lifecycleError("create session", err)
 	}
-	g.owners.set(s.ID, p.Name)
+	g.owners.set(s.ID, p.Name, g.now())
 	return s, nil
 }
 
@@ -302,6 +307,7 @@ func handleRuntimeInfo(ctx context.Context, c *call) (any, error) {
 		"browser":               browserInfo,
 		"profiles":              profiles,
 		"visionNodes":           nodes,
+		"sessions":              c.g.reaper.counts(c.g),
 		"limits": map[string]any{
 			"maxToolInputBytes": MaxToolInputBytes, "maxStdioFrameBytes": MaxStdioFrameBytes,
 			"maxEventRecords": MaxEventRecords, "maxDownloadBytes": c.g.cfg.HTTP.MaxDownloadBytes,
