@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,9 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 		}
+		if p, err = narrowPrincipal(p, r.Header); err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
 		return &auth.TokenInfo{UserID: p.Name, Scopes: p.Capabilities.Strings(), Extra: map[string]any{tokenInfoPrincipal: p}}, nil
 	}
 	protected := auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(withSlot)
@@ -87,6 +91,31 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	mux.Handle(MCPPath, protected)
 	mux.HandleFunc("GET /healthz", g.healthz)
 	return mux
+}
+
+// narrowPrincipal applies the bootstrap headers a bridge sends: the token
+// must belong to the named principal, and the capabilities listed narrow
+// the principal's set (a capability it lacks is never granted).
+func narrowPrincipal(p policy.Principal, h http.Header) (policy.Principal, error) {
+	if name := h.Get(HeaderPrincipal); name != "" && name != p.Name {
+		return p, fmt.Errorf("the token does not belong to principal %q", name)
+	}
+	vals, ok := h[http.CanonicalHeaderKey(HeaderCapabilities)]
+	if !ok {
+		return p, nil
+	}
+	var names []string
+	for _, c := range strings.Split(strings.Join(vals, ","), ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			names = append(names, c)
+		}
+	}
+	narrow, err := policy.ParseSet(names)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", HeaderCapabilities, err)
+	}
+	p.Capabilities = p.Capabilities.Intersect(narrow)
+	return p, nil
 }
 
 // refuseBeforeInitialize answers a POSTed request that has no

@@ -138,7 +138,10 @@ func runStdio(ctx context.Context, cfg bobbyconf.Config, env bobbyconf.Env, stdi
 		if env.BootstrapToken == "" {
 			return fmt.Errorf("%s needs %s", bobbyconf.EnvBootstrapURL, bobbyconf.EnvBootstrapToken)
 		}
-		return Bridge(ctx, env.BootstrapURL, env.BootstrapToken, stdin, stdout, log)
+		return Bridge(ctx, env.BootstrapURL, BridgeOptions{
+			Token: env.BootstrapToken, Principal: env.BootstrapPrincipal,
+			Capabilities: env.BootstrapCapabilities, CapabilitiesSet: env.CapabilitiesSet(),
+		}, stdin, stdout, log)
 	}
 	p, err := StdioPrincipal(cfg, env, time.Now())
 	if err != nil {
