@@ -105,6 +105,15 @@
 // principal holding artifact:read: hosts show content to the model and
 // rarely read artifact:// resources.
 //
+// # Lifetimes
+//
+// Under `bobby serve` browser sessions are bounded (reaper.go): past
+// [http] max_sessions the least recently used is closed, and one idle for
+// [http] idle_timeout is swept; runtime_info reports the counts. A request
+// before initialize answers -32002 (stdio) or HTTP 400 with -32600 (no
+// Mcp-Session-Id). The stdio bridge (bridge.go) re-initializes once when
+// the server lost its MCP session and otherwise exits non-zero.
+//
 // # Resources and prompts
 //
 // bobby://failure-taxonomy (every code: meaning, repair, retry rule),
