@@ -20,9 +20,7 @@ var forbidden = []string{
 	"github.com/deltaharness/delta/internal/policy",
 	"github.com/deltaharness/delta/internal/bobbyconf",
 	"github.com/deltaharness/delta/internal/model/modeltest",
-	// bobby's TOML parser ("github.com/BurntSushi/toml/") joins this list
-	// once bobby's configuration has left internal/config: until then
-	// internal/config/bobby.go still links it into delta.
+	"github.com/BurntSushi/toml", // bobby's TOML parser (internal/bobbyconf)
 }
 
 // TestDeps keeps delta free of bobby and of test-only packages.
