@@ -167,6 +167,12 @@ func (b *bridge) request(ctx context.Context, method string, body []byte) (*http
 // post sends one frame and copies the answer to out. Transport failures
 // become JSON-RPC errors for the frame's id, so the client never hangs.
 func (b *bridge) post(ctx context.Context, frame []byte, method string) {
+	b.postOnce(ctx, frame, method, false)
+}
+
+// postOnce is post; retried marks the one retry after a re-initialize, so a
+// server that keeps losing sessions never makes the bridge loop.
+func (b *bridge) postOnce(ctx context.Context, frame []byte, method string, retried bool) {
 	id := frameID(frame)
 	fail := func(msg string) {
 		if id != nil {
@@ -179,7 +185,7 @@ func (b *bridge) post(ctx context.Context, frame []byte, method string) {
 		fail(err.Error())
 		return
 	}
-	if status == http.StatusNotFound && sid != "" && method != "initialize" {
+	if status == http.StatusNotFound && sid != "" && method != "initialize" && !retried {
 		b.sessionLost(ctx, frame, method, id, sid)
 		return
 	}
@@ -246,7 +252,7 @@ func (b *bridge) sessionLost(ctx context.Context, frame []byte, method string, i
 	}
 	if method != "tools/call" {
 		// Listing, reading, ping: nothing from the old session in them.
-		b.post(ctx, frame, method)
+		b.postOnce(ctx, frame, method, true)
 		return
 	}
 	if id == nil {

@@ -1,0 +1,59 @@
+package form
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/network"
+)
+
+// TestJudge pins the verdict rules without a browser.
+func TestJudge(t *testing.T) {
+	doc := func(status int64) seenRequest {
+		return seenRequest{method: "POST", url: "http://h/x?secret=1", typ: network.ResourceTypeDocument, status: status, done: true}
+	}
+	fetch := func(status int64, failed string) seenRequest {
+		return seenRequest{method: "POST", url: "http://h/api?q=typed", typ: network.ResourceTypeFetch, status: status, failed: failed, done: true}
+	}
+	img := seenRequest{method: "GET", url: "http://h/p.png", typ: network.ResourceTypeImage, status: 404, done: true}
+	alert := Issue{Constraint: "pageAlert", Message: "Could not send"}
+	invalid := Issue{Constraint: "ariaInvalid", Name: "email"}
+	for _, tt := range []struct {
+		name   string
+		f      facts
+		status string
+		says   string
+		issues bool
+	}{
+		{"navigation to a 200 page", facts{st: watchState{navigated: true, seen: []seenRequest{doc(200)}}}, SubmitVerified, "", false},
+		{"navigation to a 500 page", facts{st: watchState{navigated: true, seen: []seenRequest{doc(500)}}}, SubmitUnverified, "HTTP 500", false},
+		{"fetch 200", facts{st: watchState{seen: []seenRequest{fetch(200, "")}}}, SubmitVerified, "", false},
+		{"fetch 200, subresource 404 ignored", facts{st: watchState{seen: []seenRequest{fetch(200, ""), img}}}, SubmitVerified, "", false},
+		{"fetch 422 with the page's alert", facts{st: watchState{seen: []seenRequest{fetch(422, "")}}, issues: []Issue{alert}}, SubmitUnverified, "/api answered HTTP 422", true},
+		{"fetch failed", facts{st: watchState{seen: []seenRequest{fetch(0, "net::ERR_CONNECTION_REFUSED")}}}, SubmitUnverified, "failed (net::ERR_CONNECTION_REFUSED)", true},
+		{"fetch 200 but fields marked invalid", facts{st: watchState{seen: []seenRequest{fetch(200, "")}}, issues: []Issue{invalid}}, SubmitBlocked, "marked 1 field(s) invalid", true},
+		{"page alert, nothing sent", facts{issues: []Issue{alert}}, SubmitBlocked, "sent nothing", true},
+		{"fragment change only", facts{st: watchState{sameDocument: true}}, SubmitUnverified, "fragment changed", true},
+		{"nothing at all", facts{}, SubmitUnverified, "no navigation and no network request", true},
+		{"expectation holds: it decides", facts{expect: true, st: watchState{seen: []seenRequest{fetch(500, "")}}}, SubmitVerified, "", false},
+		{"expectation fails: what was seen", facts{expect: true, expectFailed: "the page text does not contain the expected text", st: watchState{seen: []seenRequest{fetch(500, "")}}}, SubmitUnverified, "POST /api → 500", true},
+		{"timed out navigating", facts{timedOut: true, st: watchState{navRequested: true}}, SubmitUnverified, "did not finish", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, reason, issues := judge(tt.f)
+			if status != tt.status || !strings.Contains(reason, tt.says) || issues != tt.issues {
+				t.Errorf("judge = %s %q issues=%v; want %s saying %q issues=%v", status, reason, issues, tt.status, tt.says, tt.issues)
+			}
+			if strings.Contains(reason, "secret=1") || strings.Contains(reason, "q=typed") {
+				t.Errorf("the reason carries a query string: %q", reason)
+			}
+		})
+	}
+}
+
+func TestResponsesDropQueries(t *testing.T) {
+	st := watchState{seen: []seenRequest{{method: "GET", url: "http://h/s?email=ada%40x#top", typ: network.ResourceTypeDocument, status: 200}}}
+	if got := responses(st); len(got) != 1 || got[0].URL != "http://h/s" || got[0].Status != 200 {
+		t.Errorf("responses = %+v", got)
+	}
+}
