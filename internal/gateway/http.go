@@ -145,7 +145,7 @@ func refuseBeforeInitialize(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
 	_ = writeRPCError(w, head.ID, rpcInvalidRequest,
-		head.Method+" without an MCP session: send initialize first and pass the Mcp-Session-Id it returns", CodeNotInitialized)
+		methodName(head.Method)+" without an MCP session: send initialize first and pass the Mcp-Session-Id it returns", CodeNotInitialized)
 	return true
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -63,11 +64,24 @@ func (g *initGate) Write(frame []byte) (int, error) {
 				// answers and notifications go on; ping is allowed any time
 			default:
 				return len(frame), writeRPCError(g.errOut, head.ID, rpcNotInitialized,
-					head.Method+" before initialize: send initialize first", CodeNotInitialized)
+					methodName(head.Method)+" before initialize: send initialize first", CodeNotInitialized)
 			}
 		}
 	}
 	return g.dst.Write(frame)
+}
+
+// methodName is a client's method name for an error message, cut to 64
+// bytes at a rune boundary.
+func methodName(m string) string {
+	if len(m) <= 64 {
+		return m
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "…"
 }
 
 // JSON-RPC codes bobby answers itself for requests the session cannot take
