@@ -119,7 +119,7 @@ func TestSchemaAccepts(t *testing.T) {
 }
 
 // TestToolMetadata: every tool has a title, all four annotations, an object
-// input schema and an object output schema (B-META-01..03).
+// input schema and an object output schema, so hosts can show and gate them.
 func TestToolMetadata(t *testing.T) {
 	p, _ := policy.NewPrincipal("x", policy.NewSet(policy.All...), zeroTime, "")
 	names := map[string]bool{}
