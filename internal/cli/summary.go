@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/clip"
 
 	"github.com/deltaharness/delta/internal/event"
 )
@@ -70,7 +71,7 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 			if path := writtenPathArg(p["arguments"]); path != "" {
 				return n + " " + path, true
 			}
-			return n + " " + clipRunes(compactJSON(string(p["arguments"])), 70), true
+			return n + " " + clip.Runes(compactJSON(string(p["arguments"])), 70), true
 		}
 	case event.ToolResult:
 		if n := str("name"); n != "" {
@@ -82,14 +83,14 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 			}
 			line := n + " " + state
 			if pv := strings.Join(strings.Fields(str("preview")), " "); pv != "" {
-				line += ": " + clipRunes(pv, 70)
+				line += ": " + clip.Runes(pv, 70)
 			}
 			return line, true
 		}
 	case event.RunFinished:
 		if s := str(event.KeyStatus); s != "" {
 			if e := str(event.KeyError); e != "" {
-				return s + ": " + clipRunes(e, 100), true
+				return s + ": " + clip.Runes(e, 100), true
 			}
 			return s, true
 		}
@@ -97,7 +98,7 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 	if len(payload) == 0 || string(payload) == "null" {
 		return "", true
 	}
-	return clipRunes(compactJSON(string(payload)), 100), true
+	return clip.Runes(compactJSON(string(payload)), 100), true
 }
 
 // writtenPathArg is the "path" of a tool's JSON arguments, if any.
@@ -116,13 +117,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// clipRunes shortens s to at most n runes, marking the cut.
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

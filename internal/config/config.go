@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/deltaharness/delta/internal/clip"
 )
 
 // Defaults. Vars renders them for the README; Load applies them.
@@ -263,7 +265,7 @@ func (e *FieldError) Error() string {
 	if IsSecret(e.Var) || e.Value == "" {
 		return e.Var + ": " + e.Err.Error()
 	}
-	return fmt.Sprintf("%s=%q: %v", e.Var, clip(e.Value, 120), e.Err)
+	return fmt.Sprintf("%s=%q: %v", e.Var, clip.Runes(e.Value, 120), e.Err)
 }
 
 func (e *FieldError) Unwrap() error { return e.Err }
@@ -380,15 +382,4 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		return Config{}, errors.Join(l.errs...)
 	}
 	return c, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

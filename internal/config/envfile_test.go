@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/deltaharness/delta/internal/clip"
 )
 
 func TestParseEnvFile(t *testing.T) {
@@ -51,7 +53,7 @@ func TestParseEnvFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ParseEnvFile(strings.NewReader(tt.in))
 			if !maps.Equal(got, tt.want) {
-				t.Fatalf("ParseEnvFile(%q)\n got %q\nwant %q", clip(tt.in, 60), got, tt.want)
+				t.Fatalf("ParseEnvFile(%q)\n got %q\nwant %q", clip.Runes(tt.in, 60), got, tt.want)
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/deltaharness/delta/internal/clip"
 )
 
 // DefaultBrokerAllowedHost is where subscription tokens may go when
@@ -281,7 +283,7 @@ func ParseModelHeaders(raw string) (map[string]string, error) {
 	for _, k := range names {
 		name := strings.TrimSpace(k)
 		if !validHeaderName(name) {
-			return nil, fmt.Errorf("%q is not a valid header name", clip(k, 60))
+			return nil, fmt.Errorf("%q is not a valid header name", clip.Runes(k, 60))
 		}
 		if reservedHeaders[strings.ToLower(name)] {
 			return nil, fmt.Errorf("may not set the reserved header '%s'", strings.ToLower(name))

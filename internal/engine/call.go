@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/clip"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
@@ -37,7 +38,7 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 		OnRetry: func(r model.Retry) {
 			retries++
 			attemptStart = time.Now()
-			r.Error = truncate(r.Error, 300)
+			r.Error = clip.Bytes(r.Error, 300)
 			evs := []event.Event{x.event(event.ModelRetry, r)}
 			if err := e.o.Store.AddEvents(context.WithoutCancel(ctx), evs); err == nil {
 				x.publish(evs...) // with the ID AddEvents filled in
@@ -161,19 +162,6 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	x.remember(st.Message)
 	x.publish(evs...)
 	return nil
-}
-
-// truncate keeps at most n bytes of s for an event's preview or error,
-// marking the cut with "…". It cuts on a character boundary, so a
-// character is never split.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // remember appends a committed message to the in-memory conversation.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltaharness/delta/internal/clip"
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
@@ -144,7 +145,7 @@ func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool
 		text = inline
 	}
 	data := map[string]any{
-		event.KeyCallID: callID, event.KeyName: name, event.KeyIsError: res.IsError, event.KeyChars: len([]rune(res.Text)), event.KeyPreview: truncate(text, 200),
+		event.KeyCallID: callID, event.KeyName: name, event.KeyIsError: res.IsError, event.KeyChars: len([]rune(res.Text)), event.KeyPreview: clip.Bytes(text, 200),
 	}
 	var bound json.RawMessage
 	if !res.IsError && x.e.o.ToolArgMax > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"github.com/deltaharness/delta/internal/clip"
 	"github.com/deltaharness/delta/internal/snapshot"
 )
 
@@ -414,7 +415,7 @@ func evidence(kind string, t snapshot.Target, before, after controlData, w wante
 		ev.FileNames = after.FileNames
 	default:
 		if after.Value != nil && !strings.HasPrefix(after.Type, "select") && after.Type != "checkbox" && after.Type != "radio" {
-			v := clip(*after.Value, maxTextRunes)
+			v := clip.Runes(*after.Value, maxTextRunes)
 			ev.Value = &v
 		}
 	}

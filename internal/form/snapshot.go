@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/clip"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
@@ -255,7 +256,7 @@ func Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
 		form := Form{
 			Key:        key,
 			Target:     semanticTarget(ax, idAt(f.El), "form", f.Label),
-			Label:      clip(f.Label, maxLabelRunes),
+			Label:      clip.Runes(f.Label, maxLabelRunes),
 			Action:     f.Action,
 			Method:     f.Method,
 			NoValidate: f.NoValidate,
@@ -294,7 +295,7 @@ func semanticTarget(ax map[cdp.BackendNodeID]snapshot.Node, id cdp.BackendNodeID
 	if n, ok := ax[id]; ok {
 		return snapshot.Target{Ref: n.Ref, Role: n.Role, Name: n.Name}
 	}
-	return snapshot.Target{Ref: snapshot.RefOf(id), Role: role, Name: clip(label, maxLabelRunes)}
+	return snapshot.Target{Ref: snapshot.RefOf(id), Role: role, Name: clip.Runes(label, maxLabelRunes)}
 }
 
 // field converts page data into a Field, dropping anything secret.
@@ -302,7 +303,7 @@ func (cd controlData) field(t snapshot.Target) Field {
 	c := Field{
 		Target:      t,
 		Type:        cd.Type,
-		Label:       clip(cd.Label, maxLabelRunes),
+		Label:       clip.Runes(cd.Label, maxLabelRunes),
 		FieldName:   cd.FieldName,
 		ID:          cd.ID,
 		Placeholder: cd.Placeholder,
@@ -313,7 +314,7 @@ func (cd controlData) field(t snapshot.Target) Field {
 		HasValue:    cd.HasValue,
 		Checked:     cd.Checked,
 		Group:       cd.Group,
-		GroupLabel:  clip(cd.GroupLabel, maxLabelRunes),
+		GroupLabel:  clip.Runes(cd.GroupLabel, maxLabelRunes),
 		Options:     cd.Options,
 		MoreOptions: cd.MoreOptions,
 		FileNames:   cd.FileNames,
@@ -324,20 +325,11 @@ func (cd controlData) field(t snapshot.Target) Field {
 		c.Files = *cd.Files
 	}
 	if cd.Type != "password" && cd.Type != "file" && cd.Value != nil {
-		v := clip(*cd.Value, maxTextRunes)
+		v := clip.Runes(*cd.Value, maxTextRunes)
 		c.Value = &v
 	}
 	if !cd.Valid && cd.Constraint != "" {
 		c.Validation = &Validity{Constraint: cd.Constraint, Message: cd.Message}
 	}
 	return c
-}
-
-// clip cuts s to n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/deltaharness/delta/internal/clip"
 	"github.com/deltaharness/delta/internal/snapshot"
 )
 
@@ -282,7 +283,7 @@ func readIssues(ctx context.Context, handle runtime.RemoteObjectID, op string) (
 		}
 		issues = append(issues, Issue{
 			Target:     semanticTarget(ax, id, r.Role, r.Label),
-			Name:       clip(r.Name, maxLabelRunes),
+			Name:       clip.Runes(r.Name, maxLabelRunes),
 			Message:    r.Message,
 			Constraint: r.Constraint,
 		})

@@ -3,7 +3,8 @@ package snapshot
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/clip"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
@@ -213,10 +214,10 @@ func (f *flattener) text(n *axNode, st walkState) {
 		if len(f.lastRaw) < 4*maxTextRunes {
 			f.lastRaw += n.name
 		}
-		f.out[last].Name = clip(normalize(f.lastRaw), maxTextRunes)
+		f.out[last].Name = clip.Runes(normalize(f.lastRaw), maxTextRunes)
 		return
 	}
-	f.out = append(f.out, Node{Role: "text", Name: clip(t, maxTextRunes), Depth: st.depth, FrameID: string(n.frame)})
+	f.out = append(f.out, Node{Role: "text", Name: clip.Runes(t, maxTextRunes), Depth: st.depth, FrameID: string(n.frame)})
 	f.lastBlock = st.block
 	f.lastRaw = n.name
 }
@@ -225,7 +226,7 @@ func (f *flattener) text(n *axNode, st walkState) {
 func (f *flattener) node(n *axNode, depth int) Node {
 	out := Node{
 		Role:    displayRole(n.role),
-		Name:    clip(normalize(n.name), maxNameRunes),
+		Name:    clip.Runes(normalize(n.name), maxNameRunes),
 		Depth:   depth,
 		FrameID: string(n.frame),
 	}
@@ -237,7 +238,7 @@ func (f *flattener) node(n *axNode, depth int) Node {
 		if isMasked(v) {
 			out.HasValue = true
 		} else if v != "" && v != n.name {
-			out.Value = clip(v, maxValueRunes)
+			out.Value = clip.Runes(v, maxValueRunes)
 		}
 	}
 	out.States = states(n)
@@ -309,15 +310,6 @@ func states(n *axNode) []string {
 
 // normalize collapses runs of white space and trims.
 func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// clip cuts s to n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
 
 // refRoles are the roles whose lines carry [ref=eN] in the text: what an
 // agent clicks, types into, selects, or scopes into (iframes, dialogs).

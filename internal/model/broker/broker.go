@@ -27,7 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/clip"
 )
 
 // Defaults applied by New.
@@ -225,7 +226,7 @@ func (b *Broker) fetch(ctx context.Context) (Token, error) {
 	}
 	if res.StatusCode != http.StatusOK {
 		msg := strings.TrimSpace(string(body))
-		msg = clip(strings.ToValidUTF8(msg, "\uFFFD"), 200)
+		msg = clip.Bytes(strings.ToValidUTF8(msg, "\uFFFD"), 200)
 		return Token{}, &MintError{Status: res.StatusCode, Message: b.scrub(msg)}
 	}
 	return parseToken(body, b.o.Now().Add(b.o.Margin), b.o.Margin)
@@ -248,25 +249,13 @@ func parseToken(body []byte, notBefore time.Time, margin time.Duration) (Token, 
 	}
 	exp, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(doc.ExpiresAt))
 	if err != nil {
-		return Token{}, fmt.Errorf("mint subscription token: expiresAt %q is not an ISO 8601 time", clip(doc.ExpiresAt, 64))
+		return Token{}, fmt.Errorf("mint subscription token: expiresAt %q is not an ISO 8601 time", clip.Bytes(doc.ExpiresAt, 64))
 	}
 	if !exp.After(notBefore) {
 		return Token{}, fmt.Errorf("mint subscription token: token expires at %s, less than %s from now", exp.UTC().Format(time.RFC3339), margin)
 	}
 	t.ExpiresAt = exp
 	return t, nil
-}
-
-// clip keeps at most n bytes of s for an error message, marking the cut
-// with "…". It cuts on a character boundary, so a character is never split.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // scrub keeps the broker's own credential out of messages.

@@ -10,30 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-func TestClipKeepsCharactersWhole(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		s    string
-		n    int
-		want string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"ascii cut", "abcdef", 5, "abcde…"},
-		{"inside a two-byte character", "abcdé", 5, "abcd…"},
-		{"after a two-byte character", "abcé!", 5, "abcé…"},
-		{"inside a four-byte character", "ab😀cd", 4, "ab…"},
-		{"zero", "é", 0, "…"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := clip(tt.s, tt.n)
-			if got != tt.want || !utf8.ValidString(got) || len(strings.TrimSuffix(got, "…")) > tt.n {
-				t.Fatalf("clip(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
-			}
-		})
-	}
-}
-
 // A refusal whose body is cut for the error keeps every character it shows
 // whole: no replacement character where a cut split one.
 func TestMintErrorMessageIsCutOnACharacter(t *testing.T) {

@@ -42,6 +42,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deltaharness/delta/internal/clip"
+
 	"github.com/deltaharness/delta/internal/model"
 )
 
@@ -271,7 +273,7 @@ func (c *Cascade) run(ctx context.Context, req model.Request, s model.Stream, pl
 			lastErr = err
 			f := classify(err, ep.Shared)
 			c.o.Logger.Warn("model attempt failed", "provider", ep.Label, "model", st.model, "attempt", attempt, "status", f.status, "err", err)
-			base := model.Retry{Provider: ep.Label, Model: st.model, Attempt: attempt, Status: f.status, Error: truncate(err.Error(), 300)}
+			base := model.Retry{Provider: ep.Label, Model: st.model, Attempt: attempt, Status: f.status, Error: clip.Runes(err.Error(), 300)}
 
 			if f.fatal && !l.tryEvery {
 				return model.Response{}, Served{}, fmt.Errorf("model call via %s (%s): %w", ep.Label, st.model, err)
@@ -414,15 +416,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

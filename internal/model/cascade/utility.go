@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/deltaharness/delta/internal/clip"
+
 	"github.com/deltaharness/delta/internal/model"
 )
 
@@ -40,7 +42,7 @@ func (c *Cascade) Utility(ctx context.Context, req model.Request, s model.Stream
 			last := plan[len(plan)-1]
 			s.OnRetry(model.Retry{
 				Reason: ReasonSwitch, Provider: c.o.Endpoints[last.ep].Label, Model: last.model,
-				NextProvider: first.Label, NextModel: first.Models[0], Attempt: 1, Error: truncate(err.Error(), 300),
+				NextProvider: first.Label, NextModel: first.Models[0], Attempt: 1, Error: clip.Runes(err.Error(), 300),
 			})
 		}
 	}

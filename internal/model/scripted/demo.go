@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/deltaharness/delta/internal/clip"
 )
 
 // DefaultBriefPath is where DemoScript writes when the request names no file.
@@ -54,7 +56,7 @@ func demo(req ChatRequest) Reply {
 	if last.Role == "tool" {
 		called := toolNameFor(req.Messages, last)
 		if called != "list_files" {
-			msg := fmt.Sprintf("I wrote %s. The tool said: %s", writtenPath(req.Messages, path), clip(strings.TrimSpace(last.Content), 300))
+			msg := fmt.Sprintf("I wrote %s. The tool said: %s", writtenPath(req.Messages, path), clip.Runes(strings.TrimSpace(last.Content), 300))
 			if turns > 1 {
 				msg += fmt.Sprintf(" I have seen %d user turns in this conversation.", turns)
 			}
@@ -92,7 +94,7 @@ func writeBrief(callID, path, text string, turns int, listing string) Reply {
 	}
 	fmt.Fprintf(&b, "\nRequested in user turn %d.\n", turns)
 	if l := strings.TrimSpace(listing); l != "" {
-		b.WriteString("\nFiles present when this brief was written:\n\n```\n" + clip(l, 2000) + "\n```\n")
+		b.WriteString("\nFiles present when this brief was written:\n\n```\n" + clip.Runes(l, 2000) + "\n```\n")
 	}
 	args, _ := json.Marshal(map[string]string{"path": path, "content": b.String()}) // strings always marshal
 	return Reply{
@@ -196,15 +198,6 @@ func hasWord(text, word string) bool {
 		}
 	}
 	return false
-}
-
-// clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
 }
 
 // conversation drops the per-turn context blocks Delta appends as user-role

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/deltaharness/delta/internal/clip"
+
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
@@ -110,7 +112,7 @@ func search(ctx context.Context, st Store, o Options, c tool.Call, p params) (to
 	if err != nil {
 		return tool.Result{}, err
 	}
-	record(ctx, o, c, map[string]any{"mode": "search", "query": clip(p.Query, 200), "hits": len(hits)})
+	record(ctx, o, c, map[string]any{"mode": "search", "query": clip.Runes(p.Query, 200), "hits": len(hits)})
 	if len(hits) == 0 {
 		return tool.Text(fmt.Sprintf("No earlier message matches %q. Try other words: an exact name, id or number from the turn you need.", p.Query)), nil
 	}
@@ -286,11 +288,4 @@ func readArtifact(ctx context.Context, st Store, o Options, c tool.Call, p param
 	b.WriteString("\n")
 	b.WriteString(string(runes[p.Offset:end]))
 	return tool.Text(b.String()), nil
-}
-
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }
