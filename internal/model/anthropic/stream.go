@@ -52,6 +52,9 @@ type wireUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	// ServiceTier is the tier the call was served at (standard, priority,
+	// batch); "" when not reported.
+	ServiceTier string `json:"service_tier"`
 }
 
 // blockBuilder is one content block being streamed.
@@ -75,6 +78,7 @@ type accumulator struct {
 	out      int64
 	cacheR   int64
 	cacheW   int64
+	speed    string // the service tier usage reported
 	started  bool
 	finished bool // message_stop arrived
 }
@@ -219,6 +223,9 @@ func (a *accumulator) usage(u *wireUsage) {
 	set(&a.out, u.OutputTokens)
 	set(&a.cacheR, u.CacheReadInputTokens)
 	set(&a.cacheW, u.CacheCreationInputTokens)
+	if u.ServiceTier != "" {
+		a.speed = u.ServiceTier
+	}
 }
 
 // finishReasons maps stop_reason onto the Chat Completions vocabulary the
@@ -246,6 +253,7 @@ func (a *accumulator) response() model.Response {
 			CacheWriteTokens: a.cacheW,
 		},
 		FinishReason: a.stop,
+		Speed:        a.speed,
 	}
 	if f, ok := finishReasons[a.stop]; ok {
 		r.FinishReason = f

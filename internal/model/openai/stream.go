@@ -29,6 +29,7 @@ type accumulator struct {
 	finished bool // a finish_reason arrived
 	done     bool // data: [DONE] arrived
 	served   string
+	speed    string // the service tier the endpoint reported
 	usage    model.Usage
 }
 
@@ -128,6 +129,9 @@ type chunk struct {
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
 	Usage   *chunkUsage   `json:"usage"` // nil when absent or null
+	// ServiceTier is the tier the endpoint says it served the call at
+	// (default, flex, priority, …); "" when it says none.
+	ServiceTier string `json:"service_tier"`
 }
 
 type chunkChoice struct {
@@ -169,7 +173,7 @@ type chunkUsage struct {
 
 // chunkOf takes from the SDK's decoding of a chunk what chunk holds.
 func chunkOf(sc *sdk.ChatCompletionChunk) chunk {
-	c := chunk{Model: sc.Model}
+	c := chunk{Model: sc.Model, ServiceTier: string(sc.ServiceTier)}
 	if sc.JSON.Usage.Valid() {
 		c.Usage = usageFromSDK(&sc.Usage)
 	}
@@ -207,6 +211,9 @@ func rawField(extra map[string]respjson.Field, key string) json.RawMessage {
 func (a *accumulator) chunk(c *chunk) {
 	if c.Model != "" {
 		a.served = c.Model
+	}
+	if c.ServiceTier != "" {
+		a.speed = c.ServiceTier
 	}
 	if c.Usage != nil {
 		a.usage = usageOf(c.Usage)
@@ -290,6 +297,7 @@ func (a *accumulator) response() model.Response {
 		Model:        a.served,
 		Text:         a.text.String(),
 		FinishReason: a.finish,
+		Speed:        a.speed,
 		Usage:        a.usage,
 	}
 	calls := append([]*callBuilder(nil), a.calls...)

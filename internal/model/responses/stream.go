@@ -26,6 +26,7 @@ type event struct {
 type wireResponse struct {
 	Model             string `json:"model"`
 	Status            string `json:"status"`
+	ServiceTier       string `json:"service_tier"` // the tier it was served at; "" when not said
 	IncompleteDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
@@ -67,6 +68,7 @@ type accumulator struct {
 	reasoning  []json.RawMessage
 	phase      string
 	served     string
+	speed      string
 	usage      model.Usage
 	incomplete string
 	finished   bool
@@ -161,6 +163,9 @@ func (a *accumulator) event(data []byte) error {
 		if r.Model != "" {
 			a.served = r.Model
 		}
+		if r.ServiceTier != "" {
+			a.speed = r.ServiceTier
+		}
 		if r.Usage != nil {
 			a.usage = model.Usage{
 				InputTokens:      r.Usage.InputTokens,
@@ -220,7 +225,7 @@ func (a *accumulator) item(raw json.RawMessage, done bool) error {
 }
 
 func (a *accumulator) response() model.Response {
-	r := model.Response{Model: a.served, Text: a.text.String(), Usage: a.usage, FinishReason: "stop"}
+	r := model.Response{Model: a.served, Text: a.text.String(), Usage: a.usage, FinishReason: "stop", Speed: a.speed}
 	for i, b := range a.calls {
 		id := b.callID
 		if id == "" {
