@@ -64,16 +64,7 @@ func (p *plainTool) Run(context.Context, tool.Call) (tool.Result, error) {
 
 func newChildRig(t testing.TB, p model.ProviderFunc, budget engine.Budget, withQueue bool, mutate func(*engine.Options), tools ...tool.Tool) *childRig {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b, err := bundle.Load(bundle.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, st, b := openEnv(t)
 	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -45,8 +45,8 @@ func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools 
 	return newHarnessWith(t, p, budget, nil, tools...)
 }
 
-// newHarnessWith lets a test adjust the engine options before it starts.
-func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mutate func(*engine.Options), tools ...tool.Tool) *harness {
+// openEnv is a temp dir holding a real store and a bundle loaded from it.
+func openEnv(t testing.TB) (string, *store.Store, *bundle.Bundle) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
@@ -58,6 +58,13 @@ func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mu
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, st, b
+}
+
+// newHarnessWith lets a test adjust the engine options before it starts.
+func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mutate func(*engine.Options), tools ...tool.Tool) *harness {
+	t.Helper()
+	dir, st, b := openEnv(t)
 	reg := tool.NewRegistry()
 	reg.Add(tools...)
 	ws, err := workspace.Open(dir)

@@ -3,11 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
@@ -20,16 +18,7 @@ import (
 // stay queued.
 func idleService(t *testing.T) (*engine.Service, *event.Broker) {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b, err := bundle.Load(bundle.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st, b := openEnv(t)
 	broker := event.NewBroker()
 	eng := engine.New(engine.Options{Store: st, Broker: broker, Provider: answer("unused"), Models: []string{"m"}, Prompt: b,
 		Tools: tool.NewRegistry(), ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big }})
