@@ -19,21 +19,29 @@ import (
 	"github.com/deltaharness/delta/internal/tool"
 )
 
-// Durable events are published after their commit by the goroutine that
-// made them (concurrent tool results), so they can reach the broker out of
-// id order. The live stream must deliver every one of them.
-func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
+// echoEngine is a real store and an engine over echoProvider whose one-step
+// budget ends every run on its first answer.
+func echoEngine(t *testing.T) (*store.Store, *event.Broker, *engine.Engine) {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	b, _ := bundle.Load(bundle.Options{Dir: dir})
 	broker := event.NewBroker()
 	eng := engine.New(engine.Options{Store: st, Broker: broker, Provider: echoProvider, Models: []string{"m"}, Prompt: b,
 		Tools: tool.NewRegistry(), ToolNames: func(string) []string { return nil },
 		Budget: func(string) engine.Budget { return engine.Budget{Steps: 1, Tokens: 1, CostUSD: 1} }})
+	return st, broker, eng
+}
+
+// Durable events are published after their commit by the goroutine that
+// made them (concurrent tool results), so they can reach the broker out of
+// id order. The live stream must deliver every one of them.
+func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
+	st, broker, eng := echoEngine(t)
 	q := queue.New(st, eng.Execute, 1, nil)
 	if err := q.Open(); err != nil {
 		t.Fatal(err)

@@ -3,23 +3,18 @@ package api_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/api"
-	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/queue"
-	"github.com/deltaharness/delta/internal/store"
-	"github.com/deltaharness/delta/internal/tool"
 )
 
 // stalledWriter is a client that stops reading: its first body write blocks
@@ -82,17 +77,7 @@ func frames(t *testing.T, body string) []frame {
 // frame naming the ?since= that resumes after the last event it was sent,
 // instead of closing silently.
 func TestSlowStreamClientGetsAResumeFrame(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, _ := bundle.Load(bundle.Options{Dir: dir})
-	broker := event.NewBroker()
-	eng := engine.New(engine.Options{Store: st, Broker: broker, Provider: echoProvider, Models: []string{"m"}, Prompt: b,
-		Tools: tool.NewRegistry(), ToolNames: func(string) []string { return nil },
-		Budget: func(string) engine.Budget { return engine.Budget{Steps: 1, Tokens: 1, CostUSD: 1} }})
+	st, broker, eng := echoEngine(t)
 	// The queue is never opened: the run stays queued, so the stream follows it.
 	q := queue.New(st, eng.Execute, 1, nil)
 	h := api.New(api.Options{Service: engine.NewService(st, q, eng), Heartbeat: time.Hour})
