@@ -178,13 +178,20 @@ func (d *daemon) waitStatus(id string, want ...string) map[string]any {
 	return nil
 }
 
-func startFake(t testing.TB) *modeltest.Server {
-	fake, err := modeltest.Start(modeltest.DemoScript())
+// startScript serves script on loopback until the test ends.
+func startScript(t testing.TB, script modeltest.Script) *modeltest.Server {
+	t.Helper()
+	fake, err := modeltest.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.RequireKey("fake-key")
 	t.Cleanup(func() { fake.Close() })
+	return fake
+}
+
+func startFake(t testing.TB) *modeltest.Server {
+	fake := startScript(t, modeltest.DemoScript())
+	fake.RequireKey("fake-key")
 	return fake
 }
 

@@ -52,11 +52,7 @@ func TestEvalNThroughDeltaRun(t *testing.T) {
 		args, _ := json.Marshal(map[string]any{"task": evalTask, "n": 2, "criteria": "short and memorable"})
 		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_eval", Name: "eval_n", Arguments: string(args)}}, Usage: u}
 	}
-	fake, err := modeltest.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, script)
 	fake.RequireKey("fake-key")
 	dir := t.TempDir()
 	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {

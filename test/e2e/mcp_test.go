@@ -43,11 +43,7 @@ func TestMCPReferenceServerThroughAgentRun(t *testing.T) {
 		}
 		t.Skip("server-everything not installed (run ./scripts/test)")
 	}
-	fake, err := modeltest.Start(echoAgent("everything__echo", `{"message":"hello from the agent"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, echoAgent("everything__echo", `{"message":"hello from the agent"}`))
 	servers, _ := json.Marshal([]map[string]any{{"name": "everything", "command": []string{bin, "stdio"}}})
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
 	s, resp := d.call("POST", "/v1/responses", `{"input":"echo something"}`)
@@ -63,11 +59,7 @@ func TestMCPReferenceServerThroughAgentRun(t *testing.T) {
 }
 
 func TestVaultRoutesAndRedaction(t *testing.T) {
-	fake, err := modeltest.Start(echoAgent("list_secrets", `{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, echoAgent("list_secrets", `{}`))
 	off := newDaemon(t, fake)
 	if s, m := off.call("PUT", "/v1/secrets/KB_TOKEN", `{"value":"x-secret-value-123","purpose":"kb"}`); s != 503 {
 		t.Fatalf("without a key: %d %v", s, m)
@@ -115,11 +107,7 @@ func TestFilesystemReferenceServerThroughAgentRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	args, _ := json.Marshal(map[string]string{"path": note})
-	fake, err := modeltest.Start(echoAgent("fs__read_text_file", string(args)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, echoAgent("fs__read_text_file", string(args)))
 	servers, _ := json.Marshal([]map[string]any{{"name": "fs", "command": []string{bin, dir}}})
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
 	s, resp := d.call("POST", "/v1/responses", `{"input":"read the note"}`)
@@ -159,11 +147,7 @@ func TestProgressiveLoadingWith300MCPTools(t *testing.T) {
 		}
 		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: "search_tools", Arguments: `{"query":"gen 123"}`})
 	}
-	fake, err := modeltest.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, script)
 	servers, _ := json.Marshal([]map[string]any{{"name": "big", "url": srv.URL}})
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
 	s, resp := d.call("POST", "/v1/responses", `{"input":"use generated tool 123"}`)
@@ -194,11 +178,7 @@ func TestGuessedToolOutsideResidentSetIsRefused(t *testing.T) {
 		}
 		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: "big__create_note", Arguments: `{"text":"x"}`})
 	}
-	fake, err := modeltest.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, script)
 	servers, _ := json.Marshal([]map[string]any{{"name": "big", "url": srv.URL}})
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
 	s, resp := d.call("POST", "/v1/responses", `{"input":"make a note"}`)
@@ -223,11 +203,7 @@ func TestReviewPolicyFollowsConnectedWriteTool(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{ProposeChange: tc.propose}))
 			defer srv.Close()
-			fake, err := modeltest.Start(modeltest.Sequence(modeltest.TextReply("ok")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fake.Close()
+			fake := startScript(t, modeltest.Sequence(modeltest.TextReply("ok")))
 			servers, _ := json.Marshal([]map[string]any{{"name": "crm", "url": srv.URL}})
 			d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
 			if s, resp := d.call("POST", "/v1/responses", `{"input":"hello"}`); s != 200 {

@@ -34,12 +34,8 @@ func recallScript(req modeltest.ChatRequest) modeltest.Reply {
 // noted in one run of a conversation is found by recall in a later run of
 // the same conversation, and by no other conversation or owner.
 func TestRecallReadsBackAnEarlierTurnOfItsOwnSessionOnly(t *testing.T) {
-	fake, err := modeltest.Start(recallScript)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake := startScript(t, recallScript)
 	fake.RequireKey("fake-key")
-	t.Cleanup(func() { fake.Close() })
 	d := newDaemon(t, fake)
 
 	answer := func(owner, body string) (string, string) {

@@ -41,11 +41,7 @@ func subagentScript(req modeltest.ChatRequest) modeltest.Reply {
 }
 
 func TestSubagentThroughDeltaRun(t *testing.T) {
-	fake, err := modeltest.Start(subagentScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, subagentScript)
 	dir := t.TempDir()
 	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
 		t.Fatalf("delta init: %v\n%s", err, out)
@@ -134,11 +130,7 @@ func TestSubagentThroughDeltaRun(t *testing.T) {
 // TestSubagentUsageBoundByParentBudget: the child's reported spend is charged
 // only up to what the parent had left when it spawned the child.
 func TestSubagentUsageBoundByParentBudget(t *testing.T) {
-	fake, err := modeltest.Start(subagentScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := startScript(t, subagentScript)
 	dir := t.TempDir()
 	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
 		t.Fatalf("delta init: %v\n%s", err, out)

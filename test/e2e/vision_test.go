@@ -128,11 +128,7 @@ func TestVisionUploadThenReadFile(t *testing.T) {
 				name = api + "/no-vision"
 			}
 			t.Run(name, func(t *testing.T) {
-				fake, err := modeltest.Start(lookAgent)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { fake.Close() })
+				fake := startScript(t, lookAgent)
 				env := []string{"MODEL_API=" + api}
 				if vision {
 					env = append(env, "DELTA_VISION_MODELS=^scripted/")
@@ -187,11 +183,7 @@ func TestVisionUploadThenReadFile(t *testing.T) {
 // TestVisionProvenanceIsProcessLocal: after a restart the old marker in
 // the history is a file reference only, until the file is read again.
 func TestVisionProvenanceIsProcessLocal(t *testing.T) {
-	fake, err := modeltest.Start(lookAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := startScript(t, lookAgent)
 	d := newDaemon(t, fake, "DELTA_VISION_MODELS=^scripted/")
 	cat := catPNG(t)
 	path := d.upload("cat.png", cat)
@@ -224,11 +216,7 @@ func TestVisionProvenanceIsProcessLocal(t *testing.T) {
 func TestVisionMCPImage(t *testing.T) {
 	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{}))
 	defer srv.Close()
-	fake, err := modeltest.Start(lookAgent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := startScript(t, lookAgent)
 	servers, _ := json.Marshal([]map[string]any{{"name": "pics", "url": srv.URL}})
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VISION_MODELS=^scripted/", "DELTA_PINNED_TOOLS=pics__get_image")
 	s, resp := d.call("POST", "/v1/responses", `{"input":"look pics__get_image {}"}`)
