@@ -66,6 +66,37 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 		if len(parts) > 0 {
 			return strings.Join(parts, " · "), true
 		}
+	case event.TurnStarted:
+		if t, ok := num(p, event.KeyTurn); ok {
+			line := fmt.Sprintf("turn %d", int(t))
+			if m := str("model"); m != "" {
+				line += " · " + m
+			}
+			if n, ok := num(p, "tools"); ok {
+				line += " · " + plural(int(n), "tool") + " offered"
+			}
+			return line, true
+		}
+	case event.Checkpoint:
+		if st, ok := num(p, event.KeySteps); ok {
+			line := fmt.Sprintf("saved durably: %s", plural(int(st), "step"))
+			var u map[string]json.RawMessage
+			if json.Unmarshal(p["usage"], &u) == nil {
+				in, _ := num(u, "input_tokens")
+				out, _ := num(u, "output_tokens")
+				cost, _ := num(u, event.KeyCostUSD)
+				line += fmt.Sprintf(", %d tokens and $%.4f so far", int64(in+out), cost)
+			}
+			return line, true
+		}
+	case event.Recall:
+		if m := str("mode"); m != "" {
+			n, _ := num(p, "hits")
+			if q := str("query"); q != "" {
+				return fmt.Sprintf("%s %q: %s", m, clip.Runes(q, 60), plural(int(n), "hit")), true
+			}
+			return fmt.Sprintf("%s: %s", m, plural(int(n), "item")), true
+		}
 	case event.ToolCall:
 		if n := str("name"); n != "" {
 			if path := writtenPathArg(p["arguments"]); path != "" {

@@ -29,6 +29,11 @@ func TestSummarize(t *testing.T) {
 		{"tool.result", `{"name":"read_file","is_error":true,"preview":"no file at x.md"}`, "read_file error: no file at x.md", false},
 		{"run.finished", `{"status":"done"}`, "done", false},
 		{"run.finished", `{"status":"failed","error":"model call: http 401: bad key"}`, "failed: model call: http 401: bad key", false},
+		{"turn.started", `{"model":"delta-demo-script","tools":14,"turn":2}`, "turn 2 · delta-demo-script · 14 tools offered", false},
+		{"checkpoint", `{"intents":1,"steps":3,"turn":3,"usage":{"input_tokens":9000,"output_tokens":100,"cost_usd":0.0123}}`,
+			"saved durably: 3 steps, 9100 tokens and $0.0123 so far", false},
+		{"recall", `{"mode":"search","query":"courier code","hits":2}`, `search "courier code": 2 hits`, false},
+		{"recall", `{"mode":"list","hits":0}`, "list: 0 items", false},
 		{"something.new", `{"a": 1}`, `{"a":1}`, false},
 		{"tool.call", `not json`, `"not json"`, false},
 	}
