@@ -1,9 +1,21 @@
 package bundle
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"unicode/utf8"
 )
+
+// SelfVersion names one exact content of DELTA.md: the first 12 hex digits
+// of its SHA-256. The spine shows the version of the snapshot it carries,
+// and a self-file write names the version it edited, so a write based on a
+// file that changed since (another run, a child, an operator) is caught.
+// An absent or empty file has the version of "".
+func SelfVersion(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:6])
+}
 
 // ReadSelf reads the DELTA.md snapshot for one execution attempt:
 //   - up to SelfMaxBytes: the file as is;

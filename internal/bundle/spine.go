@@ -40,7 +40,8 @@ const toolLineMax = 200
 //
 //  1. the embedded base behaviour and norms (BasePrompt);
 //  2. the boot-rendered ## Stable context, when there is one;
-//  3. the DELTA.md snapshot of this attempt (self, from ReadSelf), when not empty;
+//  3. the DELTA.md snapshot of this attempt (self, from ReadSelf), when not
+//     empty, with its SelfVersion;
 //  4. the POLICY.md policy (custom or embedded), when there is one: the last
 //     instruction layer;
 //  5. an index of the resident tools: name and first description line, in
@@ -60,7 +61,10 @@ func (b *Bundle) System(self string, tools []model.ToolSpec) []string {
 		blocks = append(blocks, stableHeader+b.stable)
 	}
 	if s := strings.TrimSpace(self); s != "" {
-		blocks = append(blocks, selfHeader+s)
+		// The version is of the snapshot as read, so a write based on an
+		// elided snapshot never matches the whole file and is handed the
+		// whole file to merge.
+		blocks = append(blocks, selfHeader+"(version "+SelfVersion(self)+": name it as the base when you rewrite this file)\n\n"+s)
 	}
 	if b.policy != "" {
 		blocks = append(blocks, policyHeader+b.policy)

@@ -180,3 +180,20 @@ func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// The self block names the version of the snapshot it shows, so a rewrite
+// can say which content it edited.
+func TestSystemShowsTheSelfVersion(t *testing.T) {
+	b, err := Load(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const self = "# Persona\n\nMeridian.\n"
+	blocks := b.System(self, nil)
+	if len(blocks) != 2 || !strings.Contains(blocks[1], "(version "+SelfVersion(self)+":") {
+		t.Fatalf("self block = %q, want the version %s", blocks[len(blocks)-1], SelfVersion(self))
+	}
+	if SelfVersion(self) == SelfVersion(self+" ") || len(SelfVersion(self)) != 12 {
+		t.Fatalf("SelfVersion(%q) = %q: want 12 hex digits that change with the content", self, SelfVersion(self))
+	}
+}

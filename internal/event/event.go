@@ -41,6 +41,17 @@ const (
 	// Recall is a recall search, list or artifact read (data mode, query
 	// clipped, hits).
 	Recall = "recall"
+	// Remember is a remember call on DELTA.md (data outcome written,
+	// unchanged or refused; reason too_large, diverged or empty when
+	// refused; bytes, version, prior, revision_id).
+	Remember = "remember"
+	// SelfRestore is an operator's restore of a DELTA.md revision through
+	// the inspection API (data restored, version, prior, revision_id); it
+	// belongs to no run.
+	SelfRestore = "self.restore"
+	// SkillsIndexed is a change the local skills index found on a search
+	// (data skills, refused, warnings).
+	SkillsIndexed = "skills.indexed"
 )
 
 // Log attribute keys shared by every package that logs about runs.
