@@ -35,6 +35,7 @@ type Options struct {
 	StrictTenant bool                          // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
 	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
 	Uploads      *Uploads                      // POST /v1/files; nil = 404
+	SelfFile     SelfFile                      // DELTA.md revisions under /v1/dev/revisions; nil = 404
 	// TrustReviewMetadata keeps review_kind and widen_authorized in the
 	// request metadata a run stores and echoes (DELTA_TRUST_REVIEW_METADATA);
 	// by default they are stripped. authToken is never kept.
@@ -97,6 +98,9 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, s.o.DevConfig())
 	}))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
+	s.mux.Handle("GET /v1/dev/revisions", s.inspect(s.listRevisions))
+	s.mux.Handle("GET /v1/dev/revisions/{id}/compare", s.inspect(s.compareRevision))
+	s.mux.Handle("POST /v1/dev/revisions/{id}/restore", s.inspectWrite(s.restoreRevision))
 	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'")

@@ -30,6 +30,9 @@ func TestEmptyInspectTokenMeansLoopbackOnly(t *testing.T) {
 		{"GET", "/v1/dev/runs/resp_x"},
 		{"POST", "/v1/dev/secrets/KB_TOKEN"},
 		{"DELETE", "/v1/dev/secrets/KB_TOKEN"},
+		{"GET", "/v1/dev/revisions"},
+		{"GET", "/v1/dev/revisions/1/compare"},
+		{"POST", "/v1/dev/revisions/1/restore"},
 	}
 	for _, rt := range routes {
 		for _, remote := range []string{"203.0.113.7:40000", "[2001:db8::1]:40000", "10.0.0.5:40000"} {

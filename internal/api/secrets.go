@@ -101,7 +101,8 @@ func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": r.PathValue("name")})
 }
 
-// inspectWrite additionally requires DELTA_INSPECT_WRITE=1.
+// inspectWrite additionally requires DELTA_INSPECT_WRITE=1: the inspection
+// routes that change state (vault rotation and deletion, self-file restore).
 func (s *Server) inspectWrite(h http.HandlerFunc) http.Handler {
 	return s.inspect(func(w http.ResponseWriter, r *http.Request) {
 		if !s.o.InspectWrite {

@@ -27,6 +27,7 @@ import (
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/recall"
+	"github.com/deltaharness/delta/internal/tool/remember"
 	"github.com/deltaharness/delta/internal/tool/search"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
@@ -47,6 +48,7 @@ type parts struct {
 	store     *store.Store
 	workspace string // absolute path, for uploads
 	images    *vision.Registry
+	self      *remember.File // DELTA.md and its revisions (restorable in safe mode too)
 	queue     *queue.Queue
 	service   *engine.Service
 	closers   closers // what build opened, closed last first by close
@@ -111,6 +113,17 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	reg, tools := buildTools(cfg, ws, p.vault, plans, p.images, logger)
 	broker := event.NewBroker()
 	reg.Add(recall.New(st, recall.Options{Record: recordEvent(st, broker, logger), Logger: logger}))
+	// The self-file exists in every boot, so an operator can restore a
+	// revision through the inspection API even in safe mode; the remember
+	// tool does not: a recovery boot must not let the agent write itself.
+	p.self = remember.New(remember.Options{Files: ws, Store: st, MaxBytes: b.SelfMaxBytes(),
+		Record: recordEvent(st, broker, logger), Logger: logger})
+	if cfg.SafeMode {
+		tools.omitted[remember.Name] = "DELTA_SAFE_MODE=1"
+		logger.Info("tool omitted", "tool", remember.Name, "reason", "safe mode")
+	} else {
+		reg.Add(p.self.Tool())
+	}
 	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
@@ -253,7 +266,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
-		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite,
+		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite, SelfFile: p.self,
 		StrictTenant: cfg.StrictTenant, TrustReviewMetadata: cfg.TrustReviewMetadata, DevConfig: func() any { return devConfig(cfg, p) },
 		Uploads: &api.Uploads{Dir: p.workspace, Stored: verifyUpload(p.images, logger)},
 	})

@@ -42,6 +42,7 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *par
 		"tools":            tools.view(),
 		"mcp_servers":      mcpStatus(p),
 		"vault":            vaultStatus(cfg, p),
+		"learning":         learningStatus(cfg, tools, p),
 	}
 }
 
