@@ -54,6 +54,13 @@ const (
 	APIResponses = "responses" // OpenAI Responses
 )
 
+// Skills backends selected by DELTA_SKILLS.
+const (
+	SkillsMCP   = "mcp"   // the skill-registry MCP tools (default; planned, not built)
+	SkillsLocal = "local" // skills/<name>/SKILL.md in the workspace
+	SkillsOff   = "off"   // no skills, no skill tools, no mention
+)
+
 // Config is the daemon's whole environment-derived configuration. The field
 // tag `env` names the variable(s) each field comes from; Vars documents them.
 type Config struct {
@@ -193,6 +200,12 @@ type Config struct {
 	// MemoryNamespace overrides the namespace derived from vocab writeNoun
 	// (DELTA_MEMORY_NAMESPACE).
 	MemoryNamespace string `env:"DELTA_MEMORY_NAMESPACE"`
+	// Skills is the skills backend (DELTA_SKILLS): SkillsLocal reads
+	// skills/<name>/SKILL.md from the workspace, SkillsOff offers no skills
+	// and says nothing about them, and SkillsMCP (the default) is the
+	// skill-registry MCP backend, which is planned: until it is built it
+	// offers no skills either. Any other value refuses to boot.
+	Skills string `env:"DELTA_SKILLS"`
 
 	// ControlToken is the bearer required on run-driving endpoints
 	// (DELTA_CONTROL_TOKEN; empty = open).
@@ -203,9 +216,9 @@ type Config struct {
 	// Inspect enables /dev and the inspection API (DELTA_INSPECT; off, 0,
 	// false or no disables).
 	Inspect bool `env:"DELTA_INSPECT"`
-	// InspectWrite enables secret rotation and deletion through inspection
-	// (DELTA_INSPECT_WRITE, boolean, default off; delta dev turns it on).
-	// Edits and self-file revert through inspection are planned.
+	// InspectWrite enables the inspection writes: secret rotation and
+	// deletion, and restoring a DELTA.md revision (DELTA_INSPECT_WRITE,
+	// boolean, default off; delta dev turns it on).
 	InspectWrite bool `env:"DELTA_INSPECT_WRITE"`
 	// CaptureCalls is reported in /v1/status (DELTA_CAPTURE_CALLS, boolean,
 	// default off; delta dev turns it on). Storing normalized model calls
@@ -341,6 +354,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		SelfMaxTokens:        l.intRange("DELTA_SELF_MAX_TOKENS", DefaultSelfMaxTokens, 1, 1<<18),
 		Vocab:                l.str("DELTA_VOCAB", ""),
 		MemoryNamespace:      l.str("DELTA_MEMORY_NAMESPACE", ""),
+		Skills:               l.oneOf("DELTA_SKILLS", SkillsMCP, SkillsLocal, SkillsOff),
 		ControlToken:         l.str("DELTA_CONTROL_TOKEN", ""),
 		InspectToken:         l.str("DELTA_INSPECT_TOKEN", ""),
 		Inspect:              l.inspect("DELTA_INSPECT"),
@@ -366,6 +380,11 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 			c.Warnings = append(c.Warnings, "DELTA_SAFE_MODE=1: DELTA_ALLOWED_TOOLS is ignored")
 		}
 		c.AllowedTools, c.ToolFloor = nil, false
+	}
+	if c.Skills == "" {
+		c.Skills = SkillsMCP
+	} else if c.Skills == SkillsMCP {
+		c.Warnings = append(c.Warnings, "DELTA_SKILLS=mcp: the skill-registry MCP backend is not built yet; no skills are offered (DELTA_SKILLS=local reads skills/ from the workspace)")
 	}
 	var pw []string
 	c.Providers, pw = l.providers("DELTA_PROVIDERS")

@@ -31,7 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxConcurrency: 8, ModelBaseURL: "https://openrouter.ai/api/v1", ModelAPI: APIChat,
 		ModelPrimary: "anthropic/claude-sonnet-4.5", UtilityModel: "anthropic/claude-haiku-4.5",
 		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000,
-		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true,
+		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true, Skills: SkillsMCP,
 		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", LeaseTTL: 30 * time.Second, Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
 		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30,
 	}
@@ -107,6 +107,10 @@ func TestLoadValues(t *testing.T) {
 		{"lease ttl", map[string]string{"DELTA_LEASE_TTL_MS": "12000"}, func(c Config) any { return c.LeaseTTL }, 12 * time.Second},
 		{"lease ttl floor", map[string]string{"DELTA_LEASE_TTL_MS": "100"}, func(c Config) any { return c.LeaseTTL }, 5 * time.Second},
 		{"self cap", map[string]string{"DELTA_SELF_MAX_TOKENS": "100"}, func(c Config) any { return c.SelfMaxTokens }, 100},
+		{"skills local", map[string]string{"DELTA_SKILLS": " Local "}, func(c Config) any { return c.Skills }, SkillsLocal},
+		{"skills off", map[string]string{"DELTA_SKILLS": "off"}, func(c Config) any { return c.Skills }, SkillsOff},
+		{"skills empty is the default", map[string]string{"DELTA_SKILLS": ""}, func(c Config) any { return c.Skills }, SkillsMCP},
+		{"skills mcp warns it is not built", map[string]string{"DELTA_SKILLS": "mcp"}, func(c Config) any { return len(c.Warnings) == 1 && strings.Contains(c.Warnings[0], "not built") }, true},
 		{"vocab raw", map[string]string{"DELTA_VOCAB": `{"writeNoun":"crm"}`}, func(c Config) any { return c.Vocab }, `{"writeNoun":"crm"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +161,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_SELF_MAX_TOKENS", "x", "integer"},
 		{"DELTA_INSPECT", "maybe", "off"},
 		{"DELTA_INSPECT_WRITE", "2", "boolean"},
+		{"DELTA_SKILLS", "yes", "one of mcp, local, off"},
 		{"DELTA_CAPTURE_CALLS", "enabled", "boolean"},
 		{"DELTA_STRICT_TENANT", "y", "boolean"},
 		{"DELTA_MAX_BODY_BYTES", "-1", "from 1"},

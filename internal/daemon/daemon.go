@@ -29,6 +29,7 @@ import (
 	"github.com/deltaharness/delta/internal/tool/recall"
 	"github.com/deltaharness/delta/internal/tool/remember"
 	"github.com/deltaharness/delta/internal/tool/search"
+	"github.com/deltaharness/delta/internal/tool/skills"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/vault"
 	"github.com/deltaharness/delta/internal/version"
@@ -49,6 +50,7 @@ type parts struct {
 	workspace string // absolute path, for uploads
 	images    *vision.Registry
 	self      *remember.File // DELTA.md and its revisions (restorable in safe mode too)
+	skills    *skills.Index  // DELTA_SKILLS=local outside safe mode; nil otherwise
 	queue     *queue.Queue
 	service   *engine.Service
 	closers   closers // what build opened, closed last first by close
@@ -124,6 +126,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	} else {
 		reg.Add(p.self.Tool())
 	}
+	p.skills = addSkills(ctx, cfg, ws.Dir(), reg, tools, recordEvent(st, broker, logger), logger)
 	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
@@ -169,6 +172,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
 		Prompt: prompt, Tools: reg, Spill: ws, WorkspaceDir: ws.Dir(),
 		ToolNames: tools.names, Resident: loader.Resident,
+		AttemptBlocks: p.skillBlocks,
 		TurnBlocks: func(ctx context.Context, sessionID string) []string {
 			if b := plans.Block(ctx, sessionID); b != "" {
 				return []string{b}

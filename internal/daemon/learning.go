@@ -1,10 +1,16 @@
 package daemon
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/remember"
+	"github.com/deltaharness/delta/internal/tool/skills"
 )
 
 // learningStatus is the learning block of /v1/status: whether the agent
@@ -20,5 +26,70 @@ func learningStatus(cfg config.Config, tools *toolStatus, p *parts) map[string]a
 	if reason, ok := tools.omitted[remember.Name]; ok {
 		self["omitted"] = reason
 	}
-	return map[string]any{"self_file": self}
+	return map[string]any{"self_file": self, "skills": skillsStatus(cfg, p)}
+}
+
+// addSkills builds the local skills index and registers its tools when
+// DELTA_SKILLS=local. Safe mode leaves skills out: they are workspace text
+// that reaches the prompt, which a recovery boot does not load.
+func addSkills(ctx context.Context, cfg config.Config, dir string, reg *tool.Registry, ts *toolStatus,
+	record func(context.Context, event.Event), logger *slog.Logger) *skills.Index {
+	if cfg.Skills != config.SkillsLocal {
+		return nil
+	}
+	if cfg.SafeMode {
+		for _, n := range []string{skills.SearchName, skills.GetName} {
+			ts.omitted[n] = "DELTA_SAFE_MODE=1"
+		}
+		return nil
+	}
+	x := skills.New(skills.Options{Root: dir, Logger: logger, Record: record})
+	// Discover once at boot, so warnings about short descriptions and
+	// refused folders reach the boot log; every search checks again.
+	if found, refused, err := x.Skills(ctx, "", ""); err == nil {
+		logger.Info("local skills", "skills", len(found), "refused", len(refused))
+	}
+	reg.Add(x.Tools()...)
+	return x
+}
+
+// skillBlocks is the engine's once-per-attempt capability block: the local
+// skills directory ranked by the task.
+func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) []string {
+	if p.skills == nil {
+		return nil
+	}
+	if b := p.skills.Block(ctx, runID, sessionID, task); b != "" {
+		return []string{b}
+	}
+	return nil
+}
+
+// skillsStatus reports the skills backend: for local, how many skills are
+// indexed now and which folders were refused.
+func skillsStatus(cfg config.Config, p *parts) map[string]any {
+	out := map[string]any{"backend": cfg.Skills}
+	switch {
+	case cfg.Skills == config.SkillsMCP:
+		out["state"] = "planned: the skill-registry MCP backend is not built; no skills are offered"
+	case cfg.Skills == config.SkillsLocal && p.skills == nil:
+		out["state"] = "off: DELTA_SAFE_MODE=1"
+	case cfg.Skills == config.SkillsLocal:
+		out["state"] = "on"
+		out["tools"] = []string{skills.SearchName, skills.GetName}
+		found, refused, err := p.skills.Skills(context.Background(), "", "")
+		if err != nil {
+			out["error"] = err.Error()
+		}
+		names := []string{}
+		for _, s := range found {
+			names = append(names, s.Name)
+		}
+		ref := map[string]string{}
+		for _, r := range refused {
+			ref[r.Folder] = r.Reason
+		}
+		out["skills"], out["refused"] = names, ref
+	}
+	return out
 }

@@ -3,6 +3,10 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -11,7 +15,9 @@ import (
 
 func built(t *testing.T, env map[string]string) (*parts, map[string]any) {
 	t.Helper()
-	env["DELTA_WORKSPACE"] = t.TempDir()
+	if env["DELTA_WORKSPACE"] == "" {
+		env["DELTA_WORKSPACE"] = t.TempDir()
+	}
 	env["DELTA_CODE_CLI"] = "/bin/true"
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
@@ -39,5 +45,48 @@ func TestRememberIsOffInSafeMode(t *testing.T) {
 	omitted := st["tools"].(map[string]any)["omitted"].(map[string]string)
 	if self["remember"] != false || omitted[remember.Name] != "DELTA_SAFE_MODE=1" || p.self == nil {
 		t.Fatalf("safe mode: self_file %v, omitted %v; want remember omitted for safe mode and the self-file kept for restores", self, omitted)
+	}
+}
+
+// DELTA_SKILLS=local registers the skill tools and reports the indexed
+// skills; off registers nothing and says nothing; safe mode leaves local
+// skills out with its reason.
+func TestSkillsBackends(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "cite-check"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skills", "cite-check", "SKILL.md"),
+		[]byte("---\nname: cite-check\ndescription: Verify citations against sources.\n---\nSteps.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, st := built(t, map[string]string{"DELTA_SKILLS": "local", "DELTA_WORKSPACE": dir})
+	sk := st["learning"].(map[string]any)["skills"].(map[string]any)
+	if sk["backend"] != "local" || !slices.Equal(sk["skills"].([]string), []string{"cite-check"}) {
+		t.Fatalf("local: skills status %v", sk)
+	}
+	if p.skills == nil {
+		t.Fatal("local: no index")
+	}
+	blocks := p.skillBlocks(context.Background(), "resp_1", "s_1", "check citations")
+	if len(blocks) != 1 || !strings.Contains(blocks[0], "- cite-check: Verify citations against sources.") {
+		t.Fatalf("local: attempt blocks %q", blocks)
+	}
+	reg := st["tools"].(map[string]any)["registered"].([]string)
+	if !slices.Contains(reg, "skill_search") || !slices.Contains(reg, "skill_get") {
+		t.Fatalf("local: registered %v", reg)
+	}
+
+	p, st = built(t, map[string]string{"DELTA_SKILLS": "off", "DELTA_WORKSPACE": dir})
+	reg = st["tools"].(map[string]any)["registered"].([]string)
+	if slices.ContainsFunc(reg, func(n string) bool { return strings.Contains(n, "skill") }) || p.skillBlocks(context.Background(), "r", "s", "citations") != nil {
+		t.Fatalf("off: registered %v", reg)
+	}
+
+	_, st = built(t, map[string]string{"DELTA_SKILLS": "local", "DELTA_SAFE_MODE": "1", "DELTA_WORKSPACE": dir})
+	omitted := st["tools"].(map[string]any)["omitted"].(map[string]string)
+	sk = st["learning"].(map[string]any)["skills"].(map[string]any)
+	if omitted["skill_search"] != "DELTA_SAFE_MODE=1" || !strings.Contains(sk["state"].(string), "SAFE_MODE") {
+		t.Fatalf("safe mode: omitted %v, skills %v", omitted, sk)
 	}
 }

@@ -92,6 +92,12 @@ type Options struct {
 	// TurnBlocks returns extra per-turn user-role blocks for a session (the
 	// todo plan), rebuilt every turn so they survive compaction (nil = none).
 	TurnBlocks func(ctx context.Context, sessionID string) []string
+	// AttemptBlocks returns user-role blocks computed once per execution
+	// attempt from the run's task text (the local skills directory); they
+	// ride on every turn of that attempt after the request instructions,
+	// and are never stored, so a resumed attempt computes them again
+	// (nil = none).
+	AttemptBlocks func(ctx context.Context, runID, sessionID, task string) []string
 	// Attach returns msgs with verified images attached for a vision model
 	// (DELTA_VISION_MODELS); it is applied to each call's copy of the
 	// conversation only, so images never reach the database (nil = none).
@@ -350,6 +356,18 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 	e.o.Broker.Publish(ev)
 }
 
+// taskText is the run's own input, its user messages joined, for
+// retrieval that ranks by the task.
+func taskText(input []model.Message) string {
+	var parts []string
+	for _, m := range input {
+		if m.Role == model.RoleUser && strings.TrimSpace(m.Content) != "" {
+			parts = append(parts, m.Content)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
 func firstNonEmpty(a, b string) string {
 	if strings.TrimSpace(a) != "" {
 		return a
@@ -363,7 +381,8 @@ type execution struct {
 	run       store.Run
 	req       Request
 	logger    *slog.Logger
-	self      string // DELTA.md snapshot for this attempt
+	self      string   // DELTA.md snapshot for this attempt
+	attempt   []string // AttemptBlocks of this attempt
 	lastModel string
 	lastText  string
 	callStats callStats
@@ -398,6 +417,9 @@ func (x *execution) publish(evs ...event.Event) {
 func (x *execution) loop(ctx context.Context) (string, error) {
 	e := x.e
 	x.self = e.o.Prompt.ReadSelf()
+	if e.o.AttemptBlocks != nil {
+		x.attempt = e.o.AttemptBlocks(ctx, x.run.ID, x.run.SessionID, taskText(x.req.Input))
+	}
 	names := x.resident(ctx)
 	x.offered = names
 	specs := x.specs(names)
@@ -468,6 +490,9 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		}
 		if x.req.Instructions != "" {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
+		}
+		for _, blk := range x.attempt {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
 		}
 		if e.o.Attach != nil {
 			// Verified images for a vision model ride on this call's copy

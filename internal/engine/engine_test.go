@@ -584,3 +584,52 @@ func TestTurnBlocksReachEveryModelCall(t *testing.T) {
 		t.Fatalf("block %q is not this session's", lastUserBlocks[0])
 	}
 }
+
+// Attempt blocks are computed once per execution attempt from the run's
+// own input, ride on every turn of it after the other user-role blocks,
+// and never reach the stored conversation.
+func TestAttemptBlocksAreComputedOncePerAttempt(t *testing.T) {
+	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("echoed " + a.Text), nil
+	})
+	var mu sync.Mutex
+	var seen []string // the last message of every model call
+	computed, tasks := 0, []string{}
+	base := toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		mu.Lock()
+		seen = append(seen, req.Messages[len(req.Messages)-1].Content)
+		mu.Unlock()
+		return base(ctx, req, s)
+	})
+	h := newHarnessWith(t, p, big, func(o *engine.Options) {
+		o.AttemptBlocks = func(_ context.Context, runID, sessionID, task string) []string {
+			mu.Lock()
+			defer mu.Unlock()
+			computed++
+			tasks = append(tasks, task)
+			return []string{"<delta:skills>\n- cite-check: for " + runID + "\n</delta:skills>"}
+		}
+	}, echo)
+	r, _ := h.run(t, "check the citations")
+	if r.Status != store.StatusDone || len(seen) != 2 {
+		t.Fatalf("status %s (%s), calls %d", r.Status, r.Error, len(seen))
+	}
+	if computed != 1 || tasks[0] != "check the citations" {
+		t.Fatalf("computed %d times from %q, want once from the run's input", computed, tasks)
+	}
+	for i, last := range seen {
+		if !strings.HasPrefix(last, "<delta:skills>") || !strings.Contains(last, r.ID) {
+			t.Fatalf("call %d ends with %q, want the attempt block", i+1, last)
+		}
+	}
+	msgs, err := h.st.Messages(context.Background(), r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "<delta:skills>") {
+			t.Fatalf("the attempt block was stored: %+v", m)
+		}
+	}
+}

@@ -23,7 +23,7 @@ type logBuf struct {
 }
 
 func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuf) String() string             { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func writeSkill(t *testing.T, dir, folder, content string) string {
 	t.Helper()
