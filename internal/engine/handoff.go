@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -33,6 +34,9 @@ func (x *execution) handoff() string {
 		b.WriteString("\nLatest progress from the agent:\n")
 		b.WriteString(t)
 		b.WriteString("\n")
+	}
+	if note := x.selfWriteNote(); note != "" {
+		b.WriteString("\n" + note + "\n")
 	}
 	if x.req.Store && x.e.o.WorkspaceDir != "" {
 		for _, f := range artifactFamilies {
@@ -87,3 +91,31 @@ func globEscape(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Self-file writes as the journal records them: the remember tool's name
+// and the opening of its answer to a content-changing write.
+const (
+	selfWriteTool   = "remember"
+	selfWriteAnswer = "DELTA.md rewritten"
+)
+
+// selfWriteNote says that this run already committed a DELTA.md write,
+// which outlives the failed run (ephemeral or not), so a retry does not
+// write the lesson twice; "" when it did not.
+func (x *execution) selfWriteNote() string {
+	journal, err := x.e.o.Store.Journal(context.WithoutCancel(context.Background()), x.run.ID)
+	if err != nil {
+		return ""
+	}
+	writes := 0
+	for _, j := range journal {
+		if j.Name == selfWriteTool && j.Done && !j.IsError && strings.HasPrefix(j.Result, selfWriteAnswer) {
+			writes++
+		}
+	}
+	if writes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("This run already rewrote DELTA.md (%d committed write(s)), and the file keeps it: do not write the same lesson again; "+
+		"a later change starts from the current file.", writes)
+}

@@ -14,6 +14,8 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/tool/remember"
+	"github.com/deltaharness/delta/internal/workspace"
 )
 
 func TestHandoffListsResearchFindings(t *testing.T) {
@@ -76,4 +78,51 @@ func TestHandoffListsResearchFindings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run stopped by its budget after a DELTA.md write says so in its
+// handoff, ephemeral or not: the write outlives the failed run.
+func TestHandoffNotesACommittedSelfWrite(t *testing.T) {
+	var rig *childRig
+	var self tool.Tool
+	// The real remember tool, over the rig's workspace and store once they exist.
+	rememberTool := tool.Func("remember", "rewrite DELTA.md", false, func(ctx context.Context, c tool.Call, a rememberArgs) (tool.Result, error) {
+		if self == nil {
+			ws, err := workspace.Open(rig.dir)
+			if err != nil {
+				return tool.Result{}, err
+			}
+			self = remember.New(remember.Options{Files: ws, Store: rig.st}).Tool()
+		}
+		return self.Run(ctx, c)
+	})
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		args, _ := json.Marshal(map[string]string{"content": "# Learned\n\n- Cite sources.\n"})
+		return model.Response{Text: "Saving a lesson.", ToolCalls: []model.ToolCall{{ID: "r1", Name: "remember", Arguments: args}}}, nil
+	})
+	rig = newChildRig(t, p, engine.Budget{Steps: 1, Tokens: 1 << 40, CostUSD: 100}, true, nil, rememberTool)
+	for _, stored := range []bool{true, false} {
+		os.Remove(filepath.Join(rig.dir, "DELTA.md"))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		run, err := rig.svc.Submit(ctx, engine.Submission{Request: engine.Request{
+			Input: []model.Message{{Role: model.RoleUser, Content: "learn"}}, Profile: "trusted", Store: stored}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err = rig.svc.Wait(ctx, "", run.ID)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp engine.Response
+		json.Unmarshal(run.Result, &resp)
+		if run.Status != store.StatusFailed || !strings.Contains(resp.OutputText, "This run already rewrote DELTA.md (1 committed write(s))") {
+			t.Fatalf("store=%v: status %s, handoff:\n%s", stored, run.Status, resp.OutputText)
+		}
+	}
+}
+
+type rememberArgs struct {
+	Content string `json:"content"`
+	Base    string `json:"base,omitempty"`
 }
