@@ -144,3 +144,81 @@ func TestRememberAndRestoreThroughTheAPI(t *testing.T) {
 		t.Fatalf("bad id = %d %v", s, bad)
 	}
 }
+
+const (
+	childSelf  = "# Persona\n\nMeridian.\n\n# Learned\n\n- Child: check dates.\n"
+	mergedSelf = "# Persona\n\nMeridian.\n\n# Learned\n\n- Child: check dates.\n- Parent: cite sources.\n"
+)
+
+// snapshotVersion is the version the spine shows for the run's DELTA.md.
+func snapshotVersion(req modeltest.ChatRequest) string {
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			if v := versionRe.FindStringSubmatch(m.Content); v != nil {
+				return v[1]
+			}
+		}
+	}
+	return ""
+}
+
+// sharedSelfScript: the parent delegates, its child rewrites DELTA.md, then
+// the parent rewrites it from its own (now stale) snapshot, is refused, and
+// merges with the file the refusal returned.
+func sharedSelfScript(req modeltest.ChatRequest) modeltest.Reply {
+	var last modeltest.ChatMessage
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role != "user" || !strings.HasPrefix(m.Content, "<delta:") {
+			last = m
+			break
+		}
+	}
+	call := func(id, base, content string) modeltest.Reply {
+		args, _ := json.Marshal(map[string]string{"base": base, "content": content})
+		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: id, Name: "remember", Arguments: string(args)}}}
+	}
+	if isChild(req) {
+		if last.Role == "tool" {
+			return modeltest.Reply{Text: "child: " + last.Content}
+		}
+		return call("call_child", snapshotVersion(req), childSelf)
+	}
+	switch {
+	case last.Role != "tool":
+		args, _ := json.Marshal(map[string]string{"task": childTask})
+		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_sub", Name: "spawn_subagent", Arguments: string(args)}}}
+	case strings.Contains(last.Content, "child: DELTA.md rewritten"):
+		return call("call_parent", snapshotVersion(req), "# Persona\n\nMeridian.\n\n# Learned\n\n- Parent: cite sources.\n")
+	case strings.Contains(last.Content, "changed since the version you edited") && strings.Contains(last.Content, "Child: check dates."):
+		m := versionRe.FindAllStringSubmatch(last.Content, -1)
+		return call("call_merge", m[len(m)-1][1], mergedSelf)
+	}
+	return modeltest.Reply{Text: "parent: " + last.Content}
+}
+
+// TestChildAndParentShareDELTAmd: a spawn_subagent child rewrites the
+// shared DELTA.md; its revision lives in its own temporary database, so the
+// daemon's history has none; the parent's write from its older snapshot is
+// refused as diverged and its merge keeps both lessons, the child's file
+// becoming the daemon's revision.
+func TestChildAndParentShareDELTAmd(t *testing.T) {
+	fake, err := modeltest.Start(sharedSelfScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.RequireKey("fake-key")
+	t.Cleanup(func() { fake.Close() })
+	d := newDaemon(t, fake)
+	s, resp := d.call("POST", "/v1/responses", `{"input":"delegate and learn"}`)
+	if s != 200 || resp["status"] != "completed" || !strings.Contains(resp["output_text"].(string), "parent: DELTA.md rewritten") {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.dir, "ws", "DELTA.md")); string(b) != mergedSelf {
+		t.Fatalf("DELTA.md = %q, want the merge of both lessons", b)
+	}
+	_, list := d.call("GET", "/v1/dev/revisions", "")
+	revs := list["revisions"].([]any)
+	if len(revs) != 1 || revs[0].(map[string]any)["bytes"] != float64(len(childSelf)) {
+		t.Fatalf("revisions = %v, want only the child's file (the scaffold it replaced was kept in the child's temporary database)", list)
+	}
+}
