@@ -122,9 +122,22 @@ type Written struct {
 	Bytes      int
 }
 
-// Current reads the file on disk ("" when it is absent). A file over the
-// load ceiling is an error: it cannot serve as a merge base.
-func (f *File) Current() (string, error) {
+// operatorReadMax bounds what an operator's view and a restore read of
+// the current file: far past the load ceiling, so a file blown up beyond
+// what the agent can load can still be compared and kept as a revision.
+const operatorReadMax = 64 << 20
+
+// ErrUnloadable: DELTA.md is over the size it can be loaded at, so the
+// agent never saw it and cannot merge into it.
+var ErrUnloadable = errors.New("the self-file is over its load ceiling")
+
+// Current reads the file on disk as an operator sees it ("" when it is
+// absent), up to 64 MiB.
+func (f *File) Current() (string, error) { return f.read(operatorReadMax) }
+
+// read reads the file on disk ("" when it is absent); a file over limit
+// bytes is ErrUnloadable.
+func (f *File) read(limit int64) (string, error) {
 	fi, err := f.o.Files.Stat(bundle.SelfFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -135,8 +148,8 @@ func (f *File) Current() (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("read %s: not a regular file", bundle.SelfFile)
 	}
-	if fi.Size() > bundle.SelfMaxFileBytes {
-		return "", fmt.Errorf("read %s: %d bytes, over the %d-byte load ceiling", bundle.SelfFile, fi.Size(), bundle.SelfMaxFileBytes)
+	if fi.Size() > limit {
+		return "", fmt.Errorf("read %s: %d bytes, over %d: %w", bundle.SelfFile, fi.Size(), limit, ErrUnloadable)
 	}
 	b, err := f.o.Files.ReadFile(bundle.SelfFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -154,7 +167,14 @@ func (f *File) Current() (string, error) {
 func (f *File) Remember(ctx context.Context, runID, sessionID, base, content string) (Written, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cur, err := f.Current()
+	cur, err := f.read(bundle.SelfMaxFileBytes)
+	if errors.Is(err, ErrUnloadable) {
+		// The agent was shown an empty self-file and has nothing to merge
+		// into; an operator restores or shortens it.
+		r := &Refusal{Err: err, MaxBytes: f.o.MaxBytes, Version: "unloadable"}
+		f.record(ctx, runID, sessionID, map[string]any{"outcome": "refused", "reason": "unloadable", "bytes": len(content), "base": base})
+		return Written{}, r
+	}
 	if err != nil {
 		return Written{}, err
 	}
@@ -299,6 +319,9 @@ func refusal(r *Refusal, size int) tool.Result {
 	case errors.Is(r.Err, ErrTooLarge):
 		head = fmt.Sprintf("Not written: your DELTA.md is %d bytes, %d bytes over the %d-byte cap. Shorten it by at least %d bytes "+
 			"(merge or drop the least useful lessons) and call remember again with base %s.", size, r.Over, r.MaxBytes, r.Over, r.Version)
+	case errors.Is(r.Err, ErrUnloadable):
+		return tool.Result{IsError: true, Text: fmt.Sprintf("Not written: %v. It is not loaded into your prompt and cannot be merged; "+
+			"the operator has to restore an earlier revision or shorten it. Do not retry.", r.Err)}
 	case errors.Is(r.Err, ErrDiverged):
 		head = fmt.Sprintf("Not written: DELTA.md changed since the version you edited (it is now version %s). Merge your change "+
 			"into the current file below and call remember again with base %s.", r.Version, r.Version)

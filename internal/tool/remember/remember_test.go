@@ -234,3 +234,34 @@ func TestRestoreKeepsWhatItReplaced(t *testing.T) {
 		t.Fatal("restoring an unknown revision succeeded")
 	}
 }
+
+// A DELTA.md blown past its load ceiling: the agent's write is refused
+// (it never saw the file), while an operator can still compare and
+// restore, the oversized file kept as a revision.
+func TestAnUnloadableFileIsRestoredNotMerged(t *testing.T) {
+	fx := newFixture(t, v1)
+	if res := fx.call(t, bundle.SelfVersion(v1), v1+"- lesson\n"); res.IsError {
+		t.Fatal(res.Text)
+	}
+	huge := strings.Repeat("poison ", bundle.SelfMaxFileBytes/7+10)
+	if err := os.WriteFile(filepath.Join(fx.dir, "DELTA.md"), []byte(huge), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := fx.call(t, "", v1)
+	if !res.IsError || !strings.Contains(res.Text, "load ceiling") || !strings.Contains(res.Text, "Do not retry") {
+		t.Fatalf("a write over an unloadable file = %+v", res)
+	}
+	if ev := fx.lastEvent(t); ev["reason"] != "unloadable" {
+		t.Fatalf("event = %v", ev)
+	}
+	if cur, err := fx.file.Current(); err != nil || cur != huge {
+		t.Fatalf("the operator's Current = %d bytes, %v", len(cur), err)
+	}
+	rev := fx.revisions(t)[0]
+	if _, _, err := fx.file.Restore(context.Background(), rev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if fx.onDisk(t) != v1 || fx.revisions(t)[0].Content != huge {
+		t.Fatal("the restore did not put v1 back and keep the oversized file")
+	}
+}
