@@ -18,9 +18,11 @@
 // revision of the one before it. Every write, refusal and restore is a
 // durable event.
 //
-// A spawn_subagent child is a separate `delta run` process with its own
-// in-memory database: it shares DELTA.md through the workspace, and the
-// revisions of its writes live in that temporary database and end with it.
+// A spawn_subagent or eval_n child is a separate `delta run` process with
+// its own in-memory database: it shares DELTA.md through the workspace, and
+// the revisions of its writes live in that temporary database and end with
+// it. The parent's next write from an older snapshot is refused as
+// diverged, so the child's lesson is merged rather than lost.
 package remember
 
 import (
