@@ -69,12 +69,8 @@ func rememberScript(req modeltest.ChatRequest) modeltest.Reply {
 // operator compares and restores one through the inspection API; a
 // safe-mode boot offers no remember tool but still restores.
 func TestRememberAndRestoreThroughTheAPI(t *testing.T) {
-	fake, err := modeltest.Start(rememberScript)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake := startScript(t, rememberScript)
 	fake.RequireKey("fake-key")
-	t.Cleanup(func() { fake.Close() })
 	d := newDaemon(t, fake, "DELTA_INSPECT_WRITE=1")
 	selfPath := filepath.Join(d.dir, "ws", "DELTA.md")
 	scaffold, err := os.ReadFile(selfPath)
@@ -202,12 +198,8 @@ func sharedSelfScript(req modeltest.ChatRequest) modeltest.Reply {
 // refused as diverged and its merge keeps both lessons, the child's file
 // becoming the daemon's revision.
 func TestChildAndParentShareDELTAmd(t *testing.T) {
-	fake, err := modeltest.Start(sharedSelfScript)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake := startScript(t, sharedSelfScript)
 	fake.RequireKey("fake-key")
-	t.Cleanup(func() { fake.Close() })
 	d := newDaemon(t, fake)
 	s, resp := d.call("POST", "/v1/responses", `{"input":"delegate and learn"}`)
 	if s != 200 || resp["status"] != "completed" || !strings.Contains(resp["output_text"].(string), "parent: DELTA.md rewritten") {

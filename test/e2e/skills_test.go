@@ -26,12 +26,8 @@ func skillsScript(req modeltest.ChatRequest) modeltest.Reply {
 // new description are seen on the run after that, and a symlinked skill
 // folder never is.
 func TestLocalSkillsAreFoundWithoutARestart(t *testing.T) {
-	fake, err := modeltest.Start(skillsScript)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fake := startScript(t, skillsScript)
 	fake.RequireKey("fake-key")
-	t.Cleanup(func() { fake.Close() })
 	d := newDaemon(t, fake, "DELTA_SKILLS=local")
 	ws := filepath.Join(d.dir, "ws")
 	run := func() string {
