@@ -97,6 +97,29 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 			}
 			return fmt.Sprintf("%s: %s", m, plural(int(n), "item")), true
 		}
+	case event.Remember:
+		switch str("outcome") {
+		case "written":
+			b, _ := num(p, "bytes")
+			return fmt.Sprintf("DELTA.md rewritten: %d bytes, version %s", int(b), str("version")), true
+		case "unchanged":
+			return "DELTA.md already had this content", true
+		case "refused":
+			line := "DELTA.md write refused: " + strings.ReplaceAll(str("reason"), "_", " ")
+			if over, _ := num(p, "over"); over > 0 {
+				line += fmt.Sprintf(" (%d bytes over)", int(over))
+			}
+			return line, true
+		}
+	case event.SelfRestore:
+		if r, ok := num(p, "restored"); ok {
+			return fmt.Sprintf("DELTA.md restored from revision %d", int(r)), true
+		}
+	case event.SkillsIndexed:
+		if n, ok := num(p, "skills"); ok {
+			r, _ := num(p, "refused")
+			return fmt.Sprintf("local skills re-read: %s, %d refused", plural(int(n), "skill"), int(r)), true
+		}
 	case event.ToolCall:
 		if n := str("name"); n != "" {
 			if path := writtenPathArg(p["arguments"]); path != "" {

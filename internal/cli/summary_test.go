@@ -34,6 +34,12 @@ func TestSummarize(t *testing.T) {
 			"saved durably: 3 steps, 9100 tokens and $0.0123 so far", false},
 		{"recall", `{"mode":"search","query":"courier code","hits":2}`, `search "courier code": 2 hits`, false},
 		{"recall", `{"mode":"list","hits":0}`, "list: 0 items", false},
+		{"remember", `{"outcome":"written","bytes":412,"version":"3f9a1c2b0d4e","prior":"x","revision_id":3}`, "DELTA.md rewritten: 412 bytes, version 3f9a1c2b0d4e", false},
+		{"remember", `{"outcome":"refused","reason":"too_large","over":17}`, "DELTA.md write refused: too large (17 bytes over)", false},
+		{"remember", `{"outcome":"refused","reason":"diverged","over":0}`, "DELTA.md write refused: diverged", false},
+		{"remember", `{"outcome":"unchanged"}`, "DELTA.md already had this content", false},
+		{"self.restore", `{"restored":4,"version":"v"}`, "DELTA.md restored from revision 4", false},
+		{"skills.indexed", `{"skills":1,"refused":2}`, "local skills re-read: 1 skill, 2 refused", false},
 		{"something.new", `{"a": 1}`, `{"a":1}`, false},
 		{"tool.call", `not json`, `"not json"`, false},
 	}
