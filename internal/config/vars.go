@@ -77,7 +77,7 @@ func Vars() []VarDoc {
 		{"DELTA_INSPECT_TOKEN", "", "Bearer token required on inspection endpoints (/dev, /v1/dev/*); empty = loopback clients only, others get 403."},
 		{"DELTA_INSPECT", "on", "Set off to remove /dev and the inspection API."},
 		{"DELTA_INSPECT_WRITE", "off", "Boolean: allow the inspection writes: rotating and deleting vault secrets (/v1/dev/secrets) and restoring a DELTA.md revision (/v1/dev/revisions/{id}/restore) (delta dev: on)."},
-		{"DELTA_CAPTURE_CALLS", "off", "Boolean, reported in /v1/status (delta dev: on). Planned: storing normalized model calls locally; nothing is captured yet."},
+		{"DELTA_CAPTURE_CALLS", "off", "Boolean (delta dev: on): store each successfully served main-loop model call, normalized before the wire (system spine, messages, per-turn blocks, tool schemas, effort; images as markers) with its response, usage, cost and latency, in the calls table with its checkpoint. Read through /v1/dev/runs/{id}/calls, redacted on read; the database keeps full prompts and nothing prunes the table. Reported in /v1/status."},
 		{"DELTA_STRICT_TENANT", "off", "Boolean: enforce owner scoping strictly."},
 		{"DELTA_TRUST_REVIEW_METADATA", "off", "Boolean: keep review_kind and widen_authorized in request metadata (stripped by default)."},
 		{"DELTA_MAX_BODY_BYTES", strconv.Itoa(DefaultMaxBodyBytes), "HTTP request body cap; larger bodies get 413."},

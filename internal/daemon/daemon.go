@@ -186,7 +186,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		Prices: prices, ReasoningEffort: cfg.ReasoningEffort,
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
-		Logger: logger,
+		CaptureCalls: cfg.CaptureCalls, Logger: logger,
 	})
 	explorer.bind(eng)
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)

@@ -39,6 +39,7 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *par
 		"controls":         map[string]any{"text_verbosity": cfg.TextVerbosity, "reasoning_summary": cfg.ReasoningSummary, "unmapped": nonNil(unmapped(cfg))},
 		"budgets":          budgets,
 		"max_concurrency":  cfg.MaxConcurrency,
+		"capture_calls":    cfg.CaptureCalls,
 		"tools":            tools.view(),
 		"mcp_servers":      mcpStatus(p),
 		"vault":            vaultStatus(cfg, p),

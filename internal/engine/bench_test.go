@@ -15,7 +15,18 @@ import (
 // BenchmarkDurableStep measures full durable steps: a zero-latency scripted
 // model call, the step checkpoint (assistant message, intent, usage, events),
 // a read-only tool call and its result checkpoint. Each run is 20 steps.
+// capture=on also stores each call's normalized request and response.
 func BenchmarkDurableStep(b *testing.B) {
+	for _, capture := range []bool{false, true} {
+		name := "capture=off"
+		if capture {
+			name = "capture=on"
+		}
+		b.Run(name, func(b *testing.B) { benchDurableStep(b, capture) })
+	}
+}
+
+func benchDurableStep(b *testing.B, capture bool) {
 	const steps = 20
 	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
 		return tool.Text(a.Text), nil
@@ -33,7 +44,7 @@ func BenchmarkDurableStep(b *testing.B) {
 		return model.Response{Model: req.Model, Usage: model.Usage{InputTokens: 100, OutputTokens: 10},
 			ToolCalls: []model.ToolCall{{ID: fmt.Sprint("c", n), Name: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}}}, nil
 	})
-	h := newHarness(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, echo)
+	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, func(o *engine.Options) { o.CaptureCalls = capture }, echo)
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -86,7 +86,9 @@ type servedProvider interface {
 
 // checkpoint commits the assistant message, its tool intents, usage and the
 // model.call and tool.call events in one transaction.
-func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
+// With capture on, req (as sent, history of its messages the stored
+// conversation) becomes the step's call row.
+func (x *execution) checkpoint(ctx context.Context, resp model.Response, req model.Request, history int) error {
 	e := x.e
 	// A model can emit arguments that are not JSON. Keep what it sent, as a
 	// JSON string, so the checkpoint stays valid JSON and the tool answers
@@ -110,6 +112,9 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 		Model:     resp.Model,
 	}
 	cs := x.callStats
+	if e.o.CaptureCalls {
+		st.Call = x.capture(req, history, resp)
+	}
 	// cache_shortfall_tokens: the previous request's gross input minus this
 	// call's cache reads — how much a healthy cache should have covered.
 	hitPct := 0.0

@@ -106,6 +106,10 @@ type Options struct {
 	// its assistant message (DELTA_TOOL_ARG_MAX_BYTES); the journal keeps
 	// them whole (0 = off).
 	ToolArgMax int
+	// CaptureCalls stores each successfully served main-loop call, as the
+	// engine assembled it, with the checkpoint of its step
+	// (DELTA_CAPTURE_CALLS). Off, a step builds nothing for it.
+	CaptureCalls bool
 }
 
 // Engine executes runs.
@@ -474,6 +478,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		x.mu.Lock()
 		msgs := sanitize(x.history)
 		x.mu.Unlock()
+		nHistory := len(msgs) // the rest of msgs is rebuilt every turn
 		modelName := x.lastModel
 		if modelName == "" && len(e.o.Models) > 0 {
 			modelName = e.o.Models[0]
@@ -525,7 +530,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if strings.TrimSpace(resp.Text) != "" {
 			x.lastText = resp.Text
 		}
-		if err := x.checkpoint(ctx, resp); err != nil {
+		if err := x.checkpoint(ctx, resp, req, nHistory); err != nil {
 			return x.lastText, err
 		}
 		if len(resp.ToolCalls) == 0 {

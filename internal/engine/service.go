@@ -268,9 +268,13 @@ func (s *Service) Busy(ctx context.Context) (running, queued int, err error) {
 }
 
 // InspectRun returns any run, whoever owns it. Only for routes behind the
-// inspection gate.
+// inspection
+// gate. Its request, result and error are redacted like every inspection
+// read.
 func (s *Service) InspectRun(ctx context.Context, id string) (store.Run, error) {
-	return s.store.Run(ctx, id)
+	r, err := s.store.Run(ctx, id)
+	r.Request, r.Result, r.Error = s.redactRaw(r.Request), s.redactRaw(r.Result), s.engine.redactRead(r.Error)
+	return r, err
 }
 
 // InspectEvents reads stored events of every owner matching f. Only for

@@ -37,6 +37,9 @@ type Step struct {
 	Usage     model.Usage
 	Model     string
 	Events    []event.Event // written in the same transaction; IDs are filled in
+	// Call, when set, is the captured model call this step checkpoints
+	// (DELTA_CAPTURE_CALLS): it commits with the step or not at all.
+	Call *Call
 }
 
 // CommitStep writes a step atomically and returns its events with IDs.
@@ -66,6 +69,11 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 		if _, err := s.exec(ctx, tx, `INSERT INTO usage (run_id, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.RunID, step, st.Model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, now()); err != nil {
 			return err
+		}
+		if st.Call != nil {
+			if err := s.insertCall(ctx, tx, st.RunID, step, st.Call); err != nil {
+				return err
+			}
 		}
 		return s.insertEvents(ctx, tx, st.Events)
 	})

@@ -1,0 +1,50 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// A captured call commits with its step or not at all: a step refused
+// because the run already finished leaves no call row, and a committed one
+// carries the step number it was checkpointed as.
+func TestCallCommitsWithItsStep(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_1", SessionID: "sess_1"})
+	if _, _, err := s.Start(ctx, "resp_1", []model.Message{{Role: model.RoleUser, Content: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	step := func() store.Step {
+		return store.Step{RunID: "resp_1", SessionID: "sess_1", Model: "m",
+			Message: model.Message{Role: model.RoleAssistant, Content: "ok"},
+			Usage:   model.Usage{InputTokens: 10, OutputTokens: 2},
+			Call: &store.Call{Turn: 1, Model: "m", Provider: "p", Request: json.RawMessage(`{"system":["s"]}`),
+				Response: json.RawMessage(`{"text":"ok"}`), Usage: model.Usage{InputTokens: 10, OutputTokens: 2}, LatencyMS: 7}}
+	}
+	if _, err := s.CommitStep(ctx, step()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Finish(ctx, "resp_1", store.StatusDone, json.RawMessage(`{}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitStep(ctx, step()); !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("step after finish = %v, want ErrAlreadyFinal", err)
+	}
+	calls, err := s.Calls(ctx, "resp_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0].Step != 1 || calls[0].LatencyMS != 7 || string(calls[0].Request) != `{"system":["s"]}` || calls[0].Usage.InputTokens != 10 {
+		t.Fatalf("calls = %+v, want the one committed step's call", calls)
+	}
+	rows, more, err := s.ListRuns(ctx, store.RunFilter{})
+	if err != nil || more || len(rows) != 1 || rows[0].Calls != 1 {
+		t.Fatalf("ListRuns = %+v %v %v, want one run with one call", rows, more, err)
+	}
+}
