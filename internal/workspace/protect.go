@@ -65,3 +65,55 @@ func protected(orig, clean string) error {
 	}
 	return nil
 }
+
+// operatorRefused are the root names an operator cannot read or write
+// through the inspection API, lower-cased: the daemon's live state (its
+// database, spill, media and trash) and the files that hold secrets.
+var operatorRefused = map[string]bool{
+	".env":      true,
+	"delta.env": true,
+	DeltaDir:    true,
+}
+
+// CheckOperator reports whether the inspection API may read or write rel
+// on an operator's behalf. It follows CheckWritable's rules (case-folded
+// root names, the path as written and the path its symlinks lead to, the
+// root itself refused) with a narrower list: the bundle files an operator
+// edits (DELTA.md, POLICY.md, PROMPT_CONTEXT.md, vocab.json) are allowed,
+// while .delta with everything under it, .env, .env.* and delta.env are
+// refused with ErrProtected.
+func (r *Root) CheckOperator(rel string) error {
+	clean, err := r.clean(rel)
+	if err != nil {
+		return err
+	}
+	if err := operatorProtected(rel, clean); err != nil {
+		return err
+	}
+	real, err := r.follow(rel, clean)
+	if err != nil {
+		return err
+	}
+	target, err := r.Rel(real)
+	if err != nil {
+		return err
+	}
+	if target != clean {
+		if err := operatorProtected(rel, target); err != nil {
+			return fmt.Errorf("%w (through a symlink to %q)", err, target)
+		}
+	}
+	return nil
+}
+
+func operatorProtected(orig, clean string) error {
+	if clean == "." {
+		return fmt.Errorf("%w: %q is the workspace root itself", ErrProtected, orig)
+	}
+	first, _, _ := strings.Cut(clean, "/")
+	name := strings.ToLower(first)
+	if operatorRefused[name] || strings.HasPrefix(name, ".env.") {
+		return fmt.Errorf("%w: %q is the daemon's state or a secrets file (.delta/, .env, .env.*, delta.env), which inspection neither reads nor writes", ErrProtected, orig)
+	}
+	return nil
+}
