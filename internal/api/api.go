@@ -7,9 +7,12 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"io/fs"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,6 +39,7 @@ type Options struct {
 	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
 	Uploads      *Uploads                      // POST /v1/files; nil = 404
 	SelfFile     SelfFile                      // DELTA.md revisions under /v1/dev/revisions; nil = 404
+	Files        Files                         // /v1/dev/files (the workspace); nil = 404
 	// TrustReviewMetadata keeps review_kind and widen_authorized in the
 	// request metadata a run stores and echoes (DELTA_TRUST_REVIEW_METADATA);
 	// by default they are stripped. authToken is never kept.
@@ -45,8 +49,9 @@ type Options struct {
 
 // Server handles HTTP.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o          Options
+	mux        *http.ServeMux
+	sessionKey []byte // signs inspection session cookies; made at boot
 }
 
 // New builds the handler.
@@ -63,7 +68,7 @@ func New(o Options) *Server {
 	if o.Placement == nil {
 		o.Placement = func(string) string { return "trusted" }
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), sessionKey: newSessionKey()}
 	s.routes()
 	return s
 }
@@ -89,7 +94,13 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/dev/secrets/{name}", s.inspectWrite(func(w http.ResponseWriter, r *http.Request) { s.putSecret(w, r, true) }))
 	s.mux.Handle("DELETE /v1/dev/secrets/{name}", s.inspectWrite(s.deleteSecret))
 	s.mux.Handle("GET /v1/queue", s.control(s.queue))
+	s.mux.Handle("GET /v1/dev/runs", s.inspect(s.devRuns))
 	s.mux.Handle("GET /v1/dev/runs/{id}", s.inspect(s.devRun))
+	s.mux.Handle("GET /v1/dev/runs/{id}/calls", s.inspect(s.devCalls))
+	s.mux.Handle("GET /v1/dev/sessions", s.inspect(s.devSessions))
+	s.mux.Handle("GET /v1/dev/files", s.inspect(s.devFiles))
+	s.mux.Handle("GET /v1/dev/files/{path...}", s.inspect(s.devFile))
+	s.mux.Handle("PUT /v1/dev/files/{path...}", s.inspectWrite(s.putFile))
 	s.mux.Handle("GET /v1/dev/config", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
 		if s.o.DevConfig == nil {
 			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "config view is not available"})
@@ -101,14 +112,33 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/dev/revisions", s.inspect(s.listRevisions))
 	s.mux.Handle("GET /v1/dev/revisions/{id}/compare", s.inspect(s.compareRevision))
 	s.mux.Handle("POST /v1/dev/revisions/{id}/restore", s.inspectWrite(s.restoreRevision))
-	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'")
-		_, _ = w.Write(web.Index)
-	}))
+	s.mux.HandleFunc("POST /v1/dev/session", s.createSession)
+	s.mux.Handle("GET /v1/dev/session", s.inspect(s.sessionInfo))
+	s.mux.HandleFunc("DELETE /v1/dev/session", s.deleteSession)
+	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) { s.asset(w, "index.html") }))
+	s.mux.Handle("GET /dev/{file}", s.inspect(func(w http.ResponseWriter, r *http.Request) { s.asset(w, r.PathValue("file")) }))
 	s.mux.Handle("/v1/", s.control(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	}))
+}
+
+// asset serves one Cockpit file. The page runs only its own scripts and
+// styles and talks only to this origin.
+func (s *Server) asset(w http.ResponseWriter, name string) {
+	b, err := fs.ReadFile(web.Assets, name)
+	if err != nil {
+		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such Cockpit file: " + name})
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	if strings.HasSuffix(name, ".js") {
+		ct = "text/javascript; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(b)
 }
 
 // ServeHTTP implements http.Handler; it caps every request body. Uploads
@@ -142,7 +172,8 @@ func (s *Server) control(h http.HandlerFunc) http.Handler {
 	})
 }
 
-// inspect gates /v1/dev/*: the inspect bearer when configured, otherwise
+// inspect gates /dev and /v1/dev/*: the inspect bearer or a session cookie
+// (with its CSRF header on writes) when a token is configured, otherwise
 // loopback clients only.
 func (s *Server) inspect(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,9 +182,25 @@ func (s *Server) inspect(h http.HandlerFunc) http.Handler {
 			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "inspection is disabled (DELTA_INSPECT=off)"})
 			return
 		case s.o.InspectToken != "":
-			if !bearerOK(r, s.o.InspectToken) {
+			if bearerOK(r, s.o.InspectToken) {
+				break
+			}
+			valid, csrfOK := s.cookieAuth(r)
+			switch {
+			case valid && (csrfOK || safeMethod(r.Method)):
+			case valid:
+				writeError(w, s.o.Logger, &requestError{status: http.StatusForbidden, msg: "a write with the session cookie needs the X-Delta-CSRF header from POST /v1/dev/session"})
+				return
+			case r.Method == http.MethodGet && r.URL.Path == "/dev":
+				// The browser's way in: a form that trades the token for a cookie.
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write(web.Login(false))
+				return
+			default:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="delta-inspect"`)
-				writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "missing or wrong inspection bearer token"})
+				writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "missing or wrong inspection bearer token (or session cookie)"})
 				return
 			}
 		case !loopback(r):

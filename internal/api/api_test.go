@@ -263,8 +263,17 @@ func TestInspectionGate(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "/v1/dev/stream") {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `src="/dev/app.js"`) {
 		t.Fatalf("/dev from loopback: %d", resp.StatusCode)
+	}
+	resp, err = http.Get(open.URL + "/dev/stream.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") || !strings.Contains(string(body), "/v1/dev/stream?since=") {
+		t.Fatalf("/dev/stream.js from loopback: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	off := newServer(t, api.Options{InspectOff: true}, echoProvider)
 	if s, _ := do(t, "GET", off.URL+"/v1/dev/stream?live=0", ``, nil); s != 404 {

@@ -39,21 +39,3 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": rows})
 }
-
-// devRun is GET /v1/dev/runs/{id}: the run's full record for an operator,
-// whoever owns it (the inspection gate stands in for the owner check).
-func (s *Server) devRun(w http.ResponseWriter, r *http.Request) {
-	run, err := s.o.Service.InspectRun(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, s.o.Logger, err)
-		return
-	}
-	v := viewOf(run)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"task": v, "owner": run.Owner, "previous_response_id": run.PreviousID, "model": run.Model,
-		"steps": run.Steps, "attempts": run.Attempts,
-		"usage": map[string]any{"input_tokens": run.Usage.InputTokens, "output_tokens": run.Usage.OutputTokens,
-			"cache_read_tokens": run.Usage.CacheReadTokens, "cache_write_tokens": run.Usage.CacheWriteTokens, "cost_usd": run.Usage.CostUSD},
-		"request": run.Request,
-	})
-}

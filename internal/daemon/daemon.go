@@ -48,6 +48,7 @@ type parts struct {
 	mcp       *mcp.Manager // nil without servers (and in delta run)
 	store     *store.Store
 	workspace string // absolute path, for uploads
+	files     *workspace.Root
 	images    *vision.Registry
 	self      *remember.File // DELTA.md and its revisions (restorable in safe mode too)
 	skills    *skills.Index  // DELTA_SKILLS=local outside safe mode; nil otherwise
@@ -92,7 +93,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	if err != nil {
 		return nil, err
 	}
-	p := &parts{store: st, workspace: ws.Dir()}
+	p := &parts{store: st, workspace: ws.Dir(), files: ws}
 	p.closers.add("store", func(context.Context) error { return st.Close() })
 	defer func() {
 		if err != nil {
@@ -273,6 +274,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite, SelfFile: p.self,
 		StrictTenant: cfg.StrictTenant, TrustReviewMetadata: cfg.TrustReviewMetadata, DevConfig: func() any { return devConfig(cfg, p) },
 		Uploads: &api.Uploads{Dir: p.workspace, Stored: verifyUpload(p.images, logger)},
+		Files:   p.files,
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	if err := p.queue.Open(); err != nil {

@@ -97,7 +97,7 @@ func devConfig(cfg config.Config, p *parts) map[string]any {
 		}
 	}
 	return map[string]any{
-		"version": st["version"], "build": cfg.Build,
+		"version": st["version"], "build": cfg.Build, "agent_id": cfg.AgentID,
 		"model": map[string]any{"primary": cfg.ModelPrimary, "fallbacks": cfg.ModelFallbacks, "api": cfg.ModelAPI,
 			"provider": st["provider"], "provider_chain": st["provider_chain"], "utility_model": st["utility_model"]},
 		"mcp_servers": st["mcp_servers"],

@@ -1,0 +1,161 @@
+import { session, get } from "./api.js";
+import { follow } from "./stream.js";
+import { fill, h, usd } from "./dom.js";
+import { renderRunsList, renderRunDetail, renderTimeline } from "./runs.js";
+import { renderCallsList, renderCall } from "./calls.js";
+import { renderToolsList, renderTool } from "./tools.js";
+import { loadTree, openFile } from "./files.js";
+import { loadMemory } from "./memory.js";
+
+const $ = (id) => document.getElementById(id);
+
+// state is the live view: runs by id, each run's durable events in arrival
+// order (ids never repeat), live text, and what each tab has selected.
+const state = {
+  runs: new Map(), events: new Map(), order: [], liveText: new Map(),
+  selected: "", tab: "runs", capture: false, detail: null, calls: [], call: -1, tool: -1,
+  callEvents: new Map(),
+  callCount(r) { return Math.max(r.calls || 0, this.capture ? (this.callEvents.get(r.id) || 0) : 0); },
+};
+
+function runOf(ev) {
+  let r = state.runs.get(ev.run_id);
+  if (!r) {
+    r = { id: ev.run_id, session_id: ev.session_id, owner: ev.owner || "", status: "queued", steps: 0, usage: {}, calls: 0, input: "", created_at: ev.time };
+    state.runs.set(r.id, r);
+    if (ev.name !== "run.queued") refreshRun(r.id); // a run from before this page's list
+  }
+  return r;
+}
+
+async function refreshRun(id) {
+  try {
+    const d = await get(`/v1/dev/runs/${id}`);
+    Object.assign(state.runs.get(id), d.run);
+    if (id === state.selected) state.detail = d;
+    schedule();
+  } catch { /* gone or not yet visible: the stream keeps it current */ }
+}
+
+function onEvent(ev) {
+  if (!ev.run_id) return;
+  const r = runOf(ev);
+  if (!ev.id) { // ephemeral: streamed text of a running turn
+    if (ev.name === "output_text.delta") state.liveText.set(r.id, (state.liveText.get(r.id) || "") + ev.data.delta);
+    return schedule();
+  }
+  state.order.push(ev.id);
+  if (!state.events.has(r.id)) state.events.set(r.id, []);
+  state.events.get(r.id).push(ev);
+  const d = ev.data || {};
+  switch (ev.name) {
+    case "run.queued": if (!r.input) refreshRun(r.id); break;
+    case "run.started": case "run.resumed": r.status = "running"; if (!r.started_at) r.started_at = ev.time; break;
+    case "turn.started": state.liveText.delete(r.id); break;
+    case "model.call": r.model = d.model; state.callEvents.set(r.id, (state.callEvents.get(r.id) || 0) + 1); break;
+    case "checkpoint": r.steps = d.steps; r.usage = { ...r.usage, ...d.usage }; break;
+    case "run.finished": r.status = d.status; r.error = d.error || ""; r.finished_at = ev.time; state.liveText.delete(r.id);
+      refreshRun(r.id); break;
+  }
+  if (r.id === state.selected && (ev.name === "tool.result" || ev.name === "checkpoint")) refreshSelected();
+  schedule();
+}
+
+let pending = false;
+function schedule() { if (!pending) { pending = true; requestAnimationFrame(render); } }
+
+function render() {
+  pending = false;
+  let tokens = 0, cost = 0, captured = 0;
+  for (const r of state.runs.values()) {
+    const u = r.usage || {};
+    tokens += (u.input_tokens || 0) + (u.output_tokens || 0); cost += u.cost_usd || 0;
+    if (state.callCount(r) > 0) captured++;
+  }
+  $("h-tokens").textContent = tokens.toLocaleString(); $("h-cost").textContent = usd(cost); $("h-captured").textContent = captured;
+  if (state.tab === "runs") { renderRunsList($("runs-list"), state, select); renderRunDetail($("run-detail"), state, state.detail); }
+}
+
+function runPicker(onPick) {
+  const rows = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""));
+  return h("div", { style: "padding:8px 12px;border-bottom:1px solid #262a33" }, "Run ",
+    h("select", { onchange: (e) => { select(e.target.value, true); onPick(); } },
+      rows.map((r) => h("option", { value: r.id, selected: r.id === state.selected }, `${r.id.slice(0, 17)} · ${r.status}`))));
+}
+
+async function select(id, quiet) {
+  state.selected = id; state.detail = null; state.call = -1; state.tool = -1;
+  await refreshSelected();
+  if (!quiet) schedule();
+}
+
+let refreshing = null;
+async function refreshSelected() {
+  if (refreshing) return refreshing;
+  refreshing = (async () => {
+    const id = state.selected;
+    if (!id) return;
+    try { state.detail = await get(`/v1/dev/runs/${id}`); state.calls = state.detail.calls; Object.assign(state.runs.get(id) || {}, state.detail.run); }
+    catch { state.detail = null; state.calls = []; }
+    schedule();
+    if (state.tab === "calls") showCalls();
+    if (state.tab === "tools") showTools();
+  })();
+  try { await refreshing; } finally { refreshing = null; }
+}
+
+function showCalls() {
+  const list = $("calls-list");
+  const pick = (i) => { state.call = i; showCalls(); };
+  fill(list, runPicker(showCalls), h("div"));
+  renderCallsList(list.lastChild, state.calls, state.call, pick);
+  renderCall($("call-detail"), state.calls, state.call);
+}
+
+function showTools() {
+  const list = $("tools-list");
+  const journal = (state.detail && state.detail.journal) || [];
+  const pick = (i) => { state.tool = i; showTools(); };
+  fill(list, runPicker(showTools), h("div"));
+  renderToolsList(list.lastChild, journal, state.tool, pick);
+  renderTool($("tool-detail"), journal[state.tool]);
+}
+
+function showTab(tab) {
+  state.tab = tab;
+  for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("on", b.dataset.tab === tab);
+  for (const s of document.querySelectorAll(".tab")) s.classList.toggle("on", s.id === "tab-" + tab);
+  if ((tab === "calls" || tab === "tools") && !state.selected) {
+    const newest = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""))[0];
+    if (newest) return select(newest.id).then(() => showTab(tab));
+  }
+  if (tab === "calls") showCalls();
+  if (tab === "tools") showTools();
+  if (tab === "files") loadTree($("files-tree"), (p) => openFile($("file-editor"), p));
+  if (tab === "memory") loadMemory($("memory"));
+  schedule();
+}
+
+async function boot() {
+  for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
+  await session();
+  get("/v1/dev/config").then((c) => {
+    $("h-agent").textContent = c.agent_id || "(no DELTA_AGENT_ID)";
+    $("h-provider").textContent = (c.model && (c.model.provider || c.model.api)) ? `${c.model.provider || c.model.api} · ${c.model.primary || ""}` : "—";
+    state.capture = !!c.capture_calls; schedule();
+  }).catch(() => { $("h-agent").textContent = "—"; $("h-provider").textContent = "—"; });
+  // The list first (newest 200 runs with their counters), then the stream
+  // from the start: the timeline of every run in view is complete.
+  try { const l = await get("/v1/dev/runs?limit=200"); for (const r of l.data) state.runs.set(r.id, r); } catch { /* the stream fills it */ }
+  schedule();
+  state.stream = follow({ onEvent, onState: (on) => { $("live").textContent = on ? "live" : "reconnecting…"; $("live").className = on ? "on" : "off"; } });
+}
+
+// For tests and benchmarks: read-only views of the live state.
+window.cockpit = {
+  state, renderTimeline,
+  eventIds: () => state.order.slice(),
+  last: () => (state.stream ? state.stream.last() : 0),
+  showTab, select,
+};
+boot();

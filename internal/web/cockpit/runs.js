@@ -1,0 +1,60 @@
+import { h, fill, short, time, usd, badge } from "./dom.js";
+
+// One run's live timeline: every durable event of the run, newest last.
+// Built into a fragment and swapped in once, so a long run renders in one
+// layout pass.
+export function renderTimeline(events) {
+  const body = document.createDocumentFragment();
+  for (const ev of events) {
+    body.append(h("tr", { dataset: { id: ev.id } },
+      h("td.n", ev.id), h("td", time(ev.time)), h("td", ev.turn || ""), h("td.n", ev.name), h("td.d", short(JSON.stringify(ev.data || {}), 300))));
+  }
+  return h("table.tl", h("thead", h("tr", h("th", "id"), h("th", "time"), h("th", "turn"), h("th", "event"), h("th", "data"))), h("tbody", body));
+}
+
+// turns groups a run's events by turn: the model call and the tool calls.
+function turns(events) {
+  const by = new Map();
+  for (const ev of events) {
+    if (!ev.turn) continue;
+    const t = by.get(ev.turn) || { turn: ev.turn, tools: [] };
+    if (ev.name === "model.call") t.call = ev.data;
+    if (ev.name === "tool.call") t.tools.push(ev.data.name);
+    if (ev.name === "tool.result" && ev.data.is_error) t.errors = (t.errors || 0) + 1;
+    by.set(ev.turn, t);
+  }
+  return [...by.values()];
+}
+
+export function renderRunsList(el, state, select) {
+  const rows = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""));
+  if (!rows.length) return fill(el, h("p.empty", { style: "padding:12px" }, "No runs yet. Send a task: delta send, or POST /v1/tasks."));
+  fill(el, rows.map((r) => h("div.row" + (r.id === state.selected ? ".sel" : ""), { dataset: { run: r.id, status: r.status }, onclick: () => select(r.id) },
+    h("div.t", h("span.mono", r.id.slice(0, 17)), badge(r.status, "st-" + r.status)),
+    h("div.s", short(r.input, 90) || "—"),
+    h("div.s", `${r.steps || 0} turns · ${((r.usage || {}).input_tokens || 0) + ((r.usage || {}).output_tokens || 0)} tok · ${usd((r.usage || {}).cost_usd)} · ${state.callCount(r)} calls`))));
+}
+
+export function renderRunDetail(el, state, detail) {
+  const r = state.runs.get(state.selected);
+  if (!r) return fill(el, h("p.empty", "Select a run."));
+  const evs = state.events.get(r.id) || [];
+  const u = r.usage || {};
+  const out = detail && detail.task && detail.task.result && detail.task.result.output_text;
+  fill(el,
+    h("h2", r.id, " ", badge(r.status, "st-" + r.status)),
+    h("table", h("tbody",
+      h("tr", h("th", "session"), h("td.mono", r.session_id), h("th", "owner"), h("td", r.owner || "—")),
+      h("tr", h("th", "model"), h("td", r.model || "—"), h("th", "turns"), h("td", r.steps || 0)),
+      h("tr", h("th", "tokens"), h("td", `${u.input_tokens || 0} in · ${u.output_tokens || 0} out · ${u.cache_read_tokens || 0} cached`), h("th", "cost"), h("td", usd(u.cost_usd))))),
+    h("h3", "Request"), h("pre", r.input || ""),
+    state.liveText.get(r.id) && r.status === "running" ? [h("h3", "Streaming"), h("pre", state.liveText.get(r.id))] : null,
+    out ? [h("h3", "Final answer"), h("pre.answer", out)] : null,
+    r.error ? [h("h3", "Error"), h("pre.err", r.error)] : null,
+    h("h3", "Turns"),
+    h("table", h("thead", h("tr", h("th", "turn"), h("th", "model"), h("th", "tokens in/out"), h("th", "latency"), h("th", "tools"))),
+      h("tbody", turns(evs).map((t) => h("tr", h("td", t.turn), h("td", (t.call && t.call.model) || "…"),
+        h("td", t.call ? `${t.call.usage.input_tokens}/${t.call.usage.output_tokens}` : ""), h("td", t.call ? t.call.latency_ms + " ms" : ""),
+        h("td", t.tools.join(", ") + (t.errors ? ` (${t.errors} failed)` : "")))))),
+    h("h3", `Timeline (${evs.length} events)`), renderTimeline(evs));
+}

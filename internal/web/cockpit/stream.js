@@ -1,0 +1,47 @@
+// Follows /v1/dev/stream. It keeps the last durable event id and, when the
+// connection drops or the server cuts it with its fell-behind error frame,
+// reconnects with ?since=<that id>, so every stored event arrives exactly
+// once. Frames are parsed from a fetch body rather than EventSource, so
+// every event name is seen (EventSource only delivers names it was told).
+export function follow({ onEvent, onState, since = 0 }) {
+  let last = since, stopped = false, ctl = null, wait = 250;
+  const seen = new Set();
+  async function once() {
+    ctl = new AbortController();
+    const r = await fetch(`/v1/dev/stream?since=${last}`, { signal: ctl.signal, credentials: "same-origin", headers: { accept: "text/event-stream" } });
+    if (r.status === 401) { location.href = "/dev"; return; }
+    if (!r.ok || !r.body) throw new Error("stream " + r.status);
+    onState(true); wait = 250;
+    const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const frame = buf.slice(0, i); buf = buf.slice(i + 2);
+        let name = "", data = "";
+        for (const line of frame.split("\n")) {
+          if (line.startsWith("event: ")) name = line.slice(7);
+          else if (line.startsWith("data: ")) data += line.slice(6);
+        }
+        if (!data) continue; // heartbeat comment
+        let ev; try { ev = JSON.parse(data); } catch { continue; }
+        if (name === "error" && !ev.name) { ctl.abort(); return; } // cut for falling behind: resume from last
+        if (ev.id) { if (seen.has(ev.id)) continue; seen.add(ev.id); last = Math.max(last, ev.id); }
+        onEvent(ev);
+      }
+    }
+  }
+  (async () => {
+    while (!stopped) {
+      try { await once(); } catch (e) { /* dropped: reconnect below */ }
+      onState(false);
+      if (stopped) break;
+      await new Promise((r) => setTimeout(r, wait));
+      wait = Math.min(wait * 2, 5000);
+    }
+  })();
+  return { last: () => last, stop() { stopped = true; if (ctl) ctl.abort(); } };
+}
