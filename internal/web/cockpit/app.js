@@ -78,7 +78,7 @@ function render() {
 
 function runPicker(onPick) {
   const rows = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""));
-  return h("div", { style: "padding:8px 12px;border-bottom:1px solid #262a33" }, "Run ",
+  return h("div.picker", "Run ",
     h("select", { onchange: (e) => { select(e.target.value, true); onPick(); } },
       rows.map((r) => h("option", { value: r.id, selected: r.id === state.selected }, `${r.id.slice(0, 17)} · ${r.status}`))));
 }
@@ -131,7 +131,10 @@ function showTab(tab) {
   }
   if (tab === "calls") showCalls();
   if (tab === "tools") showTools();
-  if (tab === "files") loadTree($("files-tree"), (p) => openFile($("file-editor"), p));
+  if (tab === "files") {
+    const tree = () => loadTree($("files-tree"), (p) => openFile($("file-editor"), p, tree));
+    tree();
+  }
   if (tab === "memory") loadMemory($("memory"));
   schedule();
 }
@@ -148,7 +151,7 @@ async function boot() {
   // from the start: the timeline of every run in view is complete.
   try { const l = await get("/v1/dev/runs?limit=200"); for (const r of l.data) state.runs.set(r.id, r); } catch { /* the stream fills it */ }
   schedule();
-  state.stream = follow({ onEvent, onState: (on) => { $("live").textContent = on ? "live" : "reconnecting…"; $("live").className = on ? "on" : "off"; } });
+  state.stream = follow({ onEvent, onState: (on) => { if (on) window.cockpit.connected++; $("live").textContent = on ? "live" : "reconnecting…"; $("live").className = on ? "on" : "off"; } });
 }
 
 // For tests and benchmarks: read-only views of the live state.
@@ -157,5 +160,7 @@ window.cockpit = {
   eventIds: () => state.order.slice(),
   last: () => (state.stream ? state.stream.last() : 0),
   showTab, select,
+  drop: () => state.stream && state.stream.drop(),
+  connected: 0,
 };
 boot();

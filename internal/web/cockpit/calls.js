@@ -24,10 +24,10 @@ export function diff(prev, cur) {
   };
 }
 
-const msgLine = (m) => h("div", h("span.kind", m.kind), h("b", m.role), " ", m.tool_calls ? "→ " + m.tool_calls.map((t) => t.name).join(", ") : short(m.content, 160));
+const msgLine = (m) => h("span", h("span.kind", m.kind), h("b", m.role), " ", m.tool_calls ? "→ " + m.tool_calls.map((t) => t.name).join(", ") : short(m.content, 160));
 
 export function renderCallsList(el, calls, sel, pick) {
-  if (!calls.length) return fill(el, h("p.empty", { style: "padding:12px" }, "No captured calls for this run. Capture is on under delta dev; elsewhere set DELTA_CAPTURE_CALLS=1."));
+  if (!calls.length) return fill(el, h("p.empty.pad", "No captured calls for this run. Capture is on under delta dev; elsewhere set DELTA_CAPTURE_CALLS=1."));
   fill(el, calls.map((c, i) => {
     const held = i > 0 ? diff(calls[i - 1], c).prefixHeld : null;
     return h("div.row" + (i === sel ? ".sel" : ""), { dataset: { call: c.id }, onclick: () => pick(i) },
@@ -45,7 +45,7 @@ export function renderCall(el, calls, i) {
   fill(el,
     h("h2", `Turn ${c.turn} · step ${c.step}`),
     d ? h("div.diff", h("h3", "Against the previous turn"),
-      h("p", d.prefixHeld ? h("span.ok", "Cached prefix held") : h("span.err", "Cached prefix changed"), ` (prefix ${rq.prefix_key}) · ${d.kept} messages unchanged`),
+      h("p", d.prefixHeld ? h("span.ok", "Cached prefix held") : h("span.err", "Cached prefix changed"), ` (prefix ${rq.prefix_key}) · ${d.kept} message${d.kept === 1 ? "" : "s"} unchanged, ${d.added.length} new, ${d.removed.length} gone`),
       d.system.length ? h("p", "System blocks changed: ", d.system.join(", ")) : null,
       d.toolsAdded.length ? h("p.add", "+ tools: ", d.toolsAdded.join(", ")) : null,
       d.toolsRemoved.length ? h("p.del", "− tools: ", d.toolsRemoved.join(", ")) : null,

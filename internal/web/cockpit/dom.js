@@ -9,6 +9,7 @@ export function h(spec, attrs, ...kids) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
     else if (k === "dataset") Object.assign(el.dataset, v);
+    else if (k === "style") el.style.cssText = v; // through CSSOM: the page's CSP refuses style attributes
     else el.setAttribute(k, v === true ? "" : v);
   }
   for (const k of kids.flat(Infinity)) {
@@ -21,6 +22,6 @@ export function h(spec, attrs, ...kids) {
 export const fill = (el, ...kids) => { el.replaceChildren(); for (const k of kids.flat(Infinity)) if (k) el.append(k); return el; };
 export const pretty = (v) => { try { return JSON.stringify(typeof v === "string" ? JSON.parse(v) : v, null, 2); } catch { return String(v); } };
 export const short = (s, n = 120) => { s = String(s ?? ""); return s.length > n ? s.slice(0, n) + "…" : s; };
-export const time = (t) => t ? new Date(t).toLocaleTimeString() : "";
+export const time = (t) => t ? new Date(t).toLocaleTimeString([], { hour12: false }) : "";
 export const usd = (v) => "$" + Number(v || 0).toFixed(4);
 export const badge = (text, cls = "") => h("span.badge" + (cls ? "." + cls : ""), text);

@@ -28,7 +28,7 @@ function turns(events) {
 
 export function renderRunsList(el, state, select) {
   const rows = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""));
-  if (!rows.length) return fill(el, h("p.empty", { style: "padding:12px" }, "No runs yet. Send a task: delta send, or POST /v1/tasks."));
+  if (!rows.length) return fill(el, h("p.empty.pad", "No runs yet. Send a task: delta send, or POST /v1/tasks."));
   fill(el, rows.map((r) => h("div.row" + (r.id === state.selected ? ".sel" : ""), { dataset: { run: r.id, status: r.status }, onclick: () => select(r.id) },
     h("div.t", h("span.mono", r.id.slice(0, 17)), badge(r.status, "st-" + r.status)),
     h("div.s", short(r.input, 90) || "—"),

@@ -43,5 +43,7 @@ export function follow({ onEvent, onState, since = 0 }) {
       wait = Math.min(wait * 2, 5000);
     }
   })();
-  return { last: () => last, stop() { stopped = true; if (ctl) ctl.abort(); } };
+  // drop cuts the current connection as a network failure would; the loop
+  // reconnects from the last durable id.
+  return { last: () => last, drop() { if (ctl) ctl.abort(); }, stop() { stopped = true; if (ctl) ctl.abort(); } };
 }

@@ -1,7 +1,7 @@
 import { h, fill, short, pretty, badge } from "./dom.js";
 
 export function renderToolsList(el, journal, sel, pick) {
-  if (!journal.length) return fill(el, h("p.empty", { style: "padding:12px" }, "No tool calls in this run."));
+  if (!journal.length) return fill(el, h("p.empty.pad", "No tool calls in this run."));
   fill(el, journal.map((j, i) => h("div.row" + (i === sel ? ".sel" : ""), { dataset: { tool: j.call_id }, onclick: () => pick(i) },
     h("div.t", h("b", j.name), h("span", badge(j.class === "read_only" ? "read-only" : "mutating"), " ", badge(j.state === "in_doubt" ? "in doubt" : j.is_error ? "error" : "done", j.state === "in_doubt" ? "in_doubt" : j.is_error ? "st-failed" : "st-done"))),
     h("div.s", short(JSON.stringify(j.arguments), 100)),

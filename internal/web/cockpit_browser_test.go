@@ -1,0 +1,370 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/deltaharness/delta/internal/browser/browsertest"
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/daemon"
+	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/web"
+)
+
+var chromium = &browsertest.Browser{Name: "cockpit"}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	chromium.Close()
+	os.Exit(code)
+}
+
+// addrCatcher takes the listening address from the daemon's boot log.
+type addrCatcher struct {
+	once sync.Once
+	addr chan string
+}
+
+func (a *addrCatcher) Enabled(context.Context, slog.Level) bool { return true }
+func (a *addrCatcher) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "delta listening" {
+		r.Attrs(func(at slog.Attr) bool {
+			if at.Key == "addr" {
+				a.once.Do(func() { a.addr <- at.Value.String() })
+			}
+			return true
+		})
+	}
+	return nil
+}
+func (a *addrCatcher) WithAttrs([]slog.Attr) slog.Handler { return a }
+func (a *addrCatcher) WithGroup(string) slog.Handler      { return a }
+
+// writeThenAnswer writes a note on its first turn and answers on the next.
+func writeThenAnswer(req modeltest.ChatRequest) modeltest.Reply {
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			return modeltest.TextReply("All done: wrote notes/hello.txt.")
+		}
+	}
+	return modeltest.ToolReply(modeltest.ToolCall{ID: "call_w", Name: "write_file", Arguments: `{"path":"notes/hello.txt","content":"hello from the agent"}`})
+}
+
+type daemonUnderTest struct {
+	url  string
+	ws   string
+	fake *modeltest.Server
+}
+
+// startDaemon runs the real daemon in process on a loopback port, against
+// the scripted model, with capture and inspection writes on as under
+// delta dev.
+func startDaemon(t *testing.T) *daemonUnderTest {
+	t.Helper()
+	fake, err := modeltest.Start(writeThenAnswer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for name, body := range map[string]string{"DELTA.md": "# Who I am\n", ".env": "SECRET=never-shown\n"} {
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{
+		"DELTA_DB": filepath.Join(ws, ".delta", "delta.db"), "DELTA_WORKSPACE": ws, "DELTA_CODE_CLI": "/bin/true",
+		"MODEL_BASE_URL": fake.URL(), "MODEL_API_KEY": "fake-key", "DELTA_MODEL_PRIMARY": "scripted/cockpit",
+		"DELTA_CAPTURE_CALLS": "1", "DELTA_INSPECT_WRITE": "1", "DELTA_AGENT_ID": "cockpit-test-agent",
+	}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Port, cfg.Bind = 0, "127.0.0.1"
+	ctx, cancel := context.WithCancel(context.Background())
+	catch := &addrCatcher{addr: make(chan string, 1)}
+	errc := make(chan error, 1)
+	go func() { errc <- daemon.Serve(ctx, cfg, slog.New(catch)) }()
+	var addr string
+	select {
+	case addr = <-catch.addr:
+	case err := <-errc:
+		cancel()
+		t.Fatalf("daemon ended before listening: %v", err)
+	case <-time.After(time.Minute):
+		cancel()
+		t.Fatal("daemon never listened")
+	}
+	t.Cleanup(func() { cancel(); <-errc })
+	return &daemonUnderTest{url: "http://" + addr, ws: ws, fake: fake}
+}
+
+func (d *daemonUnderTest) submit(t *testing.T, text string) string {
+	t.Helper()
+	resp, err := http.Post(d.url+"/v1/tasks", "application/json", strings.NewReader(`{"input":`+strconv.Quote(text)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	i := strings.Index(string(b), `"id":"`)
+	if resp.StatusCode != 202 || i < 0 {
+		t.Fatalf("submit = %d %s", resp.StatusCode, b)
+	}
+	id := string(b[i+6:])
+	return id[:strings.IndexByte(id, '"')]
+}
+
+// storedIDs reads every stored event id from the replayable stream.
+func (d *daemonUnderTest) storedIDs(t *testing.T) []int64 {
+	t.Helper()
+	resp, err := http.Get(d.url + "/v1/dev/stream?since=0&live=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ids []int64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ids = append(ids, n)
+		}
+	}
+	return ids
+}
+
+// waitFor polls a JavaScript condition in the page until it is true.
+func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))
+		t.Fatalf("waiting for %s (%s): %v\npage:\n%s", what, expr, err, body)
+	}
+}
+
+func run(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// js runs statements in the page.
+func js(t *testing.T, ctx context.Context, stmts string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(() => { "+stmts+"; return true })()")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(sel)+`) || {}).textContent || ""`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", path)
+}
+
+// The operator's path through the Cockpit, in real Chromium against the
+// real daemon and the scripted model: a run appears and finishes live
+// (across a reload and a dropped stream, with every stored event exactly
+// once), its captured call shows the user's words and a tool schema, its
+// tool call shows the result, and an edit in Files lands on disk.
+func TestCockpitInChromium(t *testing.T) {
+	d := startDaemon(t)
+	shots := os.Getenv("COCKPIT_SHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctx := chromium.Open(t, d.url+"/dev")
+	run(t, ctx, chromedp.EmulateViewport(1400, 900))
+	waitFor(t, ctx, "the stream", `document.getElementById("live").className === "on"`)
+	if got := text(t, ctx, "#h-agent"); got != "cockpit-test-agent" {
+		t.Errorf("header agent = %q", got)
+	}
+	if got := text(t, ctx, "#h-provider"); !strings.Contains(got, "scripted/cockpit") {
+		t.Errorf("header provider = %q, want the live model", got)
+	}
+
+	// The model holds its first answer: the run stays running meanwhile.
+	d.fake.Hold()
+	id := d.submit(t, "Write a hello note please (marker 7fq2)")
+	waitFor(t, ctx, "the run to appear live", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]')`, id))
+
+	// Reload mid-run, then cut the stream: the page resumes each time.
+	run(t, ctx, chromedp.Reload())
+	waitFor(t, ctx, "the stream after reload", `window.cockpit && document.getElementById("live").className === "on"`)
+	waitFor(t, ctx, "the running run after reload", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]')`, id))
+	js(t, ctx, `window.cockpit.drop()`)
+	d.fake.Release()
+	waitFor(t, ctx, "the run to finish live", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, id))
+	waitFor(t, ctx, "a reconnect after the drop", `window.cockpit.connected >= 2`)
+	stored := d.storedIDs(t)
+	waitFor(t, ctx, "every stored event", fmt.Sprintf(`window.cockpit.eventIds().length >= %d`, len(stored)))
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]int64](`window.cockpit.eventIds()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(got)), stored) {
+		t.Fatalf("page events %v\nstored       %v\nwant each stored event exactly once", got, stored)
+	}
+
+	// Runs: the run's detail with its final answer and turns.
+	run(t, ctx, chromedp.Click(fmt.Sprintf(`[data-run=%q]`, id)))
+	waitFor(t, ctx, "the final answer", `(document.querySelector("#run-detail .answer") || {}).textContent === "All done: wrote notes/hello.txt."`)
+	if got := text(t, ctx, "#h-captured"); got != "1" {
+		t.Errorf("header runs captured = %q, want 1", got)
+	}
+	screenshot(t, ctx, shots, "1-runs")
+
+	// Calls: the first turn's request has the user's words and the tool
+	// schema; the second turn's diff says the cached prefix held.
+	run(t, ctx, chromedp.Click(`[data-tab="calls"]`))
+	waitFor(t, ctx, "the calls list", `document.querySelectorAll("#calls-list [data-call]").length === 2`)
+	run(t, ctx, chromedp.Click(`#calls-list [data-call]`))
+	waitFor(t, ctx, "the call detail", `document.querySelector("#call-detail details.tools") !== null`)
+	js(t, ctx, `document.querySelectorAll("#call-detail details").forEach(d => d.open = d.classList.contains("tool") ? d.textContent.startsWith("write_file") : !d.classList.contains("system"))`)
+	call := text(t, ctx, "#call-detail")
+	if !strings.Contains(call, "Write a hello note please (marker 7fq2)") || !strings.Contains(call, "write_file") || !strings.Contains(call, `"content"`) {
+		t.Errorf("call detail lacks the request text or the write_file schema:\n%.1500s", call)
+	}
+	screenshot(t, ctx, shots, "2-calls")
+	run(t, ctx, chromedp.Click(`#calls-list [data-call]:nth-of-type(2)`))
+	waitFor(t, ctx, "the second turn's diff", `document.querySelector("#call-detail .diff") !== null`)
+	if diff := text(t, ctx, "#call-detail .diff"); !strings.Contains(diff, "Cached prefix held") || !strings.Contains(diff, "write_file") {
+		t.Errorf("second turn diff = %q, want the prefix held and the new tool call", diff)
+	}
+	screenshot(t, ctx, shots, "3-calls-diff")
+
+	// Tools: the write_file call with its result.
+	run(t, ctx, chromedp.Click(`[data-tab="tools"]`))
+	waitFor(t, ctx, "the journal", `document.querySelectorAll("#tools-list [data-tool]").length === 1`)
+	run(t, ctx, chromedp.Click(`#tools-list [data-tool]`))
+	waitFor(t, ctx, "the tool result", `document.querySelector("#tool-detail pre.result") !== null`)
+	if res := text(t, ctx, "#tool-detail"); !strings.Contains(res, "notes/hello.txt") || !strings.Contains(res, "Mutating") {
+		t.Errorf("tool detail = %q", res)
+	}
+	screenshot(t, ctx, shots, "4-tools")
+
+	// Files: the agent's note is in the tree, .delta and .env are not;
+	// an edit of DELTA.md is saved to disk.
+	run(t, ctx, chromedp.Click(`[data-tab="files"]`))
+	waitFor(t, ctx, "the tree", `!!document.querySelector('#files-tree [data-path="notes/hello.txt"]')`)
+	if tree := text(t, ctx, "#files-tree"); strings.Contains(tree, ".delta") || strings.Contains(tree, "delta.db") || strings.Contains(tree, ".env") || !strings.Contains(tree, "DELTA.md") {
+		t.Errorf("tree = %q, want DELTA.md without the daemon's state or .env", tree)
+	}
+	run(t, ctx, chromedp.Click(`#files-tree [data-path="DELTA.md"]`))
+	waitFor(t, ctx, "the editor", `(document.getElementById("editor") || {}).value === "# Who I am\n"`)
+	js(t, ctx, `document.getElementById("editor").value = "# Who I am\nEdited in the Cockpit.\n"`)
+	run(t, ctx, chromedp.Click(`#save`))
+	waitFor(t, ctx, "the save", `document.getElementById("save-note").textContent.startsWith("Saved")`)
+	if b, err := os.ReadFile(filepath.Join(d.ws, "DELTA.md")); err != nil || string(b) != "# Who I am\nEdited in the Cockpit.\n" {
+		t.Errorf("DELTA.md on disk after save: %q %v", b, err)
+	}
+	screenshot(t, ctx, shots, "5-files")
+
+	// Memory: this daemon serves no revisions, so the tab says so.
+	run(t, ctx, chromedp.Click(`[data-tab="memory"]`))
+	waitFor(t, ctx, "the memory tab", `!!document.querySelector("#memory h2")`)
+	screenshot(t, ctx, shots, "6-memory")
+}
+
+// BenchmarkCockpitBytes reports the Cockpit's embedded size.
+func BenchmarkCockpitBytes(b *testing.B) {
+	for b.Loop() {
+		_ = web.Size()
+	}
+	b.ReportMetric(float64(web.Size()), "bytes")
+}
+
+// BenchmarkRenderRun1000Events times, in Chromium, building and laying out
+// the timeline of a run with 1,000 events.
+func BenchmarkRenderRun1000Events(b *testing.B) {
+	d := startDaemonB(b)
+	ctx := chromium.Open(b, d+"/dev")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!window.cockpit`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		b.Fatal(err)
+	}
+	const render = `(() => {
+	  const evs = [];
+	  for (let i = 1; i <= 1000; i++) evs.push({id: i, run_id: "resp_x", name: i % 3 ? "tool.result" : "model.call", turn: 1 + (i >> 3), time: new Date().toISOString(), data: {call_id: "c" + i, name: "read_file", preview: "x".repeat(120)}});
+	  const el = document.getElementById("run-detail");
+	  const t0 = performance.now();
+	  el.replaceChildren(window.cockpit.renderTimeline(evs));
+	  el.getBoundingClientRect(); document.body.offsetHeight;
+	  return performance.now() - t0;
+	})()`
+	total := 0.0
+	for b.Loop() {
+		ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](render))
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += ms
+	}
+	b.ReportMetric(total/float64(b.N), "ms/render")
+}
+
+func startDaemonB(b *testing.B) string {
+	fake, err := modeltest.Start(writeThenAnswer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { fake.Close() })
+	dir := b.TempDir()
+	env := map[string]string{"DELTA_DB": filepath.Join(dir, "d.db"), "DELTA_WORKSPACE": dir, "DELTA_CODE_CLI": "/bin/true",
+		"MODEL_BASE_URL": fake.URL(), "MODEL_API_KEY": "k"}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Port, cfg.Bind = 0, "127.0.0.1"
+	ctx, cancel := context.WithCancel(context.Background())
+	catch := &addrCatcher{addr: make(chan string, 1)}
+	errc := make(chan error, 1)
+	go func() { errc <- daemon.Serve(ctx, cfg, slog.New(catch)) }()
+	select {
+	case addr := <-catch.addr:
+		b.Cleanup(func() { cancel(); <-errc })
+		return "http://" + addr
+	case err := <-errc:
+		cancel()
+		b.Fatalf("daemon: %v", err)
+	}
+	return ""
+}
