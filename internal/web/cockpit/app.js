@@ -28,10 +28,21 @@ function runOf(ev) {
   return r;
 }
 
+// A fetched row may have been read before events this page already
+// applied: it never moves a run back (status, turns, usage).
+const rank = { queued: 0, running: 1, done: 2, failed: 2, cancelled: 2 };
+function merge(r, row) {
+  if (!r || !row) return;
+  const { status, steps, usage } = r;
+  Object.assign(r, row);
+  if (rank[status] > rank[row.status]) r.status = status;
+  if ((steps || 0) > (row.steps || 0)) { r.steps = steps; r.usage = usage; }
+}
+
 async function refreshRun(id) {
   try {
     const d = await get(`/v1/dev/runs/${id}`);
-    Object.assign(state.runs.get(id), d.run);
+    merge(state.runs.get(id), d.run);
     if (id === state.selected) state.detail = d;
     schedule();
   } catch { /* gone or not yet visible: the stream keeps it current */ }
@@ -95,7 +106,7 @@ async function refreshSelected() {
   refreshing = (async () => {
     const id = state.selected;
     if (!id) return;
-    try { state.detail = await get(`/v1/dev/runs/${id}`); state.calls = state.detail.calls; Object.assign(state.runs.get(id) || {}, state.detail.run); }
+    try { state.detail = await get(`/v1/dev/runs/${id}`); state.calls = state.detail.calls; merge(state.runs.get(id), state.detail.run); }
     catch { state.detail = null; state.calls = []; }
     schedule();
     if (state.tab === "calls") showCalls();
