@@ -263,11 +263,11 @@ type devProc struct {
 	exited chan error // receives Wait's result
 }
 
-// startDev runs `delta dev bundle --no-open` and waits for its URL line.
-func startDev(t *testing.T, bundle string, env []string) *devProc {
+// startDev runs `delta dev bundle --no-open [extra…]` and waits for its URL line.
+func startDev(t *testing.T, bundle string, env []string, extra ...string) *devProc {
 	t.Helper()
 	d := &devProc{stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	d.cmd = exec.Command(deltaBin, "dev", bundle, "--no-open")
+	d.cmd = exec.Command(deltaBin, append([]string{"dev", bundle, "--no-open"}, extra...)...)
 	d.cmd.Env = env
 	d.cmd.Stderr = d.stderr
 	// A daemon that outlived its launcher would hold the launcher's output

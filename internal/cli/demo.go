@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,11 +129,7 @@ func (d *demo) run(ctx context.Context) error {
 			return err
 		}
 		d.fake = fake
-		overrides["MODEL_BASE_URL"] = fake.URL() + "/"
-		overrides["MODEL_API_KEY"] = "demo"
-		overrides["MODEL_API"] = config.APIChat
-		overrides["DELTA_MODEL_PRIMARY"] = demoModel
-		overrides["DELTA_MODEL_FALLBACKS"] = ""
+		maps.Copy(overrides, scriptedEnv(fake.URL()))
 		d.say("  model    scripted demo provider (no MODEL_API_KEY/OPENROUTER_API_KEY set)")
 	}
 

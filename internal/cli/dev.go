@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/model/scripted"
 )
 
 // devCommand is the local launcher: it runs the ordinary production daemon
@@ -28,7 +30,8 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 	fset := newFlagSet("dev")
 	port := fset.Int("port", 0, "`port` for the daemon (default: a free port)")
 	noOpen := fset.Bool("no-open", false, "do not open the Cockpit in a browser")
-	const synopsis = "<bundle> [--port N] [--no-open]"
+	useScripted := fset.Bool("scripted", false, "use the built-in scripted provider (the one `delta demo` uses) instead of a real model")
+	const synopsis = "<bundle> [--port N] [--no-open] [--scripted]"
 	pos, err := parse(fset, c.env, synopsis, args)
 	if err != nil {
 		return helpOK(err)
@@ -57,6 +60,19 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	childEnv := config.DevEnv(dir, environMap(c.environ()), file, p)
+	if *useScripted {
+		fake, err := scripted.Start(scripted.DemoScript())
+		if err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+		defer fake.Close()
+		maps.Copy(childEnv, scriptedEnv(fake.URL()))
+	} else if !hasModelCredential(childEnv) {
+		// Without this line the first task fails after its retries with a
+		// DNS or auth error from the default provider.
+		fmt.Fprintf(c.stderr, "delta dev: no model credential is set (MODEL_API_KEY, OPENROUTER_API_KEY or DELTA_BROKER_TOKEN_URL in the environment or %s), so tasks will fail; `delta dev --scripted %s` runs the built-in scripted provider instead\n",
+			filepath.Join(pos[0], "delta.env"), pos[0])
+	}
 
 	ch, err := startDaemon(childEnv, c.stdout, c.stderr)
 	if err != nil {
@@ -71,6 +87,9 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 	}
 	url := fmt.Sprintf("http://localhost:%d", p)
 	fmt.Fprintf(c.stdout, "Delta is running at %s (cockpit: %s/dev)\n", url, url)
+	if *useScripted {
+		fmt.Fprintln(c.stdout, "model: the built-in scripted provider (--scripted); it answers like `delta demo`, offline")
+	}
 	if !*noOpen {
 		openBrowser(url + "/dev")
 	}
@@ -93,6 +112,22 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 		return nil
 	}
 	return &ExitError{Code: ch.exitCode(), Err: fmt.Errorf("dev: %s", ch.exited())}
+}
+
+// hasModelCredential reports whether the daemon's environment names a
+// credential for its primary provider. An environment that does not load
+// says yes: the daemon reports what is wrong with it.
+func hasModelCredential(env map[string]string) bool {
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return err != nil || cfg.ModelAPIKey != "" || cfg.Broker.TokenURL != ""
+}
+
+// scriptedEnv points a daemon at the scripted provider listening at url.
+func scriptedEnv(url string) map[string]string {
+	return map[string]string{
+		"MODEL_BASE_URL": url + "/", "MODEL_API_KEY": "demo", "MODEL_API": config.APIChat,
+		"DELTA_MODEL_PRIMARY": demoModel, "DELTA_MODEL_FALLBACKS": "",
+	}
 }
 
 // bundleDir checks that dir is an existing directory and returns it absolute.
