@@ -3,10 +3,12 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/deltaharness/delta/internal/browser/browsertest"
+	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/daemon"
 	"github.com/deltaharness/delta/internal/model/modeltest"
@@ -54,14 +57,25 @@ func (a *addrCatcher) Handle(_ context.Context, r slog.Record) error {
 func (a *addrCatcher) WithAttrs([]slog.Attr) slog.Handler { return a }
 func (a *addrCatcher) WithGroup(string) slog.Handler      { return a }
 
-// writeThenAnswer writes a note on its first turn and answers on the next.
-func writeThenAnswer(req modeltest.ChatRequest) modeltest.Reply {
-	for _, m := range req.Messages {
-		if m.Role == "tool" {
-			return modeltest.TextReply("All done: wrote notes/hello.txt.")
+// agentScript writes a note on its first turn and answers on the next; a
+// task "remember: <text>" instead rewrites DELTA.md (read from ws) to
+// <text> with the remember tool.
+func agentScript(ws string) modeltest.Script {
+	return func(req modeltest.ChatRequest) modeltest.Reply {
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				return modeltest.TextReply("All done: wrote notes/hello.txt.")
+			}
 		}
+		for _, m := range req.Messages {
+			if lesson, ok := strings.CutPrefix(m.Content, "remember: "); ok && m.Role == "user" {
+				cur, _ := os.ReadFile(filepath.Join(ws, "DELTA.md"))
+				args, _ := json.Marshal(map[string]string{"content": lesson, "base": bundle.SelfVersion(string(cur))})
+				return modeltest.ToolReply(modeltest.ToolCall{ID: "call_r", Name: "remember", Arguments: string(args)})
+			}
+		}
+		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_w", Name: "write_file", Arguments: `{"path":"notes/hello.txt","content":"hello from the agent"}`})
 	}
-	return modeltest.ToolReply(modeltest.ToolCall{ID: "call_w", Name: "write_file", Arguments: `{"path":"notes/hello.txt","content":"hello from the agent"}`})
 }
 
 type daemonUnderTest struct {
@@ -75,13 +89,13 @@ type daemonUnderTest struct {
 // delta dev.
 func startDaemon(t *testing.T) *daemonUnderTest {
 	t.Helper()
-	fake, err := modeltest.Start(writeThenAnswer)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	fake, err := modeltest.Start(agentScript(ws))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fake.Close() })
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
 	for name, body := range map[string]string{"DELTA.md": "# Who I am\n", ".env": "SECRET=never-shown\n"} {
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			t.Fatal(err)
@@ -298,10 +312,89 @@ func TestCockpitInChromium(t *testing.T) {
 	}
 	screenshot(t, ctx, shots, "5-files")
 
-	// Memory: this daemon serves no revisions, so the tab says so.
+	// Memory: the agent rewrites DELTA.md with remember, which keeps the
+	// operator's version as a revision; the tab compares and restores it.
+	rid := d.submit(t, "remember: # Who I am\nA lesson from the agent.\n")
+	waitFor(t, ctx, "the remember run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, rid))
+	if b, _ := os.ReadFile(filepath.Join(d.ws, "DELTA.md")); string(b) != "# Who I am\nA lesson from the agent.\n" {
+		t.Fatalf("DELTA.md after remember = %q", b)
+	}
 	run(t, ctx, chromedp.Click(`[data-tab="memory"]`))
-	waitFor(t, ctx, "the memory tab", `!!document.querySelector("#memory h2")`)
+	waitFor(t, ctx, "a revision", `document.querySelectorAll("#memory [data-rev]").length === 1`)
+	run(t, ctx, chromedp.Click(`#memory [data-rev] button.compare`))
+	waitFor(t, ctx, "the diff", `!!document.querySelector("#memory pre.diff .add")`)
+	if diff := text(t, ctx, "#memory pre.diff"); !strings.Contains(diff, "+A lesson from the agent.") || !strings.Contains(diff, "-Edited in the Cockpit.") {
+		t.Errorf("revision diff = %q", diff)
+	}
 	screenshot(t, ctx, shots, "6-memory")
+	js(t, ctx, `window.confirm = () => true`)
+	run(t, ctx, chromedp.Click(`#memory [data-rev] button.restore`))
+	waitFor(t, ctx, "the restore", `document.querySelectorAll("#memory [data-rev]").length === 2`)
+	if b, _ := os.ReadFile(filepath.Join(d.ws, "DELTA.md")); string(b) != "# Who I am\nEdited in the Cockpit.\n" {
+		t.Errorf("DELTA.md after restore = %q, want the operator's version back", b)
+	}
+}
+
+// The page's stream follower, against a stream that cuts it with the
+// fell-behind error frame and then drops it outright: it reconnects each
+// time with since= the last durable id and sees every event once.
+func TestStreamResumesAfterCutAndDrop(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	mux := http.NewServeMux()
+	mux.Handle("GET /dev/", http.StripPrefix("/dev/", http.FileServerFS(web.Assets)))
+	mux.HandleFunc("GET /page", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><script type="module">
+import { follow } from "/dev/stream.js";
+window.got = [];
+follow({ onEvent: (ev) => window.got.push(ev.id || 0), onState: () => {} });
+</script>`)
+	})
+	frame := func(w io.Writer, id int) {
+		fmt.Fprintf(w, "id: %d\nevent: tool.call\ndata: {\"id\":%d,\"run_id\":\"resp_x\",\"name\":\"tool.call\"}\n\n", id, id)
+	}
+	mux.HandleFunc("GET /v1/dev/stream", func(w http.ResponseWriter, r *http.Request) {
+		since := r.URL.Query().Get("since")
+		mu.Lock()
+		asked = append(asked, since)
+		n := len(asked)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch n {
+		case 1: // two events, a live delta, then the cut
+			frame(w, 1)
+			frame(w, 2)
+			fmt.Fprint(w, "event: output_text.delta\ndata: {\"run_id\":\"resp_x\",\"name\":\"output_text.delta\",\"data\":{\"delta\":\"hi\"}}\n\n")
+			fmt.Fprint(w, "event: error\ndata: {\"error\":{\"message\":\"fell behind\"},\"since\":2}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // the client must close it itself
+		case 2: // a replayed duplicate, a new event, then the connection dies
+			frame(w, 2)
+			frame(w, 3)
+			w.(http.Flusher).Flush()
+		default:
+			frame(w, 4)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ctx := chromium.Open(t, srv.URL+"/page")
+	waitFor(t, ctx, "four events", `window.got && window.got.filter(x => x).length >= 4`)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]int64](`window.got`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []int64{1, 2, 0, 3, 4}) {
+		t.Errorf("events seen = %v, want 1 2 (delta) 3 4, each durable id once", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) < 3 || asked[0] != "0" || asked[1] != "2" || asked[2] != "3" {
+		t.Errorf("stream requests since = %v, want 0, 2, 3", asked)
+	}
 }
 
 // BenchmarkCockpitBytes reports the Cockpit's embedded size.
@@ -341,7 +434,7 @@ func BenchmarkRenderRun1000Events(b *testing.B) {
 }
 
 func startDaemonB(b *testing.B) string {
-	fake, err := modeltest.Start(writeThenAnswer)
+	fake, err := modeltest.Start(agentScript(b.TempDir()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -84,7 +84,10 @@ function render() {
     if (state.callCount(r) > 0) captured++;
   }
   $("h-tokens").textContent = tokens.toLocaleString(); $("h-cost").textContent = usd(cost); $("h-captured").textContent = captured;
-  if (state.tab === "runs") { renderRunsList($("runs-list"), state, select); renderRunDetail($("run-detail"), state, state.detail); }
+  // The list stays current behind other tabs (it is small); the detail,
+  // with its timeline, is rebuilt only while it is shown.
+  renderRunsList($("runs-list"), state, select);
+  if (state.tab === "runs") renderRunDetail($("run-detail"), state, state.detail);
 }
 
 function runPicker(onPick) {
