@@ -193,10 +193,7 @@ func (s *Server) inspect(h http.HandlerFunc) http.Handler {
 				return
 			case r.Method == http.MethodGet && r.URL.Path == "/dev":
 				// The browser's way in: a form that trades the token for a cookie.
-				w.Header().Set("Content-Type", "text/html; charset=utf-8")
-				w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-				w.WriteHeader(http.StatusUnauthorized)
-				_, _ = w.Write(web.Login(false))
+				loginPage(w, false)
 				return
 			default:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="delta-inspect"`)

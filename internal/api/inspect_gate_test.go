@@ -30,6 +30,14 @@ func TestEmptyInspectTokenMeansLoopbackOnly(t *testing.T) {
 		{"GET", "/v1/dev/runs/resp_x"},
 		{"POST", "/v1/dev/secrets/KB_TOKEN"},
 		{"DELETE", "/v1/dev/secrets/KB_TOKEN"},
+		{"GET", "/dev/app.js"},
+		{"GET", "/v1/dev/runs"},
+		{"GET", "/v1/dev/runs/resp_x/calls"},
+		{"GET", "/v1/dev/sessions"},
+		{"GET", "/v1/dev/session"},
+		{"GET", "/v1/dev/files"},
+		{"GET", "/v1/dev/files/DELTA.md"},
+		{"PUT", "/v1/dev/files/DELTA.md"},
 		{"GET", "/v1/dev/revisions"},
 		{"GET", "/v1/dev/revisions/1/compare"},
 		{"POST", "/v1/dev/revisions/1/restore"},
@@ -67,4 +75,25 @@ func clip(s string) string {
 		return s[:120] + "…"
 	}
 	return s
+}
+
+// DELTA_INSPECT=off removes every inspection route, the Cockpit's files and
+// the session exchange included, whatever credential the client brings.
+func TestInspectOffRemovesEveryInspectionRoute(t *testing.T) {
+	h := api.New(api.Options{InspectOff: true, InspectToken: "look", InspectWrite: true})
+	for _, rt := range []struct{ method, path string }{
+		{"GET", "/dev"}, {"GET", "/dev/app.js"}, {"GET", "/v1/dev/runs"}, {"GET", "/v1/dev/runs/resp_x"},
+		{"GET", "/v1/dev/runs/resp_x/calls"}, {"GET", "/v1/dev/sessions"}, {"GET", "/v1/dev/files"},
+		{"GET", "/v1/dev/files/DELTA.md"}, {"PUT", "/v1/dev/files/DELTA.md"}, {"POST", "/v1/dev/session"},
+		{"GET", "/v1/dev/session"}, {"GET", "/v1/dev/stream?live=0"},
+	} {
+		r := httptest.NewRequest(rt.method, rt.path, strings.NewReader(`{"token":"look"}`))
+		r.RemoteAddr = "127.0.0.1:40000"
+		r.Header.Set("Authorization", "Bearer look")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusNotFound {
+			t.Errorf("%s %s with DELTA_INSPECT=off = %d, want 404", rt.method, rt.path, w.Code)
+		}
+	}
 }

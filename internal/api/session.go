@@ -125,9 +125,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	tok, form := tokenFrom(r)
 	if tok == "" || !tokenEqual(tok, s.o.InspectToken) {
 		if form {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write(web.Login(true))
+			loginPage(w, true)
 			return
 		}
 		writeError(w, s.o.Logger, &requestError{status: http.StatusUnauthorized, msg: "missing or wrong inspection token"})
@@ -164,4 +162,13 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// loginPage answers 401 with the sign-in form (failed: after a wrong
+// token). The form posts to this origin and runs no script.
+func loginPage(w http.ResponseWriter, failed bool) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write(web.Login(failed))
 }
