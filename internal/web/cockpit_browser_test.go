@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,6 +30,10 @@ import (
 )
 
 var chromium = &browsertest.Browser{Name: "cockpit"}
+
+// shotsDir keeps the tabs' screenshots somewhere to look at them after
+// the test (default: the test's temporary directory).
+var shotsDir = flag.String("shots", "", "directory for the Cockpit screenshots")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -221,7 +226,7 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 // tool call shows the result, and an edit in Files lands on disk.
 func TestCockpitInChromium(t *testing.T) {
 	d := startDaemon(t)
-	shots := os.Getenv("COCKPIT_SHOTS")
+	shots := *shotsDir
 	if shots == "" {
 		shots = t.TempDir()
 	}

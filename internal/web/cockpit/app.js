@@ -63,7 +63,11 @@ function onEvent(ev) {
     case "run.queued": if (!r.input) refreshRun(r.id); break;
     case "run.started": case "run.resumed": r.status = "running"; if (!r.started_at) r.started_at = ev.time; break;
     case "turn.started": state.liveText.delete(r.id); break;
-    case "model.call": r.model = d.model; state.callEvents.set(r.id, (state.callEvents.get(r.id) || 0) + 1); break;
+    case "model.call": r.model = d.model; state.callEvents.set(r.id, (state.callEvents.get(r.id) || 0) + 1);
+      // The provider that served the newest call is the live one (a
+      // failover shows here as it happens).
+      if (d.provider) $("h-provider").textContent = `${d.provider} · ${d.model}`;
+      break;
     case "checkpoint": r.steps = d.steps; r.usage = { ...r.usage, ...d.usage }; break;
     case "run.finished": r.status = d.status; r.error = d.error || ""; r.finished_at = ev.time; state.liveText.delete(r.id);
       refreshRun(r.id); break;
