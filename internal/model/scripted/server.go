@@ -219,6 +219,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	if rep.Overflow {
+		writeOpenAIOverflow(w)
+		return
+	}
 	if rep.Status != 0 {
 		writeError(w, rep.Status, rep.Message)
 		return
@@ -252,6 +256,16 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{
 		"message": msg, "type": typ, "param": nil, "code": nil,
+	}})
+}
+
+// writeOpenAIOverflow is OpenAI's refusal of a prompt longer than the
+// model's window, as both of its wires send it.
+func writeOpenAIOverflow(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+		"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. " +
+			"Please reduce the length of the messages.",
+		"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
 	}})
 }
 
