@@ -185,6 +185,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		},
 		Prices: prices, ReasoningEffort: cfg.ReasoningEffort,
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
+		CompactAt: cfg.CompactAtTokens,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		Logger: logger,
 	})

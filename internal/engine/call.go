@@ -118,6 +118,7 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response) error {
 	}
 	shortfall := max(x.prevInput-resp.Usage.CacheReadTokens, 0)
 	x.prevInput = resp.Usage.InputTokens
+	x.lastGross = resp.Usage.InputTokens
 	finishReasons := []string{}
 	if resp.FinishReason != "" {
 		finishReasons = append(finishReasons, resp.FinishReason)

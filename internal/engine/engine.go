@@ -106,6 +106,14 @@ type Options struct {
 	// its assistant message (DELTA_TOOL_ARG_MAX_BYTES); the journal keeps
 	// them whole (0 = off).
 	ToolArgMax int
+	// CompactAt is the context dial in tokens (DELTA_COMPACT_AT_TOKENS): a
+	// request estimated past it, or a previous call whose real prompt
+	// crossed it, compacts the session's older history first
+	// (0 = DefaultCompactAt).
+	CompactAt int
+	// Utility makes a compaction's summary call (nil = the provider's
+	// utility lane when it has one, else the provider).
+	Utility func(ctx context.Context, req model.Request) (model.Response, error)
 }
 
 // Engine executes runs.
@@ -399,6 +407,22 @@ type execution struct {
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
 	callIDs map[string]bool // every tool-call id of history, built on the first checkpoint (callid.go)
+
+	// summary is the session's compaction in force (nil = none): its note
+	// opens the window after this run's pinned request.
+	summary *store.Compaction
+	pinned  string // this run's request, verbatim from its record
+	// lastGross is the real prompt size of the previous call (its gross
+	// input tokens), 0 after a compaction.
+	lastGross int64
+}
+
+// compactAt is the dial in tokens.
+func (x *execution) compactAt() int {
+	if x.e.o.CompactAt > 0 {
+		return x.e.o.CompactAt
+	}
+	return DefaultCompactAt
 }
 
 // event builds an event of this run stamped with its correlation spine.
@@ -465,57 +489,57 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if x.history == nil {
 			// Read the conversation once per attempt; later turns append to
 			// it in memory as they commit, so a step costs O(1) reads.
-			history, err := e.o.Store.Messages(ctx, x.run.SessionID)
-			if err != nil {
+			if err := x.loadWindow(ctx); err != nil {
 				return "", err
 			}
-			x.history = append([]model.Message{}, history...)
 		}
-		x.mu.Lock()
-		msgs := sanitize(x.history)
-		x.mu.Unlock()
 		modelName := x.lastModel
 		if modelName == "" && len(e.o.Models) > 0 {
 			modelName = e.o.Models[0]
 		}
-		// Request-scoped text rides in delimited user-role blocks after the
-		// history: it can specialise the task but never becomes system policy.
-		if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
-		}
-		if e.o.TurnBlocks != nil {
-			for _, blk := range e.o.TurnBlocks(ctx, x.run.SessionID) {
-				msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
-			}
-		}
-		if x.req.Instructions != "" {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
-		}
-		for _, blk := range x.attempt {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
-		}
-		if e.o.Attach != nil {
-			// Verified images for a vision model ride on this call's copy
-			// of the conversation only, after every other block.
-			msgs = e.o.Attach(ctx, modelName, msgs)
-		}
-		req := model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
+		req := x.assemble(ctx, system, specs, modelName, true)
 		if err := x.startTurn(ctx, modelName, len(specs)); err != nil {
 			return x.lastText, err
 		}
+		// Compact before sending when the request would pass the dial, or
+		// the previous call's real prompt did (cached tokens still fill
+		// the window).
+		if est := estimateTokens(req); est > x.compactAt() || x.lastGross > int64(x.compactAt()) {
+			reason := "estimate"
+			if est <= x.compactAt() {
+				reason = "previous_prompt"
+			}
+			changed, err := x.compact(ctx, reason, x.fixedTokens(ctx, system, specs, modelName), est, false)
+			if err != nil {
+				return x.lastText, err
+			}
+			if changed {
+				req = x.assemble(ctx, system, specs, modelName, true)
+			}
+		}
 		resp, err := x.callModel(ctx, req)
 		if errors.Is(err, model.ErrContextOverflow) {
-			// One forced reduction, then the same turn once more. Until
-			// compaction exists the reduction drops attached images and
-			// elides the largest tool result (its full text stays in the
-			// journal and any spill file; an image stays a file marker).
-			if reduced, ok := elideLargestToolResult(withoutImages(req.Messages)); ok || len(reduced) < len(req.Messages) {
-				x.logger.Warn("context window exceeded; dropping attached images, eliding the largest tool result and retrying the turn once")
-				req.Messages = reduced
+			// The provider refused the prompt as too long: one forced
+			// compaction, then the same turn once more. With nothing left
+			// to compact, attached images go and the largest tool result
+			// is elided (its full text stays in the journal and any spill
+			// file) instead.
+			changed, cerr := x.compact(ctx, "overflow", x.fixedTokens(ctx, system, specs, modelName), estimateTokens(req), true)
+			if cerr != nil {
+				return x.lastText, cerr
+			}
+			retry := changed
+			if changed {
+				req = x.assemble(ctx, system, specs, modelName, true)
+			} else if reduced, ok := elideLargestToolResult(withoutImages(req.Messages)); ok || len(reduced) < len(req.Messages) {
+				req.Messages, retry = reduced, true
+			}
+			if retry {
+				x.logger.Warn("context window exceeded; reduced the request and retrying the turn once", "compacted", changed)
 				resp, err = x.callModel(ctx, req)
 			}
 			if errors.Is(err, model.ErrContextOverflow) {
-				return x.lastText, failure{kind: failOverflow, err: fmt.Errorf("the conversation no longer fits the model's context window and could not be reduced: %w", err)}
+				return x.lastText, failure{kind: failOverflow, err: fmt.Errorf("the conversation no longer fits the model's context window and compaction could not reduce it enough: %w", err)}
 			}
 		}
 		if err != nil {
@@ -540,6 +564,81 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			x.run.Usage, x.run.Steps = r.Usage, r.Steps
 		}
 	}
+}
+
+// loadWindow reads the session's active window: the compaction in force,
+// if any, and the messages it left active (the tool results of its tail
+// re-capped as they were when it ran), and pins this run's request.
+func (x *execution) loadWindow(ctx context.Context) error {
+	history, err := x.e.o.Store.Messages(ctx, x.run.SessionID)
+	if err != nil {
+		return err
+	}
+	c, ok, err := x.e.o.Store.LatestCompaction(ctx, x.run.SessionID)
+	if err != nil {
+		return err
+	}
+	history = append([]model.Message{}, history...)
+	if ok {
+		x.summary = &c
+		if n := min(c.TailRows, len(history)); c.RecapChars > 0 && n > 0 {
+			copy(history[:n], recapped(history[:n], c.RecapChars))
+		}
+	}
+	// The pinned request is this run's own, read from its record (a
+	// threaded session's first request may be about other work).
+	x.pinned = pinnedRequest(x.run.Request)
+	x.mu.Lock()
+	x.history = history
+	x.mu.Unlock()
+	return nil
+}
+
+// assemble builds this turn's request: the compaction envelope (when the
+// session has a summary), the history, then the per-turn blocks.
+// Request-scoped text rides in delimited user-role blocks after the
+// history: it can specialise the task but never becomes system policy.
+func (x *execution) assemble(ctx context.Context, system []string, specs []model.ToolSpec, modelName string, withHistory bool) model.Request {
+	e := x.e
+	var msgs []model.Message
+	if x.summary != nil || !withHistory {
+		summary := ""
+		if x.summary != nil && withHistory {
+			summary = x.summary.Summary
+		}
+		msgs = append(msgs, envelope(x.pinned, summary))
+	}
+	if withHistory {
+		x.mu.Lock()
+		msgs = append(msgs, sanitize(x.history)...)
+		x.mu.Unlock()
+	}
+	if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
+	}
+	if e.o.TurnBlocks != nil {
+		for _, blk := range e.o.TurnBlocks(ctx, x.run.SessionID) {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
+		}
+	}
+	if x.req.Instructions != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
+	}
+	for _, blk := range x.attempt {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
+	}
+	if withHistory && e.o.Attach != nil {
+		// Verified images for a vision model ride on this call's copy
+		// of the conversation only, after every other block.
+		msgs = e.o.Attach(ctx, modelName, msgs)
+	}
+	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
+}
+
+// fixedTokens is the estimated size of this turn's request without its
+// history and summary: the part a compaction cannot shrink.
+func (x *execution) fixedTokens(ctx context.Context, system []string, specs []model.ToolSpec, modelName string) int {
+	return estimateTokens(x.assemble(ctx, system, specs, modelName, false))
 }
 
 // startTurn records turn.started: the budget allows the turn and its model
