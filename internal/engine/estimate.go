@@ -23,10 +23,11 @@ const (
 	estimateImageTokens   = 1600
 	estimateOutputReserve = 4096
 	// Per-item framing the wires add around each message, tool and system
-	// block (role, type and key names).
-	estimateMessageBytes = 32
-	estimateCallBytes    = 48
-	estimateToolBytes    = 40
+	// block (role, type and key names, content-block arrays, cache
+	// markers), sized to the largest of the three wires (Anthropic's).
+	estimateMessageBytes = 96
+	estimateCallBytes    = 64
+	estimateToolBytes    = 48
 )
 
 // estimateTokens is the estimated size of a fully assembled request — the
