@@ -311,8 +311,14 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 		ar = audit(anchors, note, room)
 	}
 	summary := note + ar.appendix + led.text
+	// A kept result an earlier compaction cut stays cut after a restart:
+	// with no cut of its own this one records the earlier size.
+	recap := c.recap
+	if recap == 0 && x.summary != nil {
+		recap = x.summary.RecapChars
+	}
 	next := &store.Compaction{SessionID: x.run.SessionID, RunID: x.run.ID, Summary: summary, Anchors: ar.anchors,
-		Covered: len(covered), TailRows: len(kept), RecapChars: c.recap}
+		Covered: len(covered), TailRows: len(kept), RecapChars: recap}
 	stats := compactionStats{
 		Reason: reason, Forced: forced, BeforeTokens: before, TailBudget: budget,
 		Covered: len(covered), Kept: len(kept), RecapBytes: c.recap,
@@ -325,7 +331,7 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 	ev := x.event(event.Compaction, stats)
 	evs, err := e.o.Store.CommitCompaction(ctx, store.Compact{
 		RunID: x.run.ID, SessionID: x.run.SessionID, Covered: len(covered), Summary: summary, Anchors: ar.anchors,
-		TailRows: len(kept), RecapChars: c.recap, Usage: usage, Events: []event.Event{ev},
+		TailRows: len(kept), RecapChars: recap, Usage: usage, Events: []event.Event{ev},
 	})
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return false, errCancelled
