@@ -43,4 +43,3 @@ func TestOverflowReplyOnEachWire(t *testing.T) {
 		}
 	}
 }
-
