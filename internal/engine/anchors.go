@@ -47,8 +47,6 @@ var (
 	reEmail  = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
 	reSlug   = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|\b[\pL\d]+(?:[-_][\pL\d]+)+\b`)
 	reName   = regexp.MustCompile(`\b\p{Lu}[\p{Ll}'’]+(?:[ -]\p{Lu}[\p{Ll}'’]+){0,2}\b`)
-	reYear   = regexp.MustCompile(`\b(?:1[89]|20)\d{2}\b`)
-	reNumber = regexp.MustCompile(`\b\d[\d,.]*\d\b`)
 )
 
 // nameStop are capitalised words that open sentences rather than name
@@ -100,11 +98,13 @@ func harvestAnchors(msgs []model.Message, prior []string) []anchor {
 	}
 	names := map[string]int{} // proper names in the agent's own text → occurrences
 	for pos, m := range msgs {
-		weight := 3
+		weight, content := 3, m.Content
 		if m.Role == model.RoleTool {
-			weight = 1
+			// A tool result is harvested as far as the summarizer reads it
+			// (transcript clips it), so the audit asks for what it saw.
+			weight, content = 1, clipMiddle(content, transcriptToolChars)
 		}
-		texts := []string{m.Content}
+		texts := []string{content}
 		for _, c := range m.ToolCalls {
 			texts = append(texts, string(c.Arguments))
 		}
@@ -181,7 +181,11 @@ func harvestText(text string, weight, pos int, add func(class, v string, weight,
 	for _, c := range []struct {
 		class string
 		re    *regexp.Regexp
-	}{{anchorURL, reURL}, {anchorEmail, reEmail}, {anchorSlug, reSlug}} {
+		hint  string // a text without any of these bytes cannot match
+	}{{anchorURL, reURL, "h"}, {anchorEmail, reEmail, "@"}, {anchorSlug, reSlug, "-_/"}} {
+		if !strings.ContainsAny(rest, c.hint) {
+			continue
+		}
 		locs := c.re.FindAllStringIndex(rest, -1)
 		if len(locs) == 0 {
 			continue
@@ -197,14 +201,50 @@ func harvestText(text string, weight, pos int, add func(class, v string, weight,
 		}
 		rest = string(b)
 	}
-	for _, y := range reYear.FindAllString(rest, -1) {
-		add(anchorYear, y, weight, pos)
-	}
-	for _, n := range reNumber.FindAllString(rest, -1) {
-		if !reYear.MatchString(n) || len(n) != 4 {
+	scanNumbers(rest, func(n string) {
+		if isYear(n) {
+			add(anchorYear, n, weight, pos)
+		} else {
 			add(anchorNumber, n, weight, pos)
 		}
+	})
+}
+
+// scanNumbers calls fn with each number of text of two or more digits
+// (inner commas and dots included: 1,234 and 3.50), standing alone as a
+// word. It is a linear scan: a regular expression with word boundaries
+// costs most of a compaction's time over a long history.
+func scanNumbers(text string, fn func(string)) {
+	word := func(b byte) bool {
+		return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80
 	}
+	for i := 0; i < len(text); i++ {
+		if !isDigit(text[i]) || (i > 0 && word(text[i-1])) {
+			continue
+		}
+		j := i
+		for j < len(text) && (isDigit(text[j]) || (text[j] == ',' || text[j] == '.') && j+1 < len(text) && isDigit(text[j+1])) {
+			j++
+		}
+		if j-i >= 2 && (j == len(text) || !word(text[j])) {
+			fn(text[i:j])
+		}
+		i = j
+	}
+}
+
+// isNumber reports whether v is exactly one number scanNumbers finds.
+func isNumber(v string) bool {
+	found := ""
+	scanNumbers(v, func(n string) { found = n })
+	return found == v
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// isYear reports whether n is a year from 1800 to 2099.
+func isYear(n string) bool {
+	return len(n) == 4 && (n[:2] == "18" || n[:2] == "19" || n[:2] == "20") && isDigit(n[2]) && isDigit(n[3])
 }
 
 // slugLike keeps identifiers and paths (order-8812, run_42, docs/a.md,
@@ -234,9 +274,9 @@ func classify(v string) string {
 		return anchorURL
 	case reEmail.MatchString(v):
 		return anchorEmail
-	case reYear.FindString(v) == v:
+	case isYear(v):
 		return anchorYear
-	case reNumber.FindString(v) == v:
+	case isNumber(v):
 		return anchorNumber
 	case reSlug.FindString(v) == v:
 		return anchorSlug

@@ -343,7 +343,7 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 		return false, failure{kind: failStore, err: fmt.Errorf("apply compaction: %w", err)}
 	}
 	x.mu.Lock()
-	x.history = kept
+	x.history, x.sizes, x.histBytes = kept, nil, 0
 	x.mu.Unlock()
 	x.summary = next
 	x.run.Usage = x.run.Usage.Add(usage)

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
 )
 
 func call(id, name, args string) model.ToolCall {
@@ -244,4 +247,37 @@ func TestClipWords(t *testing.T) {
 	if clipWords("a b c", 5) != "a b c" {
 		t.Fatal("a short note was clipped")
 	}
+}
+
+type stubPrompt struct{}
+
+func (stubPrompt) ReadSelf() string                              { return "" }
+func (stubPrompt) System(string, []model.ToolSpec) []string      { return []string{"spine"} }
+func (stubPrompt) Turn(string, time.Time, map[string]any) string { return "turn \"block\"" }
+
+// The estimate kept per message as the history grows equals a full
+// re-measure of the assembled request, after appends, a rebind of bounded
+// arguments, a dangling call and a compaction's envelope.
+func TestIncrementalEstimateMatchesFullMeasure(t *testing.T) {
+	e := New(Options{Prompt: stubPrompt{}, TurnBlocks: func(context.Context, string) []string { return []string{"<delta:todo>plan</delta:todo>"} }})
+	x := &execution{e: e, history: toolTurns(3, 500), req: Request{Instructions: "be brief"}}
+	specs := []model.ToolSpec{{Name: "grep", Description: "search", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	check := func(step string) {
+		t.Helper()
+		req, est := x.assemble(context.Background(), []string{"spine"}, specs, "m", true)
+		if full := estimateTokens(req); est != full {
+			t.Fatalf("%s: incremental estimate %d, full measure %d", step, est, full)
+		}
+	}
+	check("first")
+	x.remember(model.Message{Role: model.RoleAssistant, Content: "more \"quoted\" é", ToolCalls: []model.ToolCall{call("z", "grep", `{"q":"a long argument value"}`)}})
+	x.remember(model.Message{Role: model.RoleTool, ToolCallID: "z", Name: "grep", Content: strings.Repeat("<r>", 100)})
+	check("after appends")
+	x.rebindArgs("z", json.RawMessage(`{"q":"[elided]"}`))
+	check("after a rebind")
+	x.remember(model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call("open", "grep", `{}`)}})
+	check("with a call left open")
+	x.summary = &store.Compaction{Summary: "a note"}
+	x.pinned = "the request"
+	check("with the envelope")
 }

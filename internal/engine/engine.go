@@ -415,6 +415,10 @@ type execution struct {
 	// lastGross is the real prompt size of the previous call (its gross
 	// input tokens), 0 after a compaction.
 	lastGross int64
+	// sizes holds the serialized size of each message of history measured
+	// so far, histBytes their sum (guarded by mu; reset with history).
+	sizes     []int
+	histBytes int
 }
 
 // compactAt is the dial in tokens.
@@ -497,14 +501,14 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if modelName == "" && len(e.o.Models) > 0 {
 			modelName = e.o.Models[0]
 		}
-		req := x.assemble(ctx, system, specs, modelName, true)
+		req, est := x.assemble(ctx, system, specs, modelName, true)
 		if err := x.startTurn(ctx, modelName, len(specs)); err != nil {
 			return x.lastText, err
 		}
 		// Compact before sending when the request would pass the dial, or
 		// the previous call's real prompt did (cached tokens still fill
 		// the window).
-		if est := estimateTokens(req); est > x.compactAt() || x.lastGross > int64(x.compactAt()) {
+		if est > x.compactAt() || x.lastGross > int64(x.compactAt()) {
 			reason := "estimate"
 			if est <= x.compactAt() {
 				reason = "previous_prompt"
@@ -514,7 +518,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 				return x.lastText, err
 			}
 			if changed {
-				req = x.assemble(ctx, system, specs, modelName, true)
+				req, est = x.assemble(ctx, system, specs, modelName, true)
 			}
 		}
 		resp, err := x.callModel(ctx, req)
@@ -524,13 +528,13 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			// to compact, attached images go and the largest tool result
 			// is elided (its full text stays in the journal and any spill
 			// file) instead.
-			changed, cerr := x.compact(ctx, "overflow", x.fixedTokens(ctx, system, specs, modelName), estimateTokens(req), true)
+			changed, cerr := x.compact(ctx, "overflow", x.fixedTokens(ctx, system, specs, modelName), est, true)
 			if cerr != nil {
 				return x.lastText, cerr
 			}
 			retry := changed
 			if changed {
-				req = x.assemble(ctx, system, specs, modelName, true)
+				req, _ = x.assemble(ctx, system, specs, modelName, true)
 			} else if reduced, ok := elideLargestToolResult(withoutImages(req.Messages)); ok || len(reduced) < len(req.Messages) {
 				req.Messages, retry = reduced, true
 			}
@@ -589,16 +593,18 @@ func (x *execution) loadWindow(ctx context.Context) error {
 	// threaded session's first request may be about other work).
 	x.pinned = pinnedRequest(x.run.Request)
 	x.mu.Lock()
-	x.history = history
+	x.history, x.sizes, x.histBytes = history, nil, 0
 	x.mu.Unlock()
 	return nil
 }
 
-// assemble builds this turn's request: the compaction envelope (when the
-// session has a summary), the history, then the per-turn blocks.
-// Request-scoped text rides in delimited user-role blocks after the
-// history: it can specialise the task but never becomes system policy.
-func (x *execution) assemble(ctx context.Context, system []string, specs []model.ToolSpec, modelName string, withHistory bool) model.Request {
+// assemble builds this turn's request and its estimate in tokens: the
+// compaction envelope (when the session has a summary), the history, then
+// the per-turn blocks. Request-scoped text rides in delimited user-role
+// blocks after the history: it can specialise the task but never becomes
+// system policy. The history's share of the estimate is kept per message
+// as the history grows, so a step does not re-measure the whole window.
+func (x *execution) assemble(ctx context.Context, system []string, specs []model.ToolSpec, modelName string, withHistory bool) (model.Request, int) {
 	e := x.e
 	var msgs []model.Message
 	if x.summary != nil || !withHistory {
@@ -608,11 +614,18 @@ func (x *execution) assemble(ctx context.Context, system []string, specs []model
 		}
 		msgs = append(msgs, envelope(x.pinned, summary))
 	}
+	histBytes, from := 0, len(msgs)
 	if withHistory {
 		x.mu.Lock()
 		msgs = append(msgs, sanitize(x.history)...)
+		histBytes = x.historyBytes()
+		if len(msgs)-from != len(x.history) {
+			// sanitize answered a call left open: measure this once whole.
+			histBytes = messagesBytes(msgs[from:])
+		}
 		x.mu.Unlock()
 	}
+	to := len(msgs)
 	if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
 	}
@@ -627,18 +640,34 @@ func (x *execution) assemble(ctx context.Context, system []string, specs []model
 	for _, blk := range x.attempt {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
 	}
+	otherBytes := messagesBytes(msgs[:from]) + messagesBytes(msgs[to:])
 	if withHistory && e.o.Attach != nil {
 		// Verified images for a vision model ride on this call's copy
 		// of the conversation only, after every other block.
+		before := len(msgs)
 		msgs = e.o.Attach(ctx, modelName, msgs)
+		otherBytes += messagesBytes(msgs[min(before, len(msgs)):])
 	}
-	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
+	est := bytesToTokens(estimateFixedBytes(system, specs)+histBytes+otherBytes) + imagesOf(msgs)*estimateImageTokens + estimateOutputReserve
+	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}, est
+}
+
+// historyBytes is the serialized size of x.history, measuring only the
+// messages added since the last call. x.mu must be held.
+func (x *execution) historyBytes() int {
+	for i := len(x.sizes); i < len(x.history); i++ {
+		n := messageBytes(&x.history[i])
+		x.sizes = append(x.sizes, n)
+		x.histBytes += n
+	}
+	return x.histBytes
 }
 
 // fixedTokens is the estimated size of this turn's request without its
 // history and summary: the part a compaction cannot shrink.
 func (x *execution) fixedTokens(ctx context.Context, system []string, specs []model.ToolSpec, modelName string) int {
-	return estimateTokens(x.assemble(ctx, system, specs, modelName, false))
+	_, est := x.assemble(ctx, system, specs, modelName, false)
+	return est
 }
 
 // startTurn records turn.started: the budget allows the turn and its model
