@@ -43,10 +43,10 @@ const (
 )
 
 var (
-	reURL    = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `)\]}]+`)
-	reEmail  = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
-	reSlug   = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|\b[\pL\d]+(?:[-_][\pL\d]+)+\b`)
-	reName   = regexp.MustCompile(`\b\p{Lu}[\p{Ll}'’]+(?:[ -]\p{Lu}[\p{Ll}'’]+){0,2}\b`)
+	reURL   = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `)\]}]+`)
+	reEmail = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
+	reSlug  = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b|\b[\pL\d]+(?:[-_][\pL\d]+)+\b`)
+	reName  = regexp.MustCompile(`\b\p{Lu}[\p{Ll}'’]+(?:[ -]\p{Lu}[\p{Ll}'’]+){0,2}\b`)
 )
 
 // nameStop are capitalised words that open sentences rather than name
