@@ -200,6 +200,41 @@ func chooseCut(history []model.Message, budget int) cut {
 	return cut{at: at, recap: recap}
 }
 
+// retained is a compaction's verbatim tail as the model sees it: tool
+// results re-capped to n bytes (recapped) and the OpenAI Responses lane's
+// sealed reasoning items dropped from every message, because the context
+// they were reasoned over is gone (the native lane replays them only
+// between consecutive calls of an unbroken conversation).
+func retained(msgs []model.Message, n int) []model.Message {
+	msgs = recapped(msgs, n)
+	var out []model.Message
+	for i, m := range msgs {
+		if len(m.Extra) == 0 || !strings.Contains(string(m.Extra), `"`+responsesExtraKey+`"`) {
+			continue
+		}
+		var extra map[string]json.RawMessage
+		if json.Unmarshal(m.Extra, &extra) != nil {
+			continue
+		}
+		delete(extra, responsesExtraKey)
+		if out == nil {
+			out = append([]model.Message(nil), msgs...)
+		}
+		out[i].Extra = nil
+		if len(extra) > 0 {
+			out[i].Extra, _ = json.Marshal(extra)
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// responsesExtraKey is the key of the Responses lane's state in a
+// message's Extra.
+const responsesExtraKey = "responses"
+
 // recapped returns msgs with each tool result longer than n bytes cut to
 // its head and a note saying where the whole result is (n = 0: unchanged).
 func recapped(msgs []model.Message, n int) []model.Message {
@@ -276,7 +311,7 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 	if c.at == 0 {
 		return false, nil
 	}
-	covered, kept := history[:c.at], recapped(history[c.at:], c.recap)
+	covered, kept := history[:c.at], retained(history[c.at:], c.recap)
 
 	var prior string
 	var priorAnchors []string

@@ -281,3 +281,21 @@ func TestIncrementalEstimateMatchesFullMeasure(t *testing.T) {
 	x.pinned = "the request"
 	check("with the envelope")
 }
+
+func TestRetainedTailDropsSealedReasoningOnly(t *testing.T) {
+	msgs := []model.Message{
+		{Role: model.RoleAssistant, Content: "a", Extra: json.RawMessage(`{"responses":{"items":["sealed"]},"anthropic":{"thinking":"t"}}`)},
+		{Role: model.RoleAssistant, Content: "b", Extra: json.RawMessage(`{"responses":{"items":["sealed"]}}`)},
+		{Role: model.RoleTool, ToolCallID: "x", Content: strings.Repeat("z", 1000)},
+	}
+	out := retained(msgs, 100)
+	if string(out[0].Extra) != `{"anthropic":{"thinking":"t"}}` || out[1].Extra != nil {
+		t.Fatalf("extras %s / %s", out[0].Extra, out[1].Extra)
+	}
+	if !strings.Contains(out[2].Content, "re-capped at compaction") || len(out[2].Content) > 300 {
+		t.Fatalf("result not re-capped: %q", out[2].Content)
+	}
+	if string(msgs[1].Extra) == "" || len(msgs[2].Content) != 1000 {
+		t.Fatal("retained changed its input")
+	}
+}

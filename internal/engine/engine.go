@@ -585,8 +585,8 @@ func (x *execution) loadWindow(ctx context.Context) error {
 	history = append([]model.Message{}, history...)
 	if ok {
 		x.summary = &c
-		if n := min(c.TailRows, len(history)); c.RecapChars > 0 && n > 0 {
-			copy(history[:n], recapped(history[:n], c.RecapChars))
+		if n := min(c.TailRows, len(history)); n > 0 {
+			copy(history[:n], retained(history[:n], c.RecapChars))
 		}
 	}
 	// The pinned request is this run's own, read from its record (a
