@@ -60,7 +60,12 @@ const (
 	compactionEnd         = "[end of compacted history]"
 )
 
-var errNothingToCompact = errors.New("nothing to compact")
+// Why a compaction ran, as its event reports it.
+const (
+	reasonEstimate = "estimate"        // the request was estimated past the dial
+	reasonPrompt   = "previous_prompt" // the previous call's real prompt crossed it
+	reasonOverflow = "overflow"        // the provider refused the prompt as too long
+)
 
 // envelope is the user-role message that opens a compacted window.
 func envelope(request, summary string) model.Message {
@@ -304,6 +309,11 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 	history := append([]model.Message(nil), x.history...)
 	x.mu.Unlock()
 	budget := tailBudget(x.compactAt(), fixed, forced)
+	if reason == reasonPrompt && x.lastEst > 0 && x.lastGross > int64(x.lastEst) {
+		// The provider counted more than the estimate did: shrink the tail
+		// by the same ratio, or the next prompt would cross the dial again.
+		budget = int(int64(budget) * int64(x.lastEst) / x.lastGross)
+	}
 	c := cut{at: len(history)}
 	if budget > 0 {
 		c = chooseCut(history, budget)

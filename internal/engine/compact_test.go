@@ -348,3 +348,43 @@ func TestOverflowThatCompactionCannotReduceFailsCleanly(t *testing.T) {
 		t.Fatal("unreachable")
 	}
 }
+
+// TestRealPromptPastTheDialCompacts: the estimate stays under the dial but
+// the provider reports a gross prompt over it (its tokenizer counts more):
+// the next turn compacts, with the tail shrunk by the provider's ratio so
+// the following prompt falls back under the dial.
+func TestRealPromptPastTheDialCompacts(t *testing.T) {
+	const dial = 30000
+	l := &longRun{turns: 30}
+	base := l.provider()
+	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		resp, err := base(ctx, req, s)
+		if !engine.IsSummaryCall(req.System) {
+			resp.Usage.InputTokens = int64(engine.EstimateTokens(req)) * 2 // a provider that counts twice what we estimate
+		}
+		return resp, err
+	})
+	h := newHarnessWith(t, p, engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
+		func(o *engine.Options) { o.CompactAt = dial }, fetchTool(1500))
+	r, _ := h.run(t, "fetch")
+	if r.Status != store.StatusDone {
+		t.Fatalf("run %s: %s", r.Status, r.Error)
+	}
+	evs := compactionEvents(t, h, r.ID)
+	if len(evs) == 0 || evs[0]["reason"] != "previous_prompt" {
+		t.Fatalf("compactions %v, want the first one caused by the real prompt", evs)
+	}
+	// After the first compaction every real prompt is back under the dial
+	// until the next compaction: none is over it twice in a row.
+	over := 0
+	for _, req := range l.main {
+		if 2*engine.EstimateTokens(req) > dial {
+			over++
+			if over > 1 {
+				t.Fatalf("two prompts in a row past the dial: the tail did not shrink to the provider's count")
+			}
+		} else {
+			over = 0
+		}
+	}
+}

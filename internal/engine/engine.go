@@ -413,8 +413,10 @@ type execution struct {
 	summary *store.Compaction
 	pinned  string // this run's request, verbatim from its record
 	// lastGross is the real prompt size of the previous call (its gross
-	// input tokens), 0 after a compaction.
+	// input tokens), 0 after a compaction; lastEst is what the estimate
+	// said of that call's request.
 	lastGross int64
+	lastEst   int
 	// sizes holds the serialized size of each message of history measured
 	// so far, histBytes their sum (guarded by mu; reset with history).
 	sizes     []int
@@ -509,9 +511,9 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		// the previous call's real prompt did (cached tokens still fill
 		// the window).
 		if est > x.compactAt() || x.lastGross > int64(x.compactAt()) {
-			reason := "estimate"
+			reason := reasonEstimate
 			if est <= x.compactAt() {
-				reason = "previous_prompt"
+				reason = reasonPrompt
 			}
 			changed, err := x.compact(ctx, reason, x.fixedTokens(ctx, system, specs, modelName), est, false)
 			if err != nil {
@@ -521,6 +523,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 				req, est = x.assemble(ctx, system, specs, modelName, true)
 			}
 		}
+		x.lastEst = est
 		resp, err := x.callModel(ctx, req)
 		if errors.Is(err, model.ErrContextOverflow) {
 			// The provider refused the prompt as too long: one forced
@@ -528,7 +531,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			// to compact, attached images go and the largest tool result
 			// is elided (its full text stays in the journal and any spill
 			// file) instead.
-			changed, cerr := x.compact(ctx, "overflow", x.fixedTokens(ctx, system, specs, modelName), est, true)
+			changed, cerr := x.compact(ctx, reasonOverflow, x.fixedTokens(ctx, system, specs, modelName), est, true)
 			if cerr != nil {
 				return x.lastText, cerr
 			}
