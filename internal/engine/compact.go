@@ -44,7 +44,7 @@ const (
 	summaryBytes = 4096
 	// summaryReserve is what the envelope's summary may take in the
 	// window (note, appendix, ledgers), in bytes, for sizing the tail.
-	summaryReserve = summaryBytes + 8192
+	summaryReserve = summaryBytes + ledgerBytes
 	// transcriptToolChars and transcriptMsgChars bound one message in the
 	// transcript the summarizer reads.
 	transcriptToolChars = 2000

@@ -299,3 +299,22 @@ func TestRetainedTailDropsSealedReasoningOnly(t *testing.T) {
 		t.Fatal("retained changed its input")
 	}
 }
+
+// At their fullest the ledgers stay inside the room the window reserves.
+func TestLedgersFitTheirReserve(t *testing.T) {
+	var h []model.Message
+	long := strings.Repeat("ü", 400)
+	for i := range 200 {
+		h = append(h, model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			call(fmt.Sprint("b", i), strings.Repeat("n", 90)+fmt.Sprint(i), fmt.Sprintf(`{"q":"%s%d"}`, long, i)),
+			call(fmt.Sprint("m", i), fmt.Sprintf("%s__tool%d", strings.Repeat("s", 90), i), `{}`)}},
+			model.Message{Role: model.RoleTool, ToolCallID: fmt.Sprint("b", i), Content: fmt.Sprintf("saved at .delta/spill/%s%d.txt", strings.Repeat("r", 150), i)})
+	}
+	l := buildLedgers(h, "")
+	if len(l.text) > ledgerBytes {
+		t.Fatalf("ledgers are %d bytes, over their reserve of %d:\n%s", len(l.text), ledgerBytes, l.text)
+	}
+	if l.spills == 0 || l.calls == 0 || l.mcps == 0 || !strings.Contains(l.text, strings.Repeat("r", 150)) {
+		t.Fatalf("a section was starved or a spill path cut: %+v\n%s", l, l.text)
+	}
+}

@@ -174,7 +174,7 @@ func TestCompactionKeepsEveryRequestUnderTheDial(t *testing.T) {
 	}
 	// The call ledger carries the calls of earlier generations forward,
 	// newest first, within its bound.
-	if !strings.Contains(c.Summary, `fetch {"text":"page-20"}`) || !strings.Contains(c.Summary, "more distinct calls") || !strings.Contains(c.Summary, "call recall") {
+	if !strings.Contains(c.Summary, `fetch {"text":"page-30"}`) || !strings.Contains(c.Summary, "more distinct calls") || !strings.Contains(c.Summary, "call recall") {
 		t.Fatalf("the summary lacks the call ledger or the recall line: %q", c.Summary)
 	}
 }

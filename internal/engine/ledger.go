@@ -21,11 +21,20 @@ import (
 // name and count — because the costliest failure after a cut is the agent
 // running again what it already ran.
 
+// Bounds of the ledgers: at their fullest they fit ledgerBytes, the room
+// the window reserves for them beside the note.
+// Each section has a count and a byte share; a spill path is listed whole
+// (a cut path cannot be read back), so its section stops early instead.
 const (
-	ledgerSpills   = 30  // spill paths listed
-	ledgerCalls    = 40  // distinct built-in calls listed
-	ledgerMCP      = 20  // MCP tools listed
-	ledgerArgBytes = 160 // a call's arguments as listed
+	ledgerSpills     = 30  // spill paths listed
+	ledgerCalls      = 30  // distinct built-in calls listed
+	ledgerMCP        = 20  // MCP tools listed
+	ledgerArgBytes   = 120 // a call's arguments as listed
+	ledgerNameMax    = 64  // a tool name as listed
+	ledgerSpillShare = 2400
+	ledgerCallShare  = 4200
+	ledgerMCPShare   = 1100
+	ledgerBytes      = 8192 // the shares, the headings, the "… more" lines and the recall line
 )
 
 // recallLine closes every summary.
@@ -75,7 +84,7 @@ func buildLedgers(msgs []model.Message, prior string) ledgers {
 				mcp[c.Name]++
 				continue
 			}
-			line := c.Name + " " + compactArgs(c.Arguments)
+			line := clip.Bytes(c.Name, ledgerNameMax) + " " + compactArgs(c.Arguments)
 			if !seenCall[line] {
 				seenCall[line] = true
 				calls = append(calls, line)
@@ -99,27 +108,29 @@ func buildLedgers(msgs []model.Message, prior string) ledgers {
 		mcp[n] += k
 	}
 	var b strings.Builder
-	if len(spills) > 0 {
-		b.WriteString(spillHeading)
-		for i, p := range spills {
-			if i == ledgerSpills {
-				fmt.Fprintf(&b, "\n- … and %d more under .delta/spill", len(spills)-i)
+	// section writes entries up to n of them and share bytes, then says
+	// how many it left out.
+	section := func(entries []string, n, share int, more string) int {
+		used, written := 0, 0
+		for i, e := range entries {
+			line := "\n- " + e
+			if i == n || used+len(line) > share {
+				fmt.Fprintf(&b, "\n- … and %d more %s", len(entries)-i, more)
 				break
 			}
-			b.WriteString("\n- " + p)
-			l.spills++
+			b.WriteString(line)
+			used += len(line)
+			written++
 		}
+		return written
+	}
+	if len(spills) > 0 {
+		b.WriteString(spillHeading)
+		l.spills = section(spills, ledgerSpills, ledgerSpillShare, "under .delta/spill")
 	}
 	if len(calls) > 0 || len(mcp) > 0 {
 		b.WriteString(callsHeading)
-		for i, c := range calls {
-			if i == ledgerCalls {
-				fmt.Fprintf(&b, "\n- … and %d more distinct calls", len(calls)-i)
-				break
-			}
-			b.WriteString("\n- " + c)
-			l.calls++
-		}
+		l.calls = section(calls, ledgerCalls, ledgerCallShare, "distinct calls")
 		names := make([]string, 0, len(mcp))
 		for n := range mcp {
 			names = append(names, n)
@@ -130,14 +141,11 @@ func buildLedgers(msgs []model.Message, prior string) ledgers {
 			}
 			return names[i] < names[j]
 		})
+		lines := make([]string, len(names))
 		for i, n := range names {
-			if i == ledgerMCP {
-				fmt.Fprintf(&b, "\n- … and %d more MCP tools", len(names)-i)
-				break
-			}
-			fmt.Fprintf(&b, "\n- %s ×%d", n, mcp[n])
-			l.mcps++
+			lines[i] = fmt.Sprintf("%s ×%d", clip.Bytes(n, ledgerNameMax), mcp[n])
 		}
+		l.mcps = section(lines, ledgerMCP, ledgerMCPShare, "MCP tools")
 	}
 	b.WriteString("\n\n" + recallLine)
 	l.text = b.String()
