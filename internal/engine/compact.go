@@ -139,15 +139,7 @@ func chooseCut(history []model.Message, budget int) cut {
 	budgetBytes := budget * estimateBytesPerToken
 	// A single result may take at most a quarter of the tail, so the tail
 	// always holds more than the one result.
-	recap := 0
-	if q := budgetBytes / 4; q > 0 {
-		for _, m := range history {
-			if m.Role == model.RoleTool && len(m.Content) > q {
-				recap = q
-				break
-			}
-		}
-	}
+	recap := recapFor(history, budget)
 	size := func(m *model.Message) int {
 		if recap > 0 && m.Role == model.RoleTool && len(m.Content) > recap {
 			c := *m
@@ -277,6 +269,7 @@ func recapped(msgs []model.Message, n int) []model.Message {
 type compactionStats struct {
 	Reason        string `json:"reason"`
 	Forced        bool   `json:"forced"`
+	Prepared      bool   `json:"prepared"` // the summary was made ahead, in the background
 	BeforeTokens  int    `json:"before_tokens"`
 	AfterTokens   int    `json:"after_tokens"`
 	TailBudget    int    `json:"tail_budget_tokens"`
@@ -300,6 +293,147 @@ type compactionStats struct {
 	OutputTokens  int64  `json:"output_tokens"`
 }
 
+// draft is a summary of history[:at] made before it is applied: on the
+// turn that compacts, or ahead of it in the background (prepare).
+type draft struct {
+	at      int
+	recap   int
+	prior   string // the summary it merges forward
+	anchors []anchor
+	led     ledgers
+	input   int // characters the summarizer read
+	note    string
+	usage   model.Usage
+	served  string
+	retried bool
+	err     error
+}
+
+// makeDraft harvests, builds the ledgers and the transcript, and asks the
+// summarizer. It reads only its arguments and the engine's immutable
+// options, so it may run beside the loop.
+func (x *execution) makeDraft(ctx context.Context, history []model.Message, c cut, prior string, priorAnchors []string) draft {
+	covered := history[:c.at]
+	d := draft{at: c.at, recap: c.recap, prior: prior}
+	d.anchors = harvestAnchors(covered, priorAnchors)
+	d.led = buildLedgers(covered, prior)
+	input := transcript(covered, summaryInputChars-len(prior))
+	d.input = len(prior) + len(input)
+	d.note, d.usage, d.served, d.retried, d.err = x.summarize(ctx, prior, input, d.anchors)
+	return d
+}
+
+// prepared is a draft being made in the background.
+type prepared struct {
+	done   chan struct{} // closed when d is final
+	cancel context.CancelFunc
+	gen    int // the compactions this execution had applied when it started
+	d      draft
+}
+
+// prepareAhead starts summarizing in the background once the window is
+// estimated past four fifths of the dial, so the turn that reaches the
+// dial does not wait for the utility model. The draft covers what the
+// compaction would cover by then: its tail is sized for the growth still
+// to come. At most one is in flight.
+func (x *execution) prepareAhead(ctx context.Context, est int, fixed func() int) {
+	dial := x.compactAt()
+	if x.prep != nil || est <= dial*4/5 || est > dial {
+		return
+	}
+	budget := tailBudget(dial, fixed(), false) - (dial - est)
+	if budget <= 0 {
+		return
+	}
+	x.mu.Lock()
+	history := append([]model.Message(nil), x.history...)
+	x.mu.Unlock()
+	c := chooseCut(history, budget)
+	if c.at == 0 {
+		return
+	}
+	prior, priorAnchors := x.priorSummary()
+	pctx, cancel := context.WithCancel(ctx)
+	p := &prepared{done: make(chan struct{}), cancel: cancel, gen: x.compactions}
+	go func() {
+		defer close(p.done)
+		p.d = x.makeDraft(pctx, history, c, prior, priorAnchors)
+	}()
+	x.prep = p
+}
+
+// dropPrepared abandons a draft in flight, charging the run for what it
+// already cost.
+func (x *execution) dropPrepared(ctx context.Context) {
+	p := x.prep
+	if p == nil {
+		return
+	}
+	x.prep = nil
+	p.cancel()
+	<-p.done
+	x.charge(ctx, p.d.usage)
+}
+
+// charge adds utility usage that no compaction committed to the run.
+func (x *execution) charge(ctx context.Context, u model.Usage) {
+	if u == (model.Usage{}) {
+		return
+	}
+	if err := x.e.o.Store.AddUsage(ctx, x.run.ID, u); err == nil {
+		x.run.Usage = x.run.Usage.Add(u)
+	}
+}
+
+func (x *execution) priorSummary() (summary string, anchors []string) {
+	if x.summary == nil {
+		return "", nil
+	}
+	return x.summary.Summary, x.summary.Anchors
+}
+
+// takePrepared waits for the draft in flight and returns it when it still
+// fits: no compaction since it started, a finished note, and a kept part
+// (re-capped for budget) at most a quarter over the tail budget — the room
+// a tail leaves to grow into is at least a third of it, so the window still
+// lands under the dial. Otherwise it is charged and dropped (nil).
+func (x *execution) takePrepared(ctx context.Context, history []model.Message, budget int) (*draft, error) {
+	p := x.prep
+	if p == nil {
+		return nil, nil
+	}
+	x.prep = nil
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.cancel()
+		<-p.done
+		x.charge(context.WithoutCancel(ctx), p.d.usage)
+		return nil, errCancelled
+	}
+	d := p.d
+	if d.err == nil && p.gen == x.compactions && d.at > 0 && d.at <= len(history) {
+		d.recap = recapFor(history[d.at:], budget)
+		if kept := bytesToTokens(messagesBytes(retained(history[d.at:], d.recap))); kept <= budget+budget/4 {
+			return &d, nil
+		}
+	}
+	x.charge(ctx, d.usage)
+	return nil, nil
+}
+
+// recapFor is the size kept tool results are cut to in a tail of budget
+// tokens: a quarter of it, when any result is longer (0 = none cut).
+func recapFor(msgs []model.Message, budget int) int {
+	q := budget * estimateBytesPerToken / 4
+	for _, m := range msgs {
+		if q > 0 && m.Role == model.RoleTool && len(m.Content) > q {
+			return q
+		}
+	}
+	return 0
+}
+
 // compact summarizes the older part of the window. fixed is the request's
 // size without history and summary, in tokens. It reports false, with no
 // change anywhere, when there is nothing to shed or the summary failed.
@@ -314,69 +448,68 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 		// by the same ratio, or the next prompt would cross the dial again.
 		budget = int(int64(budget) * int64(x.lastEst) / x.lastGross)
 	}
-	c := cut{at: len(history)}
-	if budget > 0 {
-		c = chooseCut(history, budget)
-	}
-	if c.at == 0 {
-		return false, nil
-	}
-	covered, kept := history[:c.at], retained(history[c.at:], c.recap)
-
-	var prior string
-	var priorAnchors []string
-	if x.summary != nil {
-		prior, priorAnchors = x.summary.Summary, x.summary.Anchors
-	}
-	anchors := harvestAnchors(covered, priorAnchors)
-	led := buildLedgers(covered, prior)
-	input := transcript(covered, summaryInputChars-len(prior))
-	note, usage, served, retried, err := x.summarize(ctx, prior, input, anchors)
+	d, err := x.takePrepared(ctx, history, budget)
 	if err != nil {
+		return false, err
+	}
+	prepared := d != nil && !forced
+	if !prepared {
+		if d != nil {
+			x.charge(ctx, d.usage) // a forced compaction sizes its own tail
+		}
+		c := cut{at: len(history)}
+		if budget > 0 {
+			c = chooseCut(history, budget)
+		}
+		if c.at == 0 {
+			return false, nil
+		}
+		prior, priorAnchors := x.priorSummary()
+		dd := x.makeDraft(ctx, history, c, prior, priorAnchors)
+		d = &dd
+	}
+	if d.err != nil {
 		if ctx.Err() != nil {
+			x.charge(context.WithoutCancel(ctx), d.usage)
 			return false, errCancelled
 		}
-		x.logger.Warn("compaction skipped: the summary failed; the window is unchanged", "err", err)
-		if usage != (model.Usage{}) {
-			_ = e.o.Store.AddUsage(ctx, x.run.ID, usage)
-			x.run.Usage = x.run.Usage.Add(usage)
-		}
+		x.logger.Warn("compaction skipped: the summary failed; the window is unchanged", "err", d.err)
+		x.charge(ctx, d.usage)
 		return false, nil
 	}
-	note = clipWords(note, summaryWords)
+	covered, kept := history[:d.at], retained(history[d.at:], d.recap)
+	note := clipWords(d.note, summaryWords)
 	// The appendix may take up to a third of the budget; the note gives
 	// way to it, because an anchor is worth more per byte than prose.
 	room := summaryBytes - len(note)
 	if room < summaryBytes/3 {
 		room = summaryBytes / 3
 	}
-	ar := audit(anchors, note, room)
+	ar := audit(d.anchors, note, room)
 	if len(note)+len(ar.appendix) > summaryBytes {
 		note = clipBytes(note, summaryBytes-len(ar.appendix))
-		ar = audit(anchors, note, room)
+		ar = audit(d.anchors, note, room)
 	}
-	summary := note + ar.appendix + led.text
+	summary := note + ar.appendix + d.led.text
 	// A kept result an earlier compaction cut stays cut after a restart:
 	// with no cut of its own this one records the earlier size.
-	recap := c.recap
+	recap := d.recap
 	if recap == 0 && x.summary != nil {
 		recap = x.summary.RecapChars
 	}
-	next := &store.Compaction{SessionID: x.run.SessionID, RunID: x.run.ID, Summary: summary, Anchors: ar.anchors,
-		Covered: len(covered), TailRows: len(kept), RecapChars: recap}
 	stats := compactionStats{
-		Reason: reason, Forced: forced, BeforeTokens: before, TailBudget: budget,
-		Covered: len(covered), Kept: len(kept), RecapBytes: c.recap,
-		SummaryBytes: len(summary), InputChars: len(prior) + len(input), MergedPrior: prior != "", LengthRetried: retried,
-		Anchors: len(anchors), AnchorsKept: ar.kept, AnchorsLost: ar.dropped, AnchorsBack: ar.restored,
-		LedgerSpills: led.spills, LedgerCalls: led.calls, LedgerMCP: led.mcps,
-		PinnedRunID: x.run.ID, Model: served, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
+		Reason: reason, Forced: forced, Prepared: prepared, BeforeTokens: before, TailBudget: budget,
+		Covered: len(covered), Kept: len(kept), RecapBytes: d.recap,
+		SummaryBytes: len(summary), InputChars: d.input, MergedPrior: d.prior != "", LengthRetried: d.retried,
+		Anchors: len(d.anchors), AnchorsKept: ar.kept, AnchorsLost: ar.dropped, AnchorsBack: ar.restored,
+		LedgerSpills: d.led.spills, LedgerCalls: d.led.calls, LedgerMCP: d.led.mcps,
+		PinnedRunID: x.run.ID, Model: d.served, InputTokens: d.usage.InputTokens, OutputTokens: d.usage.OutputTokens,
 	}
 	stats.AfterTokens = fixed + bytesToTokens(messagesBytes(kept)+jsonLen(summary))
 	ev := x.event(event.Compaction, stats)
 	evs, err := e.o.Store.CommitCompaction(ctx, store.Compact{
 		RunID: x.run.ID, SessionID: x.run.SessionID, Covered: len(covered), Summary: summary, Anchors: ar.anchors,
-		TailRows: len(kept), RecapChars: recap, Usage: usage, Events: []event.Event{ev},
+		TailRows: len(kept), RecapChars: recap, Usage: d.usage, Events: []event.Event{ev},
 	})
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return false, errCancelled
@@ -390,8 +523,10 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 	x.mu.Lock()
 	x.history, x.sizes, x.histBytes = kept, nil, 0
 	x.mu.Unlock()
-	x.summary = next
-	x.run.Usage = x.run.Usage.Add(usage)
+	x.compactions++
+	x.summary = &store.Compaction{SessionID: x.run.SessionID, RunID: x.run.ID, Summary: summary, Anchors: ar.anchors,
+		Covered: len(covered), TailRows: len(kept), RecapChars: recap}
+	x.run.Usage = x.run.Usage.Add(d.usage)
 	x.lastGross = 0
 	x.publish(evs...)
 	return true, nil

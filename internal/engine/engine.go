@@ -421,6 +421,10 @@ type execution struct {
 	// so far, histBytes their sum (guarded by mu; reset with history).
 	sizes     []int
 	histBytes int
+	// prep is a summary being made ahead of the dial (nil = none);
+	// compactions counts the compactions this execution applied.
+	prep        *prepared
+	compactions int
 }
 
 // compactAt is the dial in tokens.
@@ -446,6 +450,8 @@ func (x *execution) publish(evs ...event.Event) {
 
 func (x *execution) loop(ctx context.Context) (string, error) {
 	e := x.e
+	// A summary made ahead and never used is still paid for.
+	defer x.dropPrepared(context.WithoutCancel(ctx))
 	x.self = e.o.Prompt.ReadSelf()
 	if e.o.AttemptBlocks != nil {
 		x.attempt = e.o.AttemptBlocks(ctx, x.run.ID, x.run.SessionID, taskText(x.req.Input))
@@ -523,6 +529,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 				req, est = x.assemble(ctx, system, specs, modelName, true)
 			}
 		}
+		x.prepareAhead(ctx, est, func() int { return x.fixedTokens(ctx, system, specs, modelName) })
 		x.lastEst = est
 		resp, err := x.callModel(ctx, req)
 		if errors.Is(err, model.ErrContextOverflow) {

@@ -138,6 +138,16 @@ func runLongTask(t *testing.T, dial, turns int) (*longTask, map[string]any, []ma
 	return l, task, compactionEvents(t, d, id)
 }
 
+func prepared(evs []map[string]any) int {
+	n := 0
+	for _, e := range evs {
+		if e["prepared"] == true {
+			n++
+		}
+	}
+	return n
+}
+
 // compactionEvents pages through a task's events for its compactions.
 func compactionEvents(t *testing.T, d *daemon, id string) []map[string]any {
 	t.Helper()
@@ -170,7 +180,7 @@ func (l *longTask) check(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t.Logf("dial %d: %d main calls, %d compactions, largest request %d tokens (+%d reserve)", l.dial, l.main, l.summaries, l.largest, outputReserve)
+	t.Logf("dial %d: %d main calls, %d summaries, largest request %d tokens (+%d reserve)", l.dial, l.main, l.summaries, l.largest, outputReserve)
 	if l.main != l.turns+1 {
 		t.Fatalf("%d main calls, want %d", l.main, l.turns+1)
 	}
@@ -195,10 +205,12 @@ func (l *longTask) check(t *testing.T) {
 func TestThousandTurnRunStaysUnderTheDial(t *testing.T) {
 	l, task, evs := runLongTask(t, 40000, 1000)
 	l.check(t)
-	if len(evs) != l.summaries {
+	// Every summary became a compaction but at most one made ahead that the
+	// run finished before needing.
+	if len(evs) > l.summaries || l.summaries > len(evs)+1 {
 		t.Fatalf("%d compaction events for %d summaries", len(evs), l.summaries)
 	}
-	t.Logf("tail budget at dial 40000: %v tokens", evs[0]["tail_budget_tokens"])
+	t.Logf("tail budget at dial 40000: %v tokens; %d compactions, %d of them prepared ahead", evs[0]["tail_budget_tokens"], len(evs), prepared(evs))
 	if res, _ := task["result"].(map[string]any); res == nil || res["output_text"] != "fetched 1000 pages" {
 		t.Fatalf("result %v", task["result"])
 	}
@@ -215,5 +227,5 @@ func TestDialBelowTheTail(t *testing.T) {
 			t.Fatalf("tail budget %v at a dial of 20000, want it shrunk below 24000", tb)
 		}
 	}
-	t.Logf("tail budget at dial 20000: %v tokens", evs[0]["tail_budget_tokens"])
+	t.Logf("tail budget at dial 20000: %v tokens; %d compactions, %d of them prepared ahead", evs[0]["tail_budget_tokens"], len(evs), prepared(evs))
 }
