@@ -78,7 +78,7 @@ func BenchmarkStepCostAtDepth(b *testing.B) {
 		}
 		window := func(at int) (mean, median time.Duration) {
 			var ds []time.Duration
-			for k := at - 20; k <= at+20; k++ {
+			for k := at - 25; k <= at+25; k++ {
 				ds = append(ds, stamps[k+1].Sub(stamps[k]))
 			}
 			var sum time.Duration
