@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -77,5 +78,32 @@ func TestCommitCompactionHidesRowsButKeepsThem(t *testing.T) {
 	}
 	if _, ok, _ := s2.LatestCompaction(ctx, "other"); ok {
 		t.Fatal("a session never compacted has a compaction")
+	}
+}
+
+// A database main's binary already migrated past the revisions table
+// (version 10) still gets the compaction schema.
+func TestCompactionMigrationAppliesAfterVersionTen(t *testing.T) {
+	ctx := context.Background()
+	s, path := open(t)
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err = store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	session(t, s, "r1", "s1", []model.Message{user("hello")})
+	if _, err := s.CommitCompaction(ctx, store.Compact{RunID: "r1", SessionID: "s1", Covered: 1, Summary: "n"}); err != nil {
+		t.Fatalf("compaction after migrating from version 10: %v", err)
 	}
 }
