@@ -5,8 +5,8 @@ ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX messages_active ON messages(session_id, active, id);
 
 -- One row per compaction; the newest row of a session is the summary in
--- force. anchors is a JSON array of the identifiers the summary carries, the
--- seed of the next compaction's audit. tail_rows is how many active messages
+-- force. anchors is a JSON array of the identifiers the summary carries, which
+-- the next compaction's audit starts from. tail_rows is how many active messages
 -- the compaction kept verbatim and recap_chars the size each tool result
 -- among them was cut to (0 = none cut), so a restart rebuilds the same
 -- window.
