@@ -194,7 +194,7 @@ func TestCompactionKeepsEveryRequestUnderTheDial(t *testing.T) {
 func TestCompactionPinsThisRunsRequestInAThread(t *testing.T) {
 	l := &longRun{turns: 2}
 	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
-		func(o *engine.Options) { o.CompactAt = 9000 }, fetchTool(3000))
+		func(o *engine.Options) { o.CompactAt = 14000 }, fetchTool(3000))
 	first, _ := h.run(t, "first ask: index the Marlowe letters")
 	ctx := context.Background()
 	l.mu.Lock()
@@ -230,11 +230,11 @@ func TestCompactionPinsThisRunsRequestInAThread(t *testing.T) {
 }
 
 func TestFailedSummaryIsANoOp(t *testing.T) {
-	l := &longRun{turns: 12, summarize: func(int, model.Request) (model.Response, error) {
+	l := &longRun{turns: 40, summarize: func(int, model.Request) (model.Response, error) {
 		return model.Response{}, &model.Error{Status: 500, Message: "utility down"}
 	}}
 	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
-		func(o *engine.Options) { o.CompactAt = 6000 }, fetchTool(1500))
+		func(o *engine.Options) { o.CompactAt = 12000 }, fetchTool(1500))
 	r, _ := h.run(t, "fetch")
 	if r.Status != store.StatusDone {
 		t.Fatalf("run %s: %s; a failed summary must leave the run going", r.Status, r.Error)
@@ -246,8 +246,8 @@ func TestFailedSummaryIsANoOp(t *testing.T) {
 		t.Fatalf("%d compaction events after failed summaries", n)
 	}
 	msgs, _ := h.st.Messages(context.Background(), r.SessionID)
-	if len(msgs) != 1+2*12+1 {
-		t.Fatalf("%d active messages, want all %d (nothing marked inactive)", len(msgs), 1+2*12+1)
+	if len(msgs) != 1+2*40+1 {
+		t.Fatalf("%d active messages, want all %d (nothing marked inactive)", len(msgs), 1+2*40+1)
 	}
 	if _, ok, _ := h.st.LatestCompaction(context.Background(), r.SessionID); ok {
 		t.Fatal("a compaction row was written for a failed summary")
@@ -255,7 +255,7 @@ func TestFailedSummaryIsANoOp(t *testing.T) {
 }
 
 func TestLengthStoppedSummaryIsRetriedOnceAndTheBetterKept(t *testing.T) {
-	l := &longRun{turns: 14}
+	l := &longRun{turns: 40}
 	l.summarize = func(n int, req model.Request) (model.Response, error) {
 		if n%2 == 1 {
 			return model.Response{Model: req.Model, Text: "A note that ran on and on", FinishReason: "length", Usage: model.Usage{InputTokens: 1, OutputTokens: 1}}, nil
@@ -263,7 +263,7 @@ func TestLengthStoppedSummaryIsRetriedOnceAndTheBetterKept(t *testing.T) {
 		return model.Response{Model: req.Model, Text: "Short complete note.", FinishReason: "stop", Usage: model.Usage{InputTokens: 1, OutputTokens: 1}}, nil
 	}
 	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
-		func(o *engine.Options) { o.CompactAt = 6000 }, fetchTool(1500))
+		func(o *engine.Options) { o.CompactAt = 12000 }, fetchTool(1500))
 	r, _ := h.run(t, "fetch")
 	evs := compactionEvents(t, h, r.ID)
 	if len(evs) == 0 || len(l.summaries) != 2*len(evs) {
@@ -279,7 +279,7 @@ func TestLengthStoppedSummaryIsRetriedOnceAndTheBetterKept(t *testing.T) {
 }
 
 func TestPlanSurvivesCompaction(t *testing.T) {
-	l := &longRun{turns: 20}
+	l := &longRun{turns: 40}
 	var plans *todo.Plans
 	base := l.provider()
 	planned := false
@@ -296,7 +296,7 @@ func TestPlanSurvivesCompaction(t *testing.T) {
 	})
 	var h *harness
 	h = newHarnessWith(t, p, engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000}, func(o *engine.Options) {
-		o.CompactAt = 6000
+		o.CompactAt = 12000
 		o.TurnBlocks = func(ctx context.Context, sessionID string) []string {
 			if b := plans.Block(ctx, sessionID); b != "" {
 				return []string{b}
@@ -456,5 +456,21 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 			t.Fatalf("request %d estimated at %d tokens, over the dial", i+1, est)
 		}
 		checkWellFormed(t, i+1, req)
+	}
+}
+
+// TestDialSmallerThanTheFixedPartsDoesNotCompactEveryTurn: when the spine,
+// schemas and blocks alone fill the dial, no summary is asked for turn
+// after turn; the run goes on uncompacted.
+func TestDialSmallerThanTheFixedPartsDoesNotCompactEveryTurn(t *testing.T) {
+	l := &longRun{turns: 8}
+	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 50, Tokens: 1 << 40, CostUSD: 1000},
+		func(o *engine.Options) { o.CompactAt = 4000 }, fetchTool(300))
+	r, _ := h.run(t, "fetch "+strings.Repeat("with a very long request ", 400))
+	if r.Status != store.StatusDone {
+		t.Fatalf("run %s: %s", r.Status, r.Error)
+	}
+	if len(l.summaries) != 0 {
+		t.Fatalf("%d summaries for a dial the fixed parts already fill", len(l.summaries))
 	}
 }

@@ -425,6 +425,7 @@ type execution struct {
 	// compactions counts the compactions this execution applied.
 	prep        *prepared
 	compactions int
+	dialWarned  bool // the dial was found too small for the fixed parts
 }
 
 // compactAt is the dial in tokens.
@@ -521,12 +522,22 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			if est <= x.compactAt() {
 				reason = reasonPrompt
 			}
-			changed, err := x.compact(ctx, reason, x.fixedTokens(ctx, system, specs, modelName), est, false)
-			if err != nil {
-				return x.lastText, err
-			}
-			if changed {
-				req, est = x.assemble(ctx, system, specs, modelName, true)
+			// When the parts compaction cannot shrink already fill the dial,
+			// summarizing would cost a utility call every turn and still
+			// not fit: the request goes as it is, and only the provider's
+			// own refusal forces a compaction.
+			if fixed := x.fixedTokens(ctx, system, specs, modelName); tailBudget(x.compactAt(), fixed, false) > 0 {
+				changed, err := x.compact(ctx, reason, fixed, est, false)
+				if err != nil {
+					return x.lastText, err
+				}
+				if changed {
+					req, est = x.assemble(ctx, system, specs, modelName, true)
+				}
+			} else if !x.dialWarned {
+				x.dialWarned = true
+				x.logger.Warn("DELTA_COMPACT_AT_TOKENS is smaller than what compaction cannot shrink (spine, tool schemas, per-turn blocks, this run's request, the summary's room and the reply's reserve); not compacting before sending",
+					"dial", x.compactAt(), "fixed_tokens", fixed)
 			}
 		}
 		x.prepareAhead(ctx, est, func() int { return x.fixedTokens(ctx, system, specs, modelName) })
