@@ -14,6 +14,7 @@ import (
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/todo"
@@ -472,5 +473,76 @@ func TestDialSmallerThanTheFixedPartsDoesNotCompactEveryTurn(t *testing.T) {
 	}
 	if len(l.summaries) != 0 {
 		t.Fatalf("%d summaries for a dial the fixed parts already fill", len(l.summaries))
+	}
+}
+
+// TestCompactedWindowIsRebuiltFromTheStore: a new engine on the same
+// database (a restart) continues a compacted session with the window the
+// store holds — the summary in force, only the active messages, each kept
+// result as re-capped — and pins the new run's request.
+func TestCompactedWindowIsRebuiltFromTheStore(t *testing.T) {
+	l := &longRun{turns: 30}
+	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
+		func(o *engine.Options) { o.CompactAt = 14000 }, fetchTool(3000))
+	first, _ := h.run(t, "first ask: fetch the Brontë ledgers")
+	if len(compactionEvents(t, h, first.ID)) == 0 {
+		t.Fatal("the first run never compacted")
+	}
+	last := l.main[len(l.main)-1]
+	ctx := context.Background()
+	c, ok, err := h.st.LatestCompaction(ctx, first.SessionID)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	active, err := h.st.Messages(ctx, first.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A second engine over the same store, as after a restart.
+	l.mu.Lock()
+	l.turns, l.main = 0, nil
+	l.mu.Unlock()
+	opts := h.opts
+	opts.Broker = nil
+	eng := engine.New(opts)
+	q := queue.New(h.st, eng.Execute, 1, nil)
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	svc := engine.NewService(h.st, q, eng)
+	r, err := svc.Submit(ctx, engine.Submission{PreviousID: first.ID, Request: engine.Request{
+		Input: []model.Message{{Role: model.RoleUser, Content: "second ask: list what you fetched"}}, Profile: "trusted", Store: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = svc.Wait(ctx, "", r.ID); err != nil || r.Status != store.StatusDone {
+		t.Fatalf("second run %v %s %s", err, r.Status, r.Error)
+	}
+	got := l.main[0]
+	env := got.Messages[0].Content
+	if !strings.HasPrefix(env, engine.CompactionBlockPrefix) || !strings.Contains(env, "second ask: list what you fetched") ||
+		!strings.Contains(env, c.Summary[:40]) {
+		t.Fatalf("the rebuilt window opens with %.400q", env)
+	}
+	// The history part: the store's active messages then the new request,
+	// exactly as the first engine last sent its share of them.
+	hist := got.Messages[1 : 1+len(active)+1]
+	if hist[len(hist)-1].Content != "second ask: list what you fetched" {
+		t.Fatalf("the new request is not where history ends: %+v", hist[len(hist)-1])
+	}
+	recapped := false
+	for _, m := range hist {
+		recapped = recapped || strings.Contains(m.Content, "re-capped at compaction")
+	}
+	if !recapped {
+		t.Fatal("no kept result is re-capped after the restart (the first engine sent them re-capped)")
+	}
+	before := last.Messages[1:]
+	for i := range active[:len(active)-1] { // the first run's final answer came after its last request
+		if hist[i].Role != before[i].Role || hist[i].Content != before[i].Content || hist[i].ToolCallID != before[i].ToolCallID {
+			t.Fatalf("message %d differs after the restart:\n%+v\nwas\n%+v", i, hist[i], before[i])
+		}
 	}
 }
