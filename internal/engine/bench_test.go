@@ -98,6 +98,6 @@ func BenchmarkStepCostAtDepth(b *testing.B) {
 		b.ReportMetric(float64(m30.Microseconds()), "µs/step@30(mean)")
 		b.ReportMetric(float64(m1000.Microseconds()), "µs/step@1000(mean)")
 		b.ReportMetric(float64(med1000)/float64(med30), "ratio(median)")
-		b.ReportMetric(float64(len(l.summaries)), "compactions")
+		b.ReportMetric(float64(len(l.summaries)), "summaries")
 	}
 }
