@@ -40,6 +40,7 @@ const (
 	DefaultModelTimeout       = 300 * time.Second
 	DefaultToolTimeout        = 120 * time.Second
 	DefaultToolResultMaxBytes = 20000
+	DefaultCompactAtTokens    = 120000
 	DefaultPolicyMaxTokens    = 800
 	DefaultSelfMaxTokens      = 800
 	DefaultMaxBodyBytes       = 1 << 20
@@ -143,6 +144,11 @@ type Config struct {
 	// on its assistant message; the journal keeps them whole
 	// (DELTA_TOOL_ARG_MAX_BYTES, default 0 = off, 4096 recommended).
 	ToolArgMaxBytes int `env:"DELTA_TOOL_ARG_MAX_BYTES"`
+	// CompactAtTokens is the context dial: a request estimated above it, or
+	// a previous call whose real prompt crossed it, compacts the session's
+	// older history into a summary first (DELTA_COMPACT_AT_TOKENS, default
+	// 120000; at least 4000).
+	CompactAtTokens int `env:"DELTA_COMPACT_AT_TOKENS"`
 	// VisionModels matches the model IDs that get verified images attached
 	// inline (DELTA_VISION_MODELS, a Go regular expression; empty = none;
 	// an invalid expression refuses to boot).
@@ -341,6 +347,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ToolTimeout:          l.millis("DELTA_TOOL_TIMEOUT_MS", DefaultToolTimeout),
 		ToolResultMaxBytes:   l.intRange("DELTA_TOOL_RESULT_MAX_BYTES", DefaultToolResultMaxBytes, 1, 1<<30),
 		ToolArgMaxBytes:      l.intRange("DELTA_TOOL_ARG_MAX_BYTES", 0, 0, 1<<30),
+		CompactAtTokens:      l.intRange("DELTA_COMPACT_AT_TOKENS", DefaultCompactAtTokens, 4000, 1<<30),
 		VisionModels:         l.regexp("DELTA_VISION_MODELS"),
 		FetchAllowPrivate:    l.boolean("DELTA_FETCH_ALLOW_PRIVATE"),
 		ExaAPIKey:            l.str("EXA_API_KEY", ""),

@@ -30,7 +30,7 @@ func TestLoadDefaults(t *testing.T) {
 		Port: 8080, Bind: "127.0.0.1", DB: "data/delta.db", Workspace: "workspace",
 		MaxConcurrency: 8, ModelBaseURL: "https://openrouter.ai/api/v1", ModelAPI: APIChat,
 		ModelPrimary: "anthropic/claude-sonnet-4.5", UtilityModel: "anthropic/claude-haiku-4.5",
-		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000,
+		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000, CompactAtTokens: 120000,
 		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true, Skills: SkillsMCP,
 		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", LeaseTTL: 30 * time.Second, Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
 		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30,
@@ -81,6 +81,7 @@ func TestLoadValues(t *testing.T) {
 		{"utility set", map[string]string{"DELTA_UTILITY_MODEL": "u"}, func(c Config) any { return c.UtilityModel }, "u"},
 		{"arg bound off by default", map[string]string{}, func(c Config) any { return c.ToolArgMaxBytes }, 0},
 		{"arg bound", map[string]string{"DELTA_TOOL_ARG_MAX_BYTES": "4096"}, func(c Config) any { return c.ToolArgMaxBytes }, 4096},
+		{"compact dial", map[string]string{"DELTA_COMPACT_AT_TOKENS": "40000"}, func(c Config) any { return c.CompactAtTokens }, 40000},
 		{"vision unset", map[string]string{}, func(c Config) any { return c.VisionModels == nil }, true},
 		{"vision matches", map[string]string{"DELTA_VISION_MODELS": "^(gpt-5|anthropic/claude)"}, func(c Config) any { return c.VisionModels.MatchString("anthropic/claude-sonnet-4.5") }, true},
 		{"trust review metadata", map[string]string{"DELTA_TRUST_REVIEW_METADATA": "1"}, func(c Config) any { return c.TrustReviewMetadata }, true},
@@ -167,6 +168,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_MAX_BODY_BYTES", "-1", "from 1"},
 		{"DELTA_VISION_MODELS", "gpt-(4o", "regular expression"},
 		{"DELTA_TOOL_ARG_MAX_BYTES", "-1", "from 0"},
+		{"DELTA_COMPACT_AT_TOKENS", "1000", "from 4000"},
 		{"DELTA_TRUST_REVIEW_METADATA", "sure", "boolean"},
 	} {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

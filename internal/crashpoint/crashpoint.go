@@ -1,8 +1,8 @@
 // Package crashpoint is fault injection for the crash-matrix test: a Hit
 // call marks a named point on the durable path (queue insert, ack, model
-// call, tool intent, tool execution, tool result, final reply, finish). In
-// an ordinary build Hit is an empty function the compiler removes. Built with
-// `-tags crashtest`, the process exits with code 137 — what a SIGKILL
+// call, tool intent, tool execution, tool result, compaction, final reply,
+// finish). In an ordinary build Hit is an empty function the compiler
+// removes. Built with `-tags crashtest`, the process exits with code 137 — what a SIGKILL
 // looks like to a supervisor — the first time it reaches the point named by
 // DELTA_CRASH_AT, so a test can restart it and check the recovery outcome.
 //
@@ -30,6 +30,10 @@ const (
 	// AfterResult: the tool result and its message are committed; the next
 	// model call has not started.
 	AfterResult = "engine.after-result"
+	// MidCompaction: inside the transaction that applies a compaction,
+	// after the replaced messages are marked inactive and before the summary
+	// row is written.
+	MidCompaction = "engine.mid-compaction"
 	// AfterFinal: the model's final reply (no tool calls) is checkpointed;
 	// the terminal status and run.finished are not committed.
 	AfterFinal = "engine.after-final"
@@ -40,5 +44,5 @@ const (
 
 // Points lists every named point, for tests that walk the matrix.
 func Points() []string {
-	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, AfterFinal, BeforeFinish}
+	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish}
 }

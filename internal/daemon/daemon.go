@@ -185,7 +185,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			return engine.Budget{Steps: bu.Steps, Tokens: bu.Tokens, CostUSD: bu.CostUSD}
 		},
 		Prices: prices, ReasoningEffort: cfg.ReasoningEffort,
-		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes,
+		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes, CompactAt: cfg.CompactAtTokens,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		CaptureCalls: cfg.CaptureCalls, Logger: logger,
 	})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
@@ -59,4 +61,54 @@ func benchDurableStep(b *testing.B, capture bool) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkStepCostAtDepth measures what one step costs the engine early in
+// a long run and deep into it: a 1,050-step tool run against a zero-latency
+// scripted model at the default dial, with compactions as the history
+// outgrows it. The time between consecutive main-loop calls is the step's
+// cost (checkpoint, tool, result, prompt assembly, estimate and any
+// compaction); it reports the mean and median over steps 25–35 and
+// 995–1,005 and their ratio. Run with -benchtime=1x.
+func BenchmarkStepCostAtDepth(b *testing.B) {
+	const steps = 1050
+	for i := 0; i < b.N; i++ {
+		var stamps []time.Time
+		l := &longRun{turns: steps}
+		base := l.provider()
+		p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+			if !engine.IsSummaryCall(req.System) {
+				stamps = append(stamps, time.Now())
+			}
+			return base(ctx, req, s)
+		})
+		h := newHarness(b, p, engine.Budget{Steps: steps + 10, Tokens: 1 << 50, CostUSD: 1e9}, fetchTool(1000))
+		r, _ := h.run(b, "fetch every page")
+		if r.Status != store.StatusDone {
+			b.Fatalf("run %s: %s", r.Status, r.Error)
+		}
+		window := func(at int) (mean, median time.Duration) {
+			var ds []time.Duration
+			for k := at - 25; k <= at+25; k++ {
+				ds = append(ds, stamps[k+1].Sub(stamps[k]))
+			}
+			var sum time.Duration
+			for _, d := range ds {
+				sum += d
+			}
+			slices.Sort(ds)
+			return sum / time.Duration(len(ds)), ds[len(ds)/2]
+		}
+		m30, med30 := window(30)
+		if len(stamps) < 1022 {
+			b.Fatalf("%d main calls", len(stamps))
+		}
+		m1000, med1000 := window(1000)
+		b.ReportMetric(float64(med30.Microseconds()), "µs/step@30(median)")
+		b.ReportMetric(float64(med1000.Microseconds()), "µs/step@1000(median)")
+		b.ReportMetric(float64(m30.Microseconds()), "µs/step@30(mean)")
+		b.ReportMetric(float64(m1000.Microseconds()), "µs/step@1000(mean)")
+		b.ReportMetric(float64(med1000)/float64(med30), "ratio(median)")
+		b.ReportMetric(float64(len(l.summaries)), "summaries")
+	}
 }

@@ -93,12 +93,21 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 	// A model can emit arguments that are not JSON. Keep what it sent, as a
 	// JSON string, so the checkpoint stays valid JSON and the tool answers
 	// with an error the model can repair.
-	x.mu.Lock()
 	if x.callIDs == nil {
+		// The window may no longer hold every call of this run (compaction
+		// leaves older rows out of it); the journal does.
+		journal, err := e.o.Store.Journal(ctx, x.run.ID)
+		if err != nil {
+			return fmt.Errorf("read the journal of run %s: %w", x.run.ID, err)
+		}
+		x.mu.Lock()
 		x.callIDs = usedCallIDs(x.history)
+		x.mu.Unlock()
+		for id := range journal {
+			x.callIDs[id] = true
+		}
 	}
 	uniqueCallIDs(resp.ToolCalls, x.callIDs)
-	x.mu.Unlock()
 	for i, c := range resp.ToolCalls {
 		if !json.Valid(c.Arguments) {
 			resp.ToolCalls[i].Arguments, _ = json.Marshal(string(c.Arguments))
@@ -123,6 +132,7 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 	}
 	shortfall := max(x.prevInput-resp.Usage.CacheReadTokens, 0)
 	x.prevInput = resp.Usage.InputTokens
+	x.lastGross = resp.Usage.InputTokens
 	finishReasons := []string{}
 	if resp.FinishReason != "" {
 		finishReasons = append(finishReasons, resp.FinishReason)

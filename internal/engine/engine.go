@@ -110,6 +110,14 @@ type Options struct {
 	// engine assembled it, with the checkpoint of its step
 	// (DELTA_CAPTURE_CALLS). Off, a step builds nothing for it.
 	CaptureCalls bool
+	// CompactAt is the context dial in tokens (DELTA_COMPACT_AT_TOKENS): a
+	// request estimated past it, or a previous call whose real prompt
+	// crossed it, compacts the session's older history first
+	// (0 = DefaultCompactAt).
+	CompactAt int
+	// Utility makes a compaction's summary call (nil = the provider's
+	// utility lane when it has one, else the provider).
+	Utility func(ctx context.Context, req model.Request) (model.Response, error)
 }
 
 // Engine executes runs.
@@ -403,6 +411,36 @@ type execution struct {
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
 	callIDs map[string]bool // every tool-call id of history, built on the first checkpoint (callid.go)
+	// historyEnd is where the stored conversation ends in the request the
+	// last assemble built; the messages after it are per-turn blocks.
+	historyEnd int
+
+	// summary is the session's compaction in force (nil = none): its note
+	// opens the window after this run's pinned request.
+	summary *store.Compaction
+	pinned  string // this run's request, verbatim from its record
+	// lastGross is the real prompt size of the previous call (its gross
+	// input tokens), 0 after a compaction; lastEst is what the estimate
+	// said of that call's request.
+	lastGross int64
+	lastEst   int
+	// sizes holds the serialized size of each message of history measured
+	// so far, histBytes their sum (guarded by mu; reset with history).
+	sizes     []int
+	histBytes int
+	// prep is a summary being made ahead of the dial (nil = none);
+	// compactions counts the compactions this execution applied.
+	prep        *prepared
+	compactions int
+	dialWarned  bool // the dial was found too small for the fixed parts
+}
+
+// compactAt is the dial in tokens.
+func (x *execution) compactAt() int {
+	if x.e.o.CompactAt > 0 {
+		return x.e.o.CompactAt
+	}
+	return DefaultCompactAt
 }
 
 // event builds an event of this run stamped with its correlation spine.
@@ -420,6 +458,8 @@ func (x *execution) publish(evs ...event.Event) {
 
 func (x *execution) loop(ctx context.Context) (string, error) {
 	e := x.e
+	// A summary made ahead and never used is still paid for.
+	defer x.dropPrepared(context.WithoutCancel(ctx))
 	x.self = e.o.Prompt.ReadSelf()
 	if e.o.AttemptBlocks != nil {
 		x.attempt = e.o.AttemptBlocks(ctx, x.run.ID, x.run.SessionID, taskText(x.req.Input))
@@ -469,58 +509,69 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if x.history == nil {
 			// Read the conversation once per attempt; later turns append to
 			// it in memory as they commit, so a step costs O(1) reads.
-			history, err := e.o.Store.Messages(ctx, x.run.SessionID)
-			if err != nil {
+			if err := x.loadWindow(ctx); err != nil {
 				return "", err
 			}
-			x.history = append([]model.Message{}, history...)
 		}
-		x.mu.Lock()
-		msgs := sanitize(x.history)
-		x.mu.Unlock()
-		nHistory := len(msgs) // the rest of msgs is rebuilt every turn
 		modelName := x.lastModel
 		if modelName == "" && len(e.o.Models) > 0 {
 			modelName = e.o.Models[0]
 		}
-		// Request-scoped text rides in delimited user-role blocks after the
-		// history: it can specialise the task but never becomes system policy.
-		if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
-		}
-		if e.o.TurnBlocks != nil {
-			for _, blk := range e.o.TurnBlocks(ctx, x.run.SessionID) {
-				msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
-			}
-		}
-		if x.req.Instructions != "" {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
-		}
-		for _, blk := range x.attempt {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
-		}
-		if e.o.Attach != nil {
-			// Verified images for a vision model ride on this call's copy
-			// of the conversation only, after every other block.
-			msgs = e.o.Attach(ctx, modelName, msgs)
-		}
-		req := model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}
+		req, est := x.assemble(ctx, system, specs, modelName, true)
 		if err := x.startTurn(ctx, modelName, len(specs)); err != nil {
 			return x.lastText, err
 		}
+		// Compact before sending when the request would pass the dial, or
+		// the previous call's real prompt did (cached tokens still fill
+		// the window).
+		if est > x.compactAt() || x.lastGross > int64(x.compactAt()) {
+			reason := reasonEstimate
+			if est <= x.compactAt() {
+				reason = reasonPrompt
+			}
+			// When the parts compaction cannot shrink already fill the dial,
+			// summarizing would cost a utility call every turn and still
+			// not fit: the request goes as it is, and only the provider's
+			// own refusal forces a compaction.
+			if fixed := x.fixedTokens(ctx, system, specs, modelName); tailBudget(x.compactAt(), fixed, false) > 0 {
+				changed, err := x.compact(ctx, reason, fixed, est, false)
+				if err != nil {
+					return x.lastText, err
+				}
+				if changed {
+					req, est = x.assemble(ctx, system, specs, modelName, true)
+				}
+			} else if !x.dialWarned {
+				x.dialWarned = true
+				x.logger.Warn("DELTA_COMPACT_AT_TOKENS is smaller than what compaction cannot shrink (spine, tool schemas, per-turn blocks, this run's request, the summary's room and the reply's reserve); not compacting before sending",
+					"dial", x.compactAt(), "fixed_tokens", fixed)
+			}
+		}
+		x.prepareAhead(ctx, est, func() int { return x.fixedTokens(ctx, system, specs, modelName) })
+		x.lastEst = est
 		resp, err := x.callModel(ctx, req)
 		if errors.Is(err, model.ErrContextOverflow) {
-			// One forced reduction, then the same turn once more. Until
-			// compaction exists the reduction drops attached images and
-			// elides the largest tool result (its full text stays in the
-			// journal and any spill file; an image stays a file marker).
-			if reduced, ok := elideLargestToolResult(withoutImages(req.Messages)); ok || len(reduced) < len(req.Messages) {
-				x.logger.Warn("context window exceeded; dropping attached images, eliding the largest tool result and retrying the turn once")
-				req.Messages = reduced
+			// The provider refused the prompt as too long: one forced
+			// compaction, then the same turn once more. With nothing left
+			// to compact, attached images go and the largest tool result
+			// is elided (its full text stays in the journal and any spill
+			// file) instead.
+			changed, cerr := x.compact(ctx, reasonOverflow, x.fixedTokens(ctx, system, specs, modelName), est, true)
+			if cerr != nil {
+				return x.lastText, cerr
+			}
+			retry := changed
+			if changed {
+				req, _ = x.assemble(ctx, system, specs, modelName, true)
+			} else if reduced, ok := elideLargestToolResult(withoutImages(req.Messages)); ok || len(reduced) < len(req.Messages) {
+				req.Messages, retry = reduced, true
+			}
+			if retry {
+				x.logger.Warn("context window exceeded; reduced the request and retrying the turn once", "compacted", changed)
 				resp, err = x.callModel(ctx, req)
 			}
 			if errors.Is(err, model.ErrContextOverflow) {
-				return x.lastText, failure{kind: failOverflow, err: fmt.Errorf("the conversation no longer fits the model's context window and could not be reduced: %w", err)}
+				return x.lastText, failure{kind: failOverflow, err: fmt.Errorf("the conversation no longer fits the model's context window and compaction could not reduce it enough: %w", err)}
 			}
 		}
 		if err != nil {
@@ -530,7 +581,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if strings.TrimSpace(resp.Text) != "" {
 			x.lastText = resp.Text
 		}
-		if err := x.checkpoint(ctx, resp, req, nHistory); err != nil {
+		if err := x.checkpoint(ctx, resp, req, x.historyEnd); err != nil {
 			return x.lastText, err
 		}
 		if len(resp.ToolCalls) == 0 {
@@ -545,6 +596,109 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			x.run.Usage, x.run.Steps = r.Usage, r.Steps
 		}
 	}
+}
+
+// loadWindow reads the session's active window: the compaction in force,
+// if any, and the messages it left active (the tool results of its tail
+// re-capped as they were when it ran), and pins this run's request.
+func (x *execution) loadWindow(ctx context.Context) error {
+	history, err := x.e.o.Store.Messages(ctx, x.run.SessionID)
+	if err != nil {
+		return err
+	}
+	c, ok, err := x.e.o.Store.LatestCompaction(ctx, x.run.SessionID)
+	if err != nil {
+		return err
+	}
+	history = append([]model.Message{}, history...)
+	if ok {
+		x.summary = &c
+		if n := min(c.TailRows, len(history)); n > 0 {
+			copy(history[:n], retained(history[:n], c.RecapChars))
+		}
+	}
+	// The pinned request is this run's own, read from its record (a
+	// threaded session's first request may be about other work).
+	x.pinned = pinnedRequest(x.run.Request)
+	x.mu.Lock()
+	x.history, x.sizes, x.histBytes = history, nil, 0
+	x.mu.Unlock()
+	return nil
+}
+
+// assemble builds this turn's request and its estimate in tokens: the
+// compaction envelope (when the session has a summary), the history, then
+// the per-turn blocks. Request-scoped text rides in delimited user-role
+// blocks after the history: it can specialise the task but never becomes
+// system policy. The history's share of the estimate is kept per message
+// as the history grows, so a step does not re-measure the whole window.
+func (x *execution) assemble(ctx context.Context, system []string, specs []model.ToolSpec, modelName string, withHistory bool) (model.Request, int) {
+	e := x.e
+	var msgs []model.Message
+	if x.summary != nil || !withHistory {
+		summary := ""
+		if x.summary != nil && withHistory {
+			summary = x.summary.Summary
+		}
+		msgs = append(msgs, envelope(x.pinned, summary))
+	}
+	histBytes, from := 0, len(msgs)
+	if withHistory {
+		x.mu.Lock()
+		msgs = append(msgs, sanitize(x.history)...)
+		histBytes = x.historyBytes()
+		if len(msgs)-from != len(x.history) {
+			// sanitize answered a call left open: measure this once whole.
+			histBytes = messagesBytes(msgs[from:])
+		}
+		x.mu.Unlock()
+	}
+	to := len(msgs)
+	if withHistory {
+		x.historyEnd = to // what a captured call tags as the conversation
+	}
+	if turn := e.o.Prompt.Turn(modelName, e.o.Now(), x.req.Context); turn != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: TurnBlockPrefix + "\n" + turn + "\n</delta:turn>"})
+	}
+	if e.o.TurnBlocks != nil {
+		for _, blk := range e.o.TurnBlocks(ctx, x.run.SessionID) {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
+		}
+	}
+	if x.req.Instructions != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: InstructionsBlockPrefix + "\n" + x.req.Instructions + "\n</delta:instructions>"})
+	}
+	for _, blk := range x.attempt {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: blk})
+	}
+	otherBytes := messagesBytes(msgs[:from]) + messagesBytes(msgs[to:])
+	if withHistory && e.o.Attach != nil {
+		// Verified images for a vision model ride on this call's copy
+		// of the conversation only, after every other block.
+		before := len(msgs)
+		msgs = e.o.Attach(ctx, modelName, msgs)
+		otherBytes += messagesBytes(msgs[min(before, len(msgs)):])
+	}
+	est := bytesToTokens(estimateFixedBytes(system, specs)+histBytes+otherBytes) + imagesOf(msgs)*estimateImageTokens + estimateOutputReserve
+	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}, est
+}
+
+// historyBytes is the serialized size of x.history, measuring only the
+// messages added since the last call. x.mu must be held.
+func (x *execution) historyBytes() int {
+	for i := len(x.sizes); i < len(x.history); i++ {
+		n := messageBytes(&x.history[i])
+		x.sizes = append(x.sizes, n)
+		x.histBytes += n
+	}
+	return x.histBytes
+}
+
+// fixedTokens is the estimated size of this turn's request without its
+// history and summary: the part a compaction cannot shrink.
+func (x *execution) fixedTokens(ctx context.Context, system []string, specs []model.ToolSpec, modelName string) int {
+	_, est := x.assemble(ctx, system, specs, modelName, false)
+	return est
 }
 
 // startTurn records turn.started: the budget allows the turn and its model

@@ -196,6 +196,11 @@ func (x *execution) rebindArgs(callID string, args json.RawMessage) {
 				calls := slices.Clone(m.ToolCalls)
 				calls[j].Arguments = args
 				m.ToolCalls = calls
+				if i < len(x.sizes) { // measured before: measure again
+					n := messageBytes(m)
+					x.histBytes += n - x.sizes[i]
+					x.sizes[i] = n
+				}
 				return
 			}
 		}

@@ -52,6 +52,10 @@ const (
 	// SkillsIndexed is a change the local skills index found on a search
 	// (data skills, refused, warnings).
 	SkillsIndexed = "skills.indexed"
+	// Compaction is a compaction applied to the session's window: sizes
+	// before and after, what was covered and kept, the anchor audit and the
+	// ledgers; written in the transaction that applies it.
+	Compaction = "compaction"
 )
 
 // Log attribute keys shared by every package that logs about runs.

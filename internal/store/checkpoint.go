@@ -206,10 +206,11 @@ func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEn
 	return out, rows.Err()
 }
 
-// Messages returns a session's conversation in order.
+// Messages returns a session's active conversation in order: the messages
+// no compaction has replaced with its summary (LatestCompaction).
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,''), COALESCE(extra,'')
-		FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
+		FROM messages WHERE session_id = ? AND active = 1 ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)
 	}

@@ -122,7 +122,8 @@ func TestRecallIndexFollowsRewritesAndBackfillsOldDatabases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_fts_delete",
+	for _, q := range []string{"DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active",
+		"DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_fts_delete",
 		"DROP TRIGGER messages_fts_update", "DROP VIEW messages_recall_text", "DROP TABLE messages_fts", "PRAGMA user_version = 7"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

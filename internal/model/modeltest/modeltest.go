@@ -45,6 +45,9 @@ func ToolReply(calls ...ToolCall) Reply { return scripted.ToolReply(calls...) }
 // ErrorReply answers with an HTTP error.
 func ErrorReply(status int, message string) Reply { return scripted.ErrorReply(status, message) }
 
+// OverflowReply answers with the wire's context-window refusal.
+func OverflowReply() Reply { return scripted.OverflowReply() }
+
 // USD returns a pointer to v, for Usage.Cost.
 func USD(v float64) *float64 { return scripted.USD(v) }
 

@@ -183,6 +183,32 @@ func isJSON(contentType string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// statusError is the *model.Error for an HTTP failure; a context-window
+// refusal wraps model.ErrContextOverflow and is not retriable (the same
+// prompt would be refused again), so the engine can compact and retry.
+func statusError(status int, code, msg, apiKey string, err error) *model.Error {
+	e := model.StatusError(status, msg, apiKey, err)
+	if overflow(code, msg) {
+		e.Retriable = false
+		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
+	}
+	return e
+}
+
+// overflow recognises a context-window refusal by OpenAI's code, or by the
+// wording OpenAI-compatible gateways pass through ("maximum context length",
+// "context length exceeded", "exceeds the context window", "prompt is too
+// long").
+func overflow(code, msg string) bool {
+	if code == "context_length_exceeded" {
+		return true
+	}
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "maximum context length") || strings.Contains(m, "context_length_exceeded") ||
+		strings.Contains(m, "context length exceeded") || strings.Contains(m, "exceeds the context window") ||
+		strings.Contains(m, "prompt is too long")
+}
+
 // fail turns any failure into the error the harness branches on: the
 // caller's own cancellation stays a context error, everything else is a
 // *model.Error.
@@ -196,13 +222,16 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 		if msg == "" {
 			msg = model.BodyText(res)
 		}
-		return model.StatusError(apiErr.StatusCode, msg, c.apiKey, err)
+		return statusError(apiErr.StatusCode, apiErr.Code, msg, c.apiKey, err)
 	}
 	if res != nil && res.StatusCode >= 400 {
-		return model.StatusError(res.StatusCode, model.BodyText(res), c.apiKey, err)
+		return statusError(res.StatusCode, "", model.BodyText(res), c.apiKey, err)
 	}
 	var se *streamError
 	if errors.As(err, &se) {
+		if overflow("", se.Error()) {
+			return statusError(se.code, "", se.Error(), c.apiKey, err)
+		}
 		retriable := se.code == 0 || model.RetriableStatus(se.code)
 		return &model.Error{Status: se.code, Message: model.CleanMessage(se.Error(), c.apiKey), Retriable: retriable, Err: err}
 	}

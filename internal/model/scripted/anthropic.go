@@ -229,6 +229,9 @@ var anthWire = wire{
 		return "invalid x-api-key"
 	},
 	writeErr: writeAnthError,
+	overflow: func(w http.ResponseWriter) {
+		writeAnthError(w, http.StatusBadRequest, "prompt is too long: 210000 tokens > 200000 maximum")
+	},
 }
 
 func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ type wire struct {
 	authOK   func(h http.Header, key string) bool
 	authFail func(h http.Header) string // the 401 message
 	writeErr func(w http.ResponseWriter, status int, msg string)
+	overflow func(w http.ResponseWriter) // the wire's context-window refusal
 }
 
 // dispatch runs the shared steps. ok is false when the reply has already
@@ -52,6 +53,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, wr wire) (req 
 	rep, err = s.run(req)
 	if err != nil {
 		wr.writeErr(w, http.StatusInternalServerError, err.Error())
+		return req, rep, "", false
+	}
+	if rep.Overflow {
+		wr.overflow(w)
 		return req, rep, "", false
 	}
 	if rep.Status != 0 {

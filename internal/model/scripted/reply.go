@@ -20,6 +20,10 @@ type Reply struct {
 	// {"error":{"message":Message}} body instead of a completion.
 	Status  int
 	Message string
+	// Overflow answers with the wire's own context-window refusal (HTTP
+	// 400): context_length_exceeded on the OpenAI wires, "prompt is too
+	// long" on Anthropic's.
+	Overflow bool
 
 	// Usage overrides the token counts; nil derives them from the request
 	// and reply sizes so every reply reports some usage.
@@ -59,6 +63,9 @@ func ToolReply(calls ...ToolCall) Reply { return Reply{ToolCalls: calls} }
 
 // ErrorReply answers with an HTTP error.
 func ErrorReply(status int, message string) Reply { return Reply{Status: status, Message: message} }
+
+// OverflowReply answers with the wire's context-window refusal.
+func OverflowReply() Reply { return Reply{Overflow: true} }
 
 // Sequence answers the nth request with the nth reply, and every request
 // after the last with the last reply. With no replies it answers "ok".

@@ -141,6 +141,7 @@ var respWire = wire{
 		return "Incorrect API key provided: " + strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
 	},
 	writeErr: writeError,
+	overflow: writeOpenAIOverflow,
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {

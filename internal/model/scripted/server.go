@@ -45,6 +45,8 @@ type Server struct {
 	hold      chan struct{} // non-nil while held; closed by Release
 	arrived   chan struct{} // closed and replaced on every recorded request
 	seq       int
+	calls     int    // decoded requests, kept or not
+	forget    bool   // decoded requests are not kept (ForgetRequests)
 	key       string // required bearer key; "" accepts any
 }
 
@@ -113,7 +115,17 @@ func (s *Server) RequireKey(key string) {
 	s.key = key
 }
 
-// Requests returns every decoded request so far, in arrival order.
+// ForgetRequests stops keeping decoded requests: the script still sees
+// each one and Calls and WaitCalls still count them, but Requests returns
+// only those kept before. A test of thousands of calls inspects them in
+// its script instead of holding every body in memory.
+func (s *Server) ForgetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = true
+}
+
+// Requests returns every decoded request kept so far, in arrival order.
 func (s *Server) Requests() []ChatRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,7 +136,7 @@ func (s *Server) Requests() []ChatRequest {
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.reqs)
+	return s.calls
 }
 
 // Hold parks every request that arrives from now on, after recording it,
@@ -151,7 +163,7 @@ func (s *Server) Release() {
 func (s *Server) WaitCalls(ctx context.Context, n int) error {
 	for {
 		s.mu.Lock()
-		got, ch := len(s.reqs), s.arrived
+		got, ch := s.calls, s.arrived
 		s.mu.Unlock()
 		if got >= n {
 			return nil
@@ -171,7 +183,10 @@ func (s *Server) record(req *ChatRequest) (hold chan struct{}, key, id string) {
 	defer s.mu.Unlock()
 	s.seq++
 	if req != nil {
-		s.reqs = append(s.reqs, *req)
+		s.calls++
+		if !s.forget {
+			s.reqs = append(s.reqs, *req)
+		}
 		close(s.arrived)
 		s.arrived = make(chan struct{})
 	}
@@ -219,6 +234,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	if rep.Overflow {
+		writeOpenAIOverflow(w)
+		return
+	}
 	if rep.Status != 0 {
 		writeError(w, rep.Status, rep.Message)
 		return
@@ -252,6 +271,16 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{
 		"message": msg, "type": typ, "param": nil, "code": nil,
+	}})
+}
+
+// writeOpenAIOverflow is OpenAI's refusal of a prompt longer than the
+// model's window, as both of its wires send it.
+func writeOpenAIOverflow(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+		"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. " +
+			"Please reduce the length of the messages.",
+		"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
 	}})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -124,8 +125,12 @@ func buildEval(t testing.TB, rows int) (*store.Store, string, map[string]int64, 
 // TestRecallEvaluation measures recall's hit rate (the planted message among
 // the first five answers) against a whole-phrase LIKE search over the same
 // session, the way a transcript search without an index works.
+//
+// The session is compacted first, as a long run leaves it: every planted
+// fact is out of the active window, and recall still reads it back.
 func TestRecallEvaluation(t *testing.T) {
 	st, path, ids, set := buildEval(t, 3000)
+	compactOut(t, st, "resp_s_eval", "s_eval")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +191,32 @@ func TestRecallEvaluation(t *testing.T) {
 	if agent < 0.8 {
 		t.Errorf("recall found %.0f%% of agent-written facts, want at least 80%%", 100*agent)
 	}
+}
+
+// compactOut marks all but the newest few messages of a session inactive,
+// as a compaction does.
+func compactOut(t *testing.T, st *store.Store, runID, sessionID string) {
+	t.Helper()
+	ctx := context.Background()
+	msgs, err := st.Messages(ctx, sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for keep := 8; keep < len(msgs); keep++ {
+		_, err := st.CommitCompaction(ctx, store.Compact{RunID: runID, SessionID: sessionID, Covered: len(msgs) - keep, Summary: "a note"})
+		if errors.Is(err, store.ErrSplitTurn) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		active, _ := st.Messages(ctx, sessionID)
+		if len(active) != keep {
+			t.Fatalf("%d active messages after the compaction, want %d", len(active), keep)
+		}
+		return
+	}
+	t.Fatal("no cut of the session is a turn boundary")
 }
 
 // BenchmarkRecall searches a 5,000-row session whose rows are interleaved
