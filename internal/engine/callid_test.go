@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
@@ -70,5 +71,36 @@ func TestRepeatedOrMissingCallIDsDoNotFailTheRun(t *testing.T) {
 	}
 	if !seen["call_0"] || !seen["call_0_2"] || !seen["call_2"] || !seen["call_3"] {
 		t.Fatalf("ids %v, want call_0, call_0_2, call_2, call_3", seen)
+	}
+}
+
+// TestRepeatedCallIDsAcrossCompaction: a provider that names every call
+// "call_0" still gets each call run and journalled once, also after
+// compaction has moved the earlier calls out of the window.
+func TestRepeatedCallIDsAcrossCompaction(t *testing.T) {
+	l := &longRun{turns: 40}
+	inner := l.provider()
+	provider := func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+		resp, err := inner(ctx, req, s)
+		for i := range resp.ToolCalls {
+			resp.ToolCalls[i].ID = "call_0"
+		}
+		return resp, err
+	}
+	h := newHarnessWith(t, provider, engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
+		func(o *engine.Options) { o.CompactAt = 12000 }, fetchTool(1500))
+	r, resp := h.run(t, "fetch every page")
+	if r.Status != store.StatusDone || resp.OutputText != "all pages fetched" {
+		t.Fatalf("run %s (%s): %q", r.Status, r.Error, resp.OutputText)
+	}
+	if len(l.summaries) == 0 {
+		t.Fatal("no compaction happened; the test needs one")
+	}
+	j, err := h.st.Journal(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j) != 40 {
+		t.Fatalf("journal holds %d calls, want 40 distinct ones", len(j))
 	}
 }
