@@ -188,12 +188,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engi
 		seq++
 		sse.send("response.completed", map[string]any{"type": "response.completed", "sequence_number": seq, "response": json.RawMessage(final.Result)})
 	}
-	// A run already terminal (idempotent re-attach) completes at once.
-	if store.Terminal(run.Status) {
-		finish()
-		return
-	}
-	dropped := s.follow(r.Context(), sse, live, func(e event.Event) bool {
+	on := func(e event.Event) bool {
 		if e.Terminal() {
 			finish()
 			return false
@@ -204,7 +199,28 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engi
 		sse.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": seq,
 			"item_id": itemID, "output_index": 0, "content_index": 0, "delta": d[event.KeyDelta]})
 		return true
-	})
+	}
+	// A run already terminal when it was read back — it finished that fast,
+	// or an idempotency key re-attached to an old one — still has its
+	// deltas waiting in the subscription, which began before the write:
+	// send them, then the completed response.
+	if store.Terminal(run.Status) {
+		for {
+			select {
+			case e, ok := <-live.C:
+				if ok && on(e) {
+					continue
+				}
+				if ok {
+					return // on sent the completed response
+				}
+			default:
+			}
+			finish()
+			return
+		}
+	}
+	dropped := s.follow(r.Context(), sse, live, on)
 	if dropped {
 		// Dropped as a slow consumer: deltas are lost, the final answer is not.
 		if _, err := s.o.Service.Wait(r.Context(), sub.Owner, run.ID); err == nil {
