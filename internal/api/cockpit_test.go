@@ -321,14 +321,14 @@ func TestSessionCookieExchange(t *testing.T) {
 		if r, _ := call("GET", "/v1/busy", "", cookie); r.StatusCode != 401 {
 			t.Errorf("the inspect cookie opened a control route: %d", r.StatusCode)
 		}
-		forged := map[string]string{"Cookie": ck.Name + "=" + ck.Value[:len(ck.Value)-2] + "AA"}
+		forged := map[string]string{"Cookie": ck.Name + "=" + ck.Value[:len(ck.Value)-2] + otherThan(ck.Value[len(ck.Value)-2:], "AA", "BB")}
 		if r, _ := call("GET", "/v1/dev/runs", "", forged); r.StatusCode != 401 {
 			t.Errorf("a forged cookie = %d", r.StatusCode)
 		}
 		if r, body := call("PUT", "/v1/dev/files/n.md", `{"content":"x"}`, cookie); r.StatusCode != 403 || !strings.Contains(body, "CSRF") {
 			t.Errorf("write with the cookie and no CSRF header = %d %s", r.StatusCode, body)
 		}
-		withCSRF := map[string]string{"Cookie": cookie["Cookie"], "X-Delta-CSRF": "0" + sess.CSRF[1:]}
+		withCSRF := map[string]string{"Cookie": cookie["Cookie"], "X-Delta-CSRF": otherThan(sess.CSRF[:1], "0", "1") + sess.CSRF[1:]}
 		if r, _ := call("PUT", "/v1/dev/files/n.md", `{"content":"x"}`, withCSRF); r.StatusCode != 403 {
 			t.Errorf("write with a wrong CSRF value = %d", r.StatusCode)
 		}
@@ -357,4 +357,13 @@ func TestSessionCookieExchange(t *testing.T) {
 	if s, _ := do(t, "POST", open.url+"/v1/dev/session", `{"token":"t"}`, nil); s != 400 {
 		t.Errorf("session without an inspect token = %d, want 400", s)
 	}
+}
+
+// otherThan is a, unless that is what s already is: a tampered value that
+// is sure to differ from the real one.
+func otherThan(s, a, b string) string {
+	if s == a {
+		return b
+	}
+	return a
 }
