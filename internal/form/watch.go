@@ -36,8 +36,12 @@ type watchState struct {
 	pending      map[network.RequestID]bool
 	// seen are the requests the submit started, in order; index maps an id
 	// to its entry (a redirect keeps its id).
-	seen         []seenRequest
-	index        map[network.RequestID]int
+	seen  []seenRequest
+	index map[network.RequestID]int
+	// early holds what arrived about a request before the request itself:
+	// each event type is read on its own goroutine, so a response or a
+	// finish can be applied before the request that it belongs to.
+	early        map[network.RequestID]*seenRequest
 	lastActivity time.Time
 }
 
@@ -58,50 +62,14 @@ func watch(ctx context.Context, main cdp.FrameID) *watcher {
 	w := &watcher{main: main, cancel: cancel, kick: make(chan struct{}, 1)}
 	w.st.pending = map[network.RequestID]bool{}
 	w.st.index = map[network.RequestID]int{}
+	w.st.early = map[network.RequestID]*seenRequest{}
 	w.st.lastActivity = time.Now()
 	// Each Events call subscribes when it returns; the ranging happens on
 	// goroutines that end when wctx is cancelled.
-	consume(w, chromedp.Events(wctx, network.RequestWillBeSent), func(st *watchState, e network.EventRequestWillBeSent) {
-		// Long-lived streams never finish; they must not hold quiet off.
-		if e.Type == network.ResourceTypeEventSource || e.Type == network.ResourceTypeWebSocket {
-			return
-		}
-		st.pending[e.RequestID] = true
-		if i, ok := st.index[e.RequestID]; ok { // a redirect: same request, new URL
-			if e.Request != nil {
-				st.seen[i].url = e.Request.URL
-			}
-			return
-		}
-		st.requests++
-		r := seenRequest{typ: e.Type, frame: e.FrameID}
-		if e.Request != nil {
-			r.method, r.url = e.Request.Method, e.Request.URL
-		}
-		st.index[e.RequestID] = len(st.seen)
-		st.seen = append(st.seen, r)
-	})
-	consume(w, chromedp.Events(wctx, network.ResponseReceived), func(st *watchState, e network.EventResponseReceived) {
-		if i, ok := st.index[e.RequestID]; ok && e.Response != nil {
-			st.seen[i].status = e.Response.Status
-		}
-	})
-	consume(w, chromedp.Events(wctx, network.LoadingFinished), func(st *watchState, e network.EventLoadingFinished) {
-		delete(st.pending, e.RequestID)
-		if i, ok := st.index[e.RequestID]; ok {
-			st.seen[i].done = true
-		}
-	})
-	consume(w, chromedp.Events(wctx, network.LoadingFailed), func(st *watchState, e network.EventLoadingFailed) {
-		delete(st.pending, e.RequestID)
-		if i, ok := st.index[e.RequestID]; ok {
-			st.seen[i].done = true
-			st.seen[i].failed = e.ErrorText
-			if e.Canceled {
-				st.seen[i].failed = "canceled"
-			}
-		}
-	})
+	consume(w, chromedp.Events(wctx, network.RequestWillBeSent), (*watchState).request)
+	consume(w, chromedp.Events(wctx, network.ResponseReceived), (*watchState).response)
+	consume(w, chromedp.Events(wctx, network.LoadingFinished), (*watchState).finished)
+	consume(w, chromedp.Events(wctx, network.LoadingFailed), (*watchState).failedLoading)
 	consume(w, chromedp.Events(wctx, page.FrameRequestedNavigation), func(st *watchState, e page.EventFrameRequestedNavigation) {
 		if e.FrameID == w.main {
 			st.navRequested = true
@@ -132,6 +100,73 @@ func watch(ctx context.Context, main cdp.FrameID) *watcher {
 		}
 	})
 	return w
+}
+
+// request records a request the submit started. What already arrived about
+// it (its response, its end) is applied, and a request that already ended
+// is not pending.
+func (st *watchState) request(e network.EventRequestWillBeSent) {
+	// Long-lived streams never finish; they must not hold quiet off.
+	if e.Type == network.ResourceTypeEventSource || e.Type == network.ResourceTypeWebSocket {
+		return
+	}
+	if i, ok := st.index[e.RequestID]; ok { // a redirect: same request, new URL
+		if e.Request != nil {
+			st.seen[i].url = e.Request.URL
+		}
+		if !st.seen[i].done {
+			st.pending[e.RequestID] = true
+		}
+		return
+	}
+	st.requests++
+	r := seenRequest{typ: e.Type, frame: e.FrameID}
+	if n := st.early[e.RequestID]; n != nil {
+		r.status, r.failed, r.done = n.status, n.failed, n.done
+		delete(st.early, e.RequestID)
+	}
+	if e.Request != nil {
+		r.method, r.url = e.Request.Method, e.Request.URL
+	}
+	if !r.done {
+		st.pending[e.RequestID] = true
+	}
+	st.index[e.RequestID] = len(st.seen)
+	st.seen = append(st.seen, r)
+}
+
+// entry is the record of a request, or the note kept for one not seen yet.
+func (st *watchState) entry(id network.RequestID) *seenRequest {
+	if i, ok := st.index[id]; ok {
+		return &st.seen[i]
+	}
+	n := st.early[id]
+	if n == nil {
+		n = &seenRequest{}
+		st.early[id] = n
+	}
+	return n
+}
+
+func (st *watchState) response(e network.EventResponseReceived) {
+	if e.Response != nil {
+		st.entry(e.RequestID).status = e.Response.Status
+	}
+}
+
+func (st *watchState) finished(e network.EventLoadingFinished) {
+	delete(st.pending, e.RequestID)
+	st.entry(e.RequestID).done = true
+}
+
+func (st *watchState) failedLoading(e network.EventLoadingFailed) {
+	delete(st.pending, e.RequestID)
+	r := st.entry(e.RequestID)
+	r.done = true
+	r.failed = e.ErrorText
+	if e.Canceled {
+		r.failed = "canceled"
+	}
 }
 
 // consume ranges over one event stream on its own goroutine.
@@ -165,7 +200,7 @@ func (w *watcher) snapshot() watchState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.st
-	st.pending, st.index = nil, nil
+	st.pending, st.index, st.early = nil, nil, nil
 	st.seen = append([]seenRequest(nil), w.st.seen...)
 	return st
 }
