@@ -1,13 +1,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 // The encoder (encode.go) must put on the wire exactly the bytes the SDK
@@ -102,39 +100,22 @@ func sdkBlock(c content) sdk.ContentBlockParamUnion {
 	panic("unknown kind " + c.kind)
 }
 
-// sent is what one path put on the wire; body is nil when the request
-// never left (a build or encode error).
-type sent struct {
-	body   []byte
-	header http.Header
-}
-
-func viaClient(t testing.TB, req model.Request) sent {
+func viaClient(t testing.TB, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: "http://capture.invalid/v1", APIKey: "sk-ant-equiv", HTTPClient: &http.Client{Transport: tr},
 		Headers: map[string]string{"anthropic-beta": "b1", "x-extra": "e"}})
-	_, err := c.Complete(context.Background(), req, model.Stream{})
-	if tr.Calls == 0 {
-		return sent{}
-	}
-	if !errors.Is(err, modeltest.ErrCaptured) {
-		t.Fatalf("Complete: %v", err)
-	}
-	// Again, with the tool definitions memoized: the same bytes.
-	first := tr.Body
-	_, _ = c.Complete(context.Background(), req, model.Stream{})
-	if !bytes.Equal(tr.Body, first) {
-		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
-	}
-	return sent{tr.Body, tr.Header}
+	return wiretest.Captured(t, tr, func() error {
+		_, err := c.Complete(context.Background(), req, model.Stream{})
+		return err
+	})
 }
 
-func viaSDK(t testing.TB, req model.Request) sent {
+func viaSDK(t testing.TB, req model.Request) wiretest.Sent {
 	t.Helper()
 	p, err := buildParams(req, DefaultMaxTokens)
 	if err != nil {
-		return sent{}
+		return wiretest.Sent{}
 	}
 	tr := &modeltest.Capture{}
 	svc := sdk.NewMessageService(
@@ -153,13 +134,7 @@ func viaSDK(t testing.TB, req model.Request) sent {
 	)
 	var res *http.Response
 	stream := svc.NewStreaming(context.Background(), sdkParams(p, req.Tools), option.WithHeader("Accept", "text/event-stream"), option.WithResponseBodyInto(&res))
-	if tr.Calls == 0 {
-		return sent{}
-	}
-	if !errors.Is(stream.Err(), modeltest.ErrCaptured) {
-		t.Fatalf("SDK: %v", stream.Err())
-	}
-	return sent{tr.Body, tr.Header}
+	return wiretest.CapturedSDK(t, tr, stream.Err())
 }
 
 // multiExtras reports whether some tool's schema has two or more extra
@@ -175,63 +150,21 @@ func multiExtras(req model.Request) bool {
 }
 
 // checkSame fails t unless both paths sent the same request: the same
-// bytes, or, where the SDK's own order is random, the same JSON with
-// members in another order and the same length. It reports whether the
-// request was sent at all.
+// bytes, or, where the SDK's own order is random (multiExtras), the same
+// JSON with members in another order and the same length. It reports
+// whether the request was sent at all.
 func checkSame(t testing.TB, req model.Request) bool {
 	t.Helper()
-	got, want := viaClient(t, req), viaSDK(t, req)
-	if (got.body == nil) != (want.body == nil) {
-		t.Fatalf("sent by the client: %v, by the SDK: %v\nclient: %s\nsdk:    %s", got.body != nil, want.body != nil, got.body, want.body)
-	}
-	if got.body == nil {
-		return false
-	}
-	if !bytes.Equal(got.body, want.body) {
-		if !multiExtras(req) || len(got.body) != len(want.body) || canonical(t, got.body) != canonical(t, want.body) {
-			t.Fatalf("bodies differ\nclient: %s\nsdk:    %s", got.body, want.body)
-		}
-	}
-	for k := range want.header {
-		if g, w := strings.Join(got.header.Values(k), ","), strings.Join(want.header.Values(k), ","); g != w {
-			t.Errorf("header %s: client %q, sdk %q", k, g, w)
-		}
-	}
-	if len(got.header) != len(want.header) {
-		t.Errorf("headers: client %v, sdk %v", got.header, want.header)
-	}
-	return true
-}
-
-func canonical(t testing.TB, raw []byte) string {
-	t.Helper()
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		t.Fatalf("invalid JSON sent: %v\n%s", err, raw)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return wiretest.CheckSame(t, viaClient(t, req), viaSDK(t, req), multiExtras(req))
 }
 
 func equivRequest() model.Request {
-	return model.Request{
-		Model:  "claude-sonnet-4-5",
-		System: []string{"You are Delta.", "", "Workspace: /tmp/ws <&> \u2028."},
-		Messages: []model.Message{
-			{Role: model.RoleUser, Content: "write a brief"},
-		},
-		Tools: []model.ToolSpec{{
-			Name:        "write_file",
-			Description: "Write a file in the workspace.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","maxLength":4096},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`),
-		}},
-	}
+	r := wiretest.EncodingRequest("claude-sonnet-4-5")
+	r.Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","maxLength":4096},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`)
+	return r
 }
 
 func TestEncoderMatchesSDK(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	with := func(f func(r *model.Request)) model.Request {
 		r := equivRequest()
 		f(&r)
@@ -246,16 +179,10 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	schema := func(s string) func(r *model.Request) {
 		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
 	}
-	tests := map[string]model.Request{
-		"basic":          equivRequest(),
+	tests := wiretest.EncodingCases(equivRequest)
+	for name, req := range map[string]model.Request{
 		"golden request": goldenLike(),
 		"50 messages":    history50(),
-		"no system no tools": with(func(r *model.Request) {
-			r.System, r.Tools = nil, nil
-		}),
-		"strings to escape": with(func(r *model.Request) {
-			r.Messages[0].Content = "quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f nul \x00 us \x1f del \x7f html <b>&amp;</b> ls \u2028 ps \u2029 bad \xff\xfe utf8 é 日本 🎉"
-		}),
 		"tool round trip": with(func(r *model.Request) {
 			toolRound(r, `{"path":"a.md","content":"# Brief <x> & \u2028"}`, "")
 		}),
@@ -284,22 +211,12 @@ func TestEncoderMatchesSDK(t *testing.T) {
 				model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "t1", Name: "noop"}}},
 				model.Message{Role: model.RoleTool, ToolCallID: "t1"})
 		}),
-		"images": with(func(r *model.Request) {
-			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Content: "<delta:images/>", Images: []model.Image{
-				{MIME: "image/png", Data: png}, {MIME: "", Data: []byte("no mime")}, {MIME: "image/webp", Data: nil}}})
-		}),
-		"images without text": with(func(r *model.Request) {
-			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Images: []model.Image{{MIME: "image/gif", Data: png}}})
-		}),
 		"adaptive effort":        with(func(r *model.Request) { r.Model, r.ReasoningEffort = "claude-opus-4-6", "xhigh" }),
 		"adaptive none":          with(func(r *model.Request) { r.Model, r.ReasoningEffort = "claude-sonnet-5", "none" }),
 		"adaptive unknown":       with(func(r *model.Request) { r.Model, r.ReasoningEffort = "claude-future", " Weird " }),
 		"budget none":            with(func(r *model.Request) { r.ReasoningEffort = "none" }),
 		"budget unknown":         with(func(r *model.Request) { r.Model, r.ReasoningEffort = "claude-3-7-sonnet-20250219", "ultra" }),
 		"model to escape":        with(func(r *model.Request) { r.Model = "claude-<&>-4-5\u2029" }),
-		"schema absent":          with(func(r *model.Request) { r.Tools[0].Parameters = nil }),
-		"schema empty":           with(schema(`{}`)),
-		"schema spaced":          with(schema("{ \"type\" : \"object\",\n \"properties\" : { \"a\" : { \"type\" : \"string\", \"description\": \"<b> & c\" } },\n \"required\" : [ \"a\" ] }")),
 		"schema required null":   with(schema(`{"properties":{},"required":null}`)),
 		"schema required []":     with(schema(`{"properties":{},"required":[]}`)),
 		"schema escaped names":   with(schema(`{"properties":{"a":{}},"required":["<a>","\u00e9","\ud83c\udf89"]}`)),
@@ -308,12 +225,8 @@ func TestEncoderMatchesSDK(t *testing.T) {
 		"schema one odd key":     with(schema(`{"properties":{},"x.y":1}`)),
 		"schema odd keys":        with(schema(`{"properties":{},"$defs":{"a":{"type":"string"}},"additionalProperties":false,"x-y_z$":[1, 2],"a.b":1,"c|d":2,"e#f":3,"g@h":4,"i*j":5,"k?l":6,"m:n":7,"o\\p":8,"q r":9,"<s>":10,"é":11,"0":12,"-1":13,"\"q\"":14,"t!u":15,"v=w":16,"#":17,"@this":18}`)),
 		"schema empty key":       with(schema(`{"properties":{},"":1}`)),
-		"description empty":      with(func(r *model.Request) { r.Tools[0].Description = "" }),
-		"many tools": with(func(r *model.Request) {
-			for i := range 5 {
-				r.Tools = append(r.Tools, model.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "d", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}`)})
-			}
-		}),
+	} {
+		tests[name] = req
 	}
 	for name, req := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -355,22 +268,9 @@ func FuzzEncoderMatchesSDK(f *testing.F) {
 	f.Add("image", `{}`, "", `{"properties":{"<p>":{"enum":["&"]}},"0":1}`, "high", uint8(4))
 	f.Fuzz(func(t *testing.T, text, args, stored, schema, effort string, flags uint8) {
 		models := []string{"claude-sonnet-4-5", "claude-opus-4-6", "claude-3-7-sonnet-20250219", "claude-future"}
-		req := model.Request{
-			Model:           models[int(flags)%len(models)],
-			System:          []string{"spine", text},
-			ReasoningEffort: effort,
-			Messages: []model.Message{
-				{Role: model.RoleUser, Content: text},
-				{Role: model.RoleAssistant, Content: text, ToolCalls: []model.ToolCall{{ID: "toolu_" + text, Name: "tool", Arguments: json.RawMessage(args)}}, Extra: json.RawMessage(stored)},
-				{Role: model.RoleTool, ToolCallID: "toolu_" + text, Content: text},
-				{Role: model.RoleUser, Content: "<delta:turn/>"},
-			},
-			Tools: []model.ToolSpec{{Name: "tool", Description: text, Parameters: json.RawMessage(schema)}},
-		}
-		if flags&4 != 0 {
-			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: text, Images: []model.Image{{MIME: text, Data: []byte(args)}}})
-		}
+		req := wiretest.Fuzz{Model: models[int(flags)%len(models)], CallID: "toolu_" + text, Text: text, Args: args, Stored: stored, Schema: schema, Effort: effort, Flags: flags &^ 8}.Request()
 		if flags&8 != 0 {
+			// A system message right after the first turn, the rest dropped.
 			req.Messages = append(req.Messages[:1], model.Message{Role: model.RoleSystem, Content: text})
 		}
 		checkSame(t, req)

@@ -4,58 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/anthropic"
-	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // pinnedHeaders are the request headers a golden file pins; the SDK's
 // X-Stainless-* platform headers vary with the Go runtime and are left out.
 var pinnedHeaders = []string{"Accept", "Anthropic-Version", "Authorization", "Content-Type", "X-Api-Key"}
-
-// golden renders what the fake received: method and path, the pinned
-// headers, then the body indented (key order and values exactly as sent).
-func golden(t *testing.T, got modeltest.ChatRequest) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s\n", got.Path)
-	for _, h := range pinnedHeaders {
-		fmt.Fprintf(&b, "%s: %s\n", h, got.Header.Get(h))
-	}
-	b.WriteByte('\n')
-	if err := json.Indent(&b, got.Raw, "", "  "); err != nil {
-		t.Fatalf("indent body: %v", err)
-	}
-	b.WriteByte('\n')
-	return b.Bytes()
-}
-
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("request differs from %s (go test -update rewrites it after review):\n--- got\n%s", path, got)
-	}
-}
 
 func args(i int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"path":"src/file_%02d.go"}`, i))
@@ -102,7 +63,7 @@ func goldenCases() map[string]model.Request {
 func TestGoldenRequests(t *testing.T) {
 	for name, req := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
-			fake := startFake(t, nil)
+			fake := wiretest.Start(t, nil)
 			c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "sk-ant-golden"})
 			if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
 				t.Fatalf("Complete: %v", err)
@@ -111,7 +72,7 @@ func TestGoldenRequests(t *testing.T) {
 			if n := strings.Count(string(got.Raw), `"cache_control"`); n < 2 || n > 4 {
 				t.Errorf("%d cache_control markers, want 2..4", n)
 			}
-			checkGolden(t, name, golden(t, got))
+			wiretest.Golden(t, filepath.Join("testdata", name+".golden"), wiretest.GoldenRequest(t, got, pinnedHeaders...))
 		})
 	}
 }
@@ -121,7 +82,7 @@ func TestGoldenRequests(t *testing.T) {
 // blocks after the previous turn's last tool result, so its lookback
 // window reaches the previous request's cache write.
 func TestParallelCallsReachPreviousWrite(t *testing.T) {
-	fake := startFake(t, nil)
+	fake := wiretest.Start(t, nil)
 	if _, err := anthropic.New(anthropic.Options{BaseURL: fake.URL()}).Complete(context.Background(), goldenCases()["parallel_12"], model.Stream{}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +126,7 @@ func TestParallelCallsReachPreviousWrite(t *testing.T) {
 func TestGoldenEffort(t *testing.T) {
 	models := []string{"claude-sonnet-4-5", "claude-3-7-sonnet-20250219", "claude-opus-4-6", "claude-sonnet-5", "anthropic/claude-haiku-4.5", "claude-future"}
 	efforts := []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max", " HIGH ", "weird"}
-	fake := startFake(t, nil)
+	fake := wiretest.Start(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL()})
 	var out bytes.Buffer
 	for _, m := range models {
@@ -187,7 +148,7 @@ func TestGoldenEffort(t *testing.T) {
 			fmt.Fprintf(&out, "%-28s %-8q max_tokens=%-5d thinking=%s output_config=%s\n", m, e, body.MaxTokens, orNone(body.Thinking), orNone(body.OutputConfig))
 		}
 	}
-	checkGolden(t, "effort", out.Bytes())
+	wiretest.Golden(t, filepath.Join("testdata", "effort.golden"), out.Bytes())
 }
 
 func orNone(raw json.RawMessage) string {

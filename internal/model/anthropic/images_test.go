@@ -2,39 +2,26 @@ package anthropic_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/anthropic"
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 var (
-	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
+	pngBytes  = wiretest.PNG
 	webpBytes = []byte("RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00")
 )
-
-func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-
-func canon(t *testing.T, raw []byte) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("%v: %s", err, raw)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
 
 // TestImagesWire: the images ride in the last user turn as image blocks
 // with a base64 source, after the message's text block; the text block
 // takes the rolling breakpoint, the image blocks never carry one.
 func TestImagesWire(t *testing.T) {
-	fake := startFake(t, nil)
+	fake := wiretest.Start(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "sk-ant-test"})
 	req := basicRequest()
 	req.Messages = append(req.Messages,
@@ -64,12 +51,12 @@ func TestImagesWire(t *testing.T) {
 		`{"type":"text","text":"<delta:images>\na.png\nb.webp\n</delta:images>","cache_control":{"type":"ephemeral"}},` +
 		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + base64.StdEncoding.EncodeToString(pngBytes) + `"}},` +
 		`{"type":"image","source":{"type":"base64","media_type":"image/webp","data":"` + base64.StdEncoding.EncodeToString(webpBytes) + `"}}]}`
-	if g, w := canon(t, body.Messages[2]), canon(t, []byte(want)); g != w {
+	if g, w := wiretest.Canonical(t, body.Messages[2]), wiretest.Canonical(t, []byte(want)); g != w {
 		t.Errorf("last turn on the wire:\n got %s\nwant %s", g, w)
 	}
 	ims := got.Images()
-	if len(ims) != 2 || ims[0] != (modeltest.ChatImage{MIME: "image/png", Bytes: len(pngBytes), SHA256: sum(pngBytes)}) ||
-		ims[1] != (modeltest.ChatImage{MIME: "image/webp", Bytes: len(webpBytes), SHA256: sum(webpBytes)}) {
+	if len(ims) != 2 || ims[0] != (modeltest.ChatImage{MIME: "image/png", Bytes: len(pngBytes), SHA256: wiretest.SHA256(pngBytes)}) ||
+		ims[1] != (modeltest.ChatImage{MIME: "image/webp", Bytes: len(webpBytes), SHA256: wiretest.SHA256(webpBytes)}) {
 		t.Errorf("fake recorded images %+v", ims)
 	}
 	if m := got.LastMessage(); m.Role != "user" || len(m.Images) != 2 {
@@ -80,14 +67,14 @@ func TestImagesWire(t *testing.T) {
 // TestImageWithoutText: a user message of images alone is image blocks
 // only (the API refuses an empty text block).
 func TestImageWithoutText(t *testing.T) {
-	fake := startFake(t, nil)
+	fake := wiretest.Start(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL()})
 	req := basicRequest()
 	req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Images: []model.Image{{MIME: "image/png", Data: pngBytes}}})
 	if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if ims := fake.Requests()[0].Images(); len(ims) != 1 || ims[0].SHA256 != sum(pngBytes) {
+	if ims := fake.Requests()[0].Images(); len(ims) != 1 || ims[0].SHA256 != wiretest.SHA256(pngBytes) {
 		t.Errorf("fake recorded images %+v", ims)
 	}
 }

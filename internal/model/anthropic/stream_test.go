@@ -1,21 +1,14 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
-
-func recorded(t testing.TB, body []byte) *http.Response {
-	t.Helper()
-	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
-}
 
 func TestRecordedStream(t *testing.T) {
 	body, err := os.ReadFile("testdata/stream_tools.sse")
@@ -24,7 +17,7 @@ func TestRecordedStream(t *testing.T) {
 	}
 	var text, reasoning strings.Builder
 	acc := newAccumulator(model.Stream{OnText: func(d string) { text.WriteString(d) }, OnReasoning: func(d string) { reasoning.WriteString(d) }})
-	if err := acc.read(recorded(t, body)); err != nil {
+	if err := acc.read(wiretest.Recorded(body)); err != nil {
 		t.Fatal(err)
 	}
 	res := acc.response()
@@ -73,7 +66,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: [\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		acc := newAccumulator(model.Stream{OnText: func(string) {}, OnReasoning: func(string) {}})
-		_ = acc.read(recorded(t, b))
+		_ = acc.read(wiretest.Recorded(b))
 		_ = acc.response()
 	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 // The encoder (encode.go) must put on the wire exactly the bytes the SDK
@@ -93,41 +94,23 @@ func sdkParams(p request, tools []model.ToolSpec) sdk.ChatCompletionNewParams {
 	return out
 }
 
-// sent is what one path put on the wire; body is nil when the request
-// never left.
-type sent struct {
-	url    string
-	body   []byte
-	header http.Header
-}
-
 var equivHeaders = map[string]string{"X-Title": "Delta", "HTTP-Referer": "https://example.test"}
 
-func viaClient(t testing.TB, base string, req model.Request) sent {
+func viaClient(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: base, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
-	_, err := c.Complete(context.Background(), req, model.Stream{})
-	if tr.Calls == 0 {
-		return sent{}
-	}
-	if !errors.Is(err, modeltest.ErrCaptured) {
-		t.Fatalf("Complete: %v", err)
-	}
-	// Again, with the tool definitions memoized: the same bytes.
-	first := tr.Body
-	_, _ = c.Complete(context.Background(), req, model.Stream{})
-	if !bytes.Equal(tr.Body, first) {
-		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
-	}
-	return sent{tr.URL, tr.Body, tr.Header}
+	return wiretest.Captured(t, tr, func() error {
+		_, err := c.Complete(context.Background(), req, model.Stream{})
+		return err
+	})
 }
 
-func viaSDK(t testing.TB, base string, req model.Request) sent {
+func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	p, err := buildParams(req, New(Options{BaseURL: base}).openRouter)
 	if err != nil {
-		return sent{}
+		return wiretest.Sent{}
 	}
 	tr := &modeltest.Capture{}
 	svc := sdk.NewChatCompletionService(SDKOptions(base, "sk-equiv", &http.Client{Transport: tr}, equivHeaders)...)
@@ -137,41 +120,14 @@ func viaSDK(t testing.TB, base string, req model.Request) sent {
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res),
 	)
-	if tr.Calls == 0 {
-		return sent{}
-	}
-	if !errors.Is(err, modeltest.ErrCaptured) {
-		t.Fatalf("SDK: %v", err)
-	}
-	return sent{tr.URL, tr.Body, tr.Header}
+	return wiretest.CapturedSDK(t, tr, err)
 }
 
 // checkSame fails t unless both paths sent the same request to the same
 // URL; it reports whether the request was sent at all.
 func checkSame(t testing.TB, base string, req model.Request) bool {
 	t.Helper()
-	got, want := viaClient(t, base, req), viaSDK(t, base, req)
-	if (got.body == nil) != (want.body == nil) {
-		t.Fatalf("sent by the client: %v, by the SDK: %v\nclient: %s\nsdk:    %s", got.body != nil, want.body != nil, got.body, want.body)
-	}
-	if got.body == nil {
-		return false
-	}
-	if !bytes.Equal(got.body, want.body) {
-		t.Fatalf("bodies differ\nclient: %s\nsdk:    %s", got.body, want.body)
-	}
-	if got.url != want.url {
-		t.Errorf("url: client %s, sdk %s", got.url, want.url)
-	}
-	for k := range want.header {
-		if g, w := strings.Join(got.header.Values(k), ","), strings.Join(want.header.Values(k), ","); g != w {
-			t.Errorf("header %s: client %q, sdk %q", k, g, w)
-		}
-	}
-	if len(got.header) != len(want.header) {
-		t.Errorf("headers: client %v, sdk %v", got.header, want.header)
-	}
-	return true
+	return wiretest.CheckSame(t, viaClient(t, base, req), viaSDK(t, base, req), false)
 }
 
 const (
@@ -179,20 +135,7 @@ const (
 	routerBase = "https://openrouter.ai/api/v1"
 )
 
-func equivRequest() model.Request {
-	return model.Request{
-		Model:  "test/model-1",
-		System: []string{"You are Delta.", "", "Workspace: /tmp/ws <&> \u2028."},
-		Messages: []model.Message{
-			{Role: model.RoleUser, Content: "write a brief"},
-		},
-		Tools: []model.ToolSpec{{
-			Name:        "write_file",
-			Description: "Write a file in the workspace.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","maxLength":4096},"content":{"type":"string"}},"required":["path","content"]}`),
-		}},
-	}
-}
+func equivRequest() model.Request { return wiretest.EncodingRequest("test/model-1") }
 
 func TestEncoderMatchesSDK(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
@@ -212,14 +155,9 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	schema := func(s string) func(r *model.Request) {
 		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
 	}
-	spaced := "{ \"type\" : \"object\",\n \"properties\" : { \"a\" : { \"type\" : \"string\", \"description\": \"<b> & c\" } },\n \"required\" : [ \"a\" ] }"
-	tests := map[string]model.Request{
-		"basic":              equivRequest(),
-		"50 messages":        history50(),
-		"no system no tools": with(func(r *model.Request) { r.System, r.Tools = nil, nil }),
-		"strings to escape": with(func(r *model.Request) {
-			r.Messages[0].Content = "quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f nul \x00 us \x1f del \x7f html <b>&amp;</b> ls \u2028 ps \u2029 bad \xff\xfe utf8 é 日本 🎉"
-		}),
+	tests := wiretest.EncodingCases(equivRequest)
+	for name, req := range map[string]model.Request{
+		"50 messages":          history50(),
 		"tool round trip":      with(func(r *model.Request) { toolRound(r, `{"path":"a.md","content":"# Brief <x> & \u2028"}`) }),
 		"arguments with space": with(func(r *model.Request) { toolRound(r, " {\n  \"path\" : \"a b.md\" }\n") }),
 		"arguments invalid":    with(func(r *model.Request) { toolRound(r, `{"path":`) }),
@@ -228,29 +166,14 @@ func TestEncoderMatchesSDK(t *testing.T) {
 		"system in history": with(func(r *model.Request) {
 			r.Messages = append(r.Messages, model.Message{Role: model.RoleSystem, Content: ""})
 		}),
-		"images": with(func(r *model.Request) {
-			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Content: "<delta:images/>", Images: []model.Image{
-				{MIME: "image/png", Data: png}, {MIME: "", Data: []byte("no mime")}, {MIME: "image/jpeg", Data: nil}}})
-		}),
-		"images without text": with(func(r *model.Request) {
-			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Images: []model.Image{{MIME: "image/gif", Data: png}}})
-		}),
 		"images on assistant": with(func(r *model.Request) {
 			r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant, Content: "x", Images: []model.Image{{MIME: "image/png", Data: png}}})
 		}),
-		"effort":                with(func(r *model.Request) { r.ReasoningEffort = " HIGH " }),
-		"effort to escape":      with(func(r *model.Request) { r.ReasoningEffort = "<&>" }),
-		"schema absent":         with(func(r *model.Request) { r.Tools[0].Parameters = nil }),
-		"schema empty":          with(schema(`{}`)),
-		"schema spaced":         with(schema(spaced)),
-		"schema keys to order":  with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
-		"schema duplicate keys": with(schema(`{"properties":{"a":{}},"properties":{"b":{}}}`)),
-		"description empty":     with(func(r *model.Request) { r.Tools[0].Description = "" }),
-		"many tools": with(func(r *model.Request) {
-			for i := range 5 {
-				r.Tools = append(r.Tools, model.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "d", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}`)})
-			}
-		}),
+		"effort":               with(func(r *model.Request) { r.ReasoningEffort = " HIGH " }),
+		"effort to escape":     with(func(r *model.Request) { r.ReasoningEffort = "<&>" }),
+		"schema keys to order": with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
+	} {
+		tests[name] = req
 	}
 	for name, req := range tests {
 		for _, base := range []string{directBase, routerBase} {
@@ -283,8 +206,8 @@ func TestMemoKeepsLanesApart(t *testing.T) {
 		req.ReasoningEffort = effort
 		_, _ = c.Complete(context.Background(), req, model.Stream{})
 		want := viaSDK(t, routerBase, req)
-		if !bytes.Equal(tr.Body, want.body) {
-			t.Fatalf("effort %q:\nclient: %s\nsdk:    %s", effort, tr.Body, want.body)
+		if !bytes.Equal(tr.Body, want.Body) {
+			t.Fatalf("effort %q:\nclient: %s\nsdk:    %s", effort, tr.Body, want.Body)
 		}
 		bodies = append(bodies, string(tr.Body))
 	}
@@ -302,24 +225,7 @@ func FuzzEncoderMatchesSDK(f *testing.F) {
 	f.Add("", "", `{}`, "", uint8(2))
 	f.Add("image", `{`, `{"required":null}`, "high", uint8(7))
 	f.Fuzz(func(t *testing.T, text, args, schema, effort string, flags uint8) {
-		req := model.Request{
-			Model:           "test/" + text,
-			System:          []string{"spine", text},
-			ReasoningEffort: effort,
-			Messages: []model.Message{
-				{Role: model.RoleUser, Content: text},
-				{Role: model.RoleAssistant, Content: text, ToolCalls: []model.ToolCall{{ID: "call_" + text, Name: "tool", Arguments: json.RawMessage(args)}}},
-				{Role: model.RoleTool, ToolCallID: "call_" + text, Content: text},
-				{Role: model.RoleUser, Content: "<delta:turn/>"},
-			},
-			Tools: []model.ToolSpec{{Name: "tool", Description: text, Parameters: json.RawMessage(schema)}},
-		}
-		if flags&4 != 0 {
-			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: text, Images: []model.Image{{MIME: text, Data: []byte(args)}}})
-		}
-		if flags&8 != 0 {
-			req.Messages = append(req.Messages, model.Message{Role: model.RoleSystem, Content: text})
-		}
+		req := wiretest.Fuzz{Model: "test/" + text, CallID: "call_" + text, Text: text, Args: args, Schema: schema, Effort: effort, Flags: flags}.Request()
 		base := directBase
 		if flags&1 != 0 {
 			base = routerBase

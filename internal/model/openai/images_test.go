@@ -2,25 +2,17 @@ package openai_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/openai"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
-// Tiny images whose magic bytes real endpoints (and the fake) recognise.
-var (
-	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
-	jpegBytes = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
-)
-
-func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+var pngBytes, jpegBytes = wiretest.PNG, wiretest.JPEG
 
 func imagesRequest() model.Request {
 	req := basicRequest()
@@ -39,7 +31,7 @@ func imagesRequest() model.Request {
 // first, then one image_url part per image carrying a base64 data: URL;
 // every other message keeps its plain string content.
 func TestImagesWire(t *testing.T) {
-	fake := startFake(t, nil)
+	fake := wiretest.Start(t, nil)
 	c := openai.New(openai.Options{BaseURL: fake.URL()})
 	if _, err := c.Complete(context.Background(), imagesRequest(), model.Stream{}); err != nil {
 		t.Fatalf("Complete: %v", err)
@@ -55,38 +47,19 @@ func TestImagesWire(t *testing.T) {
 	want := `{"role":"user","content":[{"type":"text","text":"<delta:images>\ninbox/cat.png\n</delta:images>"},` +
 		`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(pngBytes) + `"}},` +
 		`{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,` + base64.StdEncoding.EncodeToString(jpegBytes) + `"}}]}`
-	if g, w := mustCanon(t, last), mustCanon(t, json.RawMessage(want)); g != w {
+	if g, w := wiretest.Canonical(t, last), wiretest.Canonical(t, []byte(want)); g != w {
 		t.Errorf("images message on the wire:\n got %s\nwant %s", g, w)
 	}
-	if g := mustCanon(t, body.Messages[len(body.Messages)-2]); g != mustCanon(t, json.RawMessage(`{"role":"user","content":"<delta:turn step=2/>"}`)) {
+	if g := wiretest.Canonical(t, body.Messages[len(body.Messages)-2]); g != wiretest.Canonical(t, []byte(`{"role":"user","content":"<delta:turn step=2/>"}`)) {
 		t.Errorf("the turn block is no longer a plain string: %s", g)
 	}
 	// What the model saw, as the fake recorded it.
 	ims := got.Images()
-	if len(ims) != 2 || ims[0] != (modeltest.ChatImage{MIME: "image/png", Bytes: len(pngBytes), SHA256: sum(pngBytes)}) ||
-		ims[1] != (modeltest.ChatImage{MIME: "image/jpeg", Bytes: len(jpegBytes), SHA256: sum(jpegBytes)}) {
+	if len(ims) != 2 || ims[0] != (modeltest.ChatImage{MIME: "image/png", Bytes: len(pngBytes), SHA256: wiretest.SHA256(pngBytes)}) ||
+		ims[1] != (modeltest.ChatImage{MIME: "image/jpeg", Bytes: len(jpegBytes), SHA256: wiretest.SHA256(jpegBytes)}) {
 		t.Errorf("fake recorded images %+v", ims)
 	}
 	if m := got.LastMessage(); m.Role != "user" || m.Content != "<delta:images>\ninbox/cat.png\n</delta:images>" || len(m.Images) != 2 {
 		t.Errorf("last message as decoded = %+v", m)
-	}
-}
-
-// TestImagesOnlyOnUserMessages: images on any other role are not sent
-// (the contract is a user message), and a text-only request has none.
-func TestImagesOnlyOnUserMessages(t *testing.T) {
-	fake := startFake(t, nil)
-	c := openai.New(openai.Options{BaseURL: fake.URL()})
-	req := basicRequest()
-	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Content: "x", Images: []model.Image{{MIME: "image/png", Data: pngBytes}}},
-		model.Message{Role: model.RoleUser, Content: "go on"})
-	if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(fake.Requests()[0].Images()); n != 0 {
-		t.Errorf("%d images sent, want 0", n)
-	}
-	if strings.Contains(string(fake.Requests()[0].Raw), "image_url") {
-		t.Errorf("request carries an image part: %s", fake.Requests()[0].Raw)
 	}
 }

@@ -1,14 +1,10 @@
 package responses_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,21 +12,10 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/responses"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 const testKey = "sk-test-0123456789abcdef"
-
-func startFake(t testing.TB, script modeltest.Script) *modeltest.Server {
-	t.Helper()
-	s, err := modeltest.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
 
 // toFake sends every request, whatever its scheme and host, to the fake
 // over plain HTTP, so an https://api.openai.com base URL reaches it.
@@ -59,7 +44,7 @@ func basicRequest() model.Request {
 }
 
 func TestCompleteTextAndUsage(t *testing.T) {
-	fake := startFake(t, modeltest.Sequence(modeltest.Reply{Text: "Hello there, in several deltas.", Reasoning: "Think briefly.",
+	fake := wiretest.Start(t, modeltest.Sequence(modeltest.Reply{Text: "Hello there, in several deltas.", Reasoning: "Think briefly.",
 		Usage: &modeltest.Usage{PromptTokens: 900, CompletionTokens: 20, CachedTokens: 512}}))
 	fake.RequireKey(testKey)
 	var text, reasoning strings.Builder
@@ -99,7 +84,7 @@ func TestCompleteTextAndUsage(t *testing.T) {
 
 func TestNativeLaneReasoningCarry(t *testing.T) {
 	call := modeltest.ToolCall{ID: "call_1", Name: "write_file", Arguments: `{"path":"brief.md","content":"ünïcödé across fragments"}`}
-	fake := startFake(t, modeltest.Sequence(modeltest.Reply{Reasoning: "Write it.", Text: "Writing now.", ToolCalls: []modeltest.ToolCall{call}}, modeltest.TextReply("Done.")))
+	fake := wiretest.Start(t, modeltest.Sequence(modeltest.Reply{Reasoning: "Write it.", Text: "Writing now.", ToolCalls: []modeltest.ToolCall{call}}, modeltest.TextReply("Done.")))
 	c := native(fake, responses.Options{TextVerbosity: "low", ReasoningSummary: "auto"})
 	req := basicRequest()
 	req.ReasoningEffort = "High"
@@ -135,49 +120,6 @@ func TestNativeLaneReasoningCarry(t *testing.T) {
 	}
 }
 
-func TestEnvironmentIgnored(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-from-env")
-	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-	t.Setenv("OPENAI_ORG_ID", "org-env")
-	fake := startFake(t, nil)
-	if _, err := responses.New(responses.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{}); err != nil {
-		t.Fatal(err)
-	}
-	h := fake.Requests()[0].Header
-	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
-		t.Errorf("environment leaked into headers: %v", h)
-	}
-}
-
-func TestErrors(t *testing.T) {
-	tests := []struct {
-		status    int
-		msg       string
-		retriable bool
-		overflow  bool
-	}{
-		{400, "bad input", false, false},
-		{400, "Your input exceeds the context window of this model.", false, true},
-		{401, "Incorrect API key", false, false},
-		{429, "slow down", true, false},
-		{500, "oops", true, false},
-	}
-	for _, tt := range tests {
-		fake := startFake(t, modeltest.Sequence(modeltest.ErrorReply(tt.status, tt.msg)))
-		_, err := responses.New(responses.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{})
-		var me *model.Error
-		if !errors.As(err, &me) || me.Status != tt.status || me.Message != tt.msg || me.Retriable != tt.retriable || errors.Is(err, model.ErrContextOverflow) != tt.overflow {
-			t.Errorf("%d %q: err = %v", tt.status, tt.msg, err)
-		}
-	}
-	for _, rep := range []modeltest.Reply{{Text: "a b c d e f g h", EndEarly: true}, {Text: "a b c d e f g h", Abort: true}} {
-		fake := startFake(t, modeltest.Sequence(rep))
-		if _, err := responses.New(responses.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{}); !model.IsRetriable(err) {
-			t.Errorf("cut stream: err = %v", err)
-		}
-	}
-}
-
 func goldenCases() map[string]model.Request {
 	plain := basicRequest()
 	round := basicRequest()
@@ -206,7 +148,7 @@ func TestGoldenRequests(t *testing.T) {
 					continue
 				}
 				t.Run(laneName+"/"+name+"/"+effort, func(t *testing.T) {
-					fake := startFake(t, nil)
+					fake := wiretest.Start(t, nil)
 					o := responses.Options{APIKey: "sk-golden", TextVerbosity: "medium", ReasoningSummary: "auto"}
 					c := responses.New(responses.Options{BaseURL: fake.URL(), APIKey: o.APIKey, TextVerbosity: o.TextVerbosity, ReasoningSummary: o.ReasoningSummary})
 					if laneName == "native" {
@@ -216,51 +158,13 @@ func TestGoldenRequests(t *testing.T) {
 					if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
 						t.Fatal(err)
 					}
-					got := fake.Requests()[0]
-					var b bytes.Buffer
-					fmt.Fprintf(&b, "POST %s\nAuthorization: %s\nContent-Type: %s\nAccept: %s\n\n", got.Path, got.Header.Get("Authorization"), got.Header.Get("Content-Type"), got.Header.Get("Accept"))
-					if err := json.Indent(&b, got.Raw, "", "  "); err != nil {
-						t.Fatal(err)
-					}
-					b.WriteByte('\n')
 					file := laneName + "_" + name
 					if effort != "" {
 						file += "_" + effort
 					}
-					path := filepath.Join("testdata", file+".golden")
-					if *update {
-						if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-							t.Fatal(err)
-						}
-						return
-					}
-					want, err := os.ReadFile(path)
-					if err != nil {
-						t.Fatalf("%v (go test -update creates it)", err)
-					}
-					if !bytes.Equal(b.Bytes(), want) {
-						t.Errorf("request differs from %s:\n%s", path, b.Bytes())
-					}
+					wiretest.Golden(t, filepath.Join("testdata", file+".golden"), wiretest.GoldenRequest(t, fake.Requests()[0], "Authorization", "Content-Type", "Accept"))
 				})
 			}
 		}
-	}
-}
-
-// TestDemoScriptOverWire: the demo agent works unchanged on this wire.
-func TestDemoScriptOverWire(t *testing.T) {
-	fake := startFake(t, modeltest.DemoScript())
-	c := responses.New(responses.Options{BaseURL: fake.URL()})
-	req := basicRequest()
-	req.Messages[0].Content = "Write notes.md about the launch"
-	res, err := c.Complete(context.Background(), req, model.Stream{})
-	if err != nil || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != "write_file" || !strings.Contains(string(res.ToolCalls[0].Arguments), `"path":"notes.md"`) {
-		t.Fatalf("first turn: %+v %v", res, err)
-	}
-	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, ToolCalls: res.ToolCalls},
-		model.Message{Role: model.RoleTool, ToolCallID: res.ToolCalls[0].ID, Name: "write_file", Content: "wrote notes.md"})
-	res, err = c.Complete(context.Background(), req, model.Stream{})
-	if err != nil || !strings.HasPrefix(res.Text, "I wrote notes.md. The tool said: wrote notes.md") {
-		t.Fatalf("second turn: %+v %v", res, err)
 	}
 }

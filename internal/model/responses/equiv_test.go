@@ -1,13 +1,9 @@
 package responses
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3/option"
@@ -18,6 +14,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/openai"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 // The encoder (encode.go) must put on the wire exactly the bytes the SDK
@@ -108,14 +105,6 @@ func sdkParams(p request, tools []model.ToolSpec) sdk.ResponseNewParams {
 	return out
 }
 
-// sent is what one path put on the wire; body is nil when the request
-// never left.
-type sent struct {
-	url    string
-	body   []byte
-	header http.Header
-}
-
 const (
 	plainBase  = "http://capture.invalid/v1"
 	nativeBase = "https://api.openai.com/v1"
@@ -126,33 +115,23 @@ func equivOptions(base string, tr http.RoundTripper) Options {
 		Headers: map[string]string{"X-Title": "Delta"}, TextVerbosity: " Medium ", ReasoningSummary: "auto"}
 }
 
-func viaClient(t testing.TB, base string, req model.Request) sent {
+func viaClient(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	c := New(equivOptions(base, tr))
-	_, err := c.Complete(context.Background(), req, model.Stream{})
-	if tr.Calls == 0 {
-		return sent{}
-	}
-	if !errors.Is(err, modeltest.ErrCaptured) {
-		t.Fatalf("Complete: %v", err)
-	}
-	// Again, with the tool definitions memoized: the same bytes.
-	first := tr.Body
-	_, _ = c.Complete(context.Background(), req, model.Stream{})
-	if !bytes.Equal(tr.Body, first) {
-		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
-	}
-	return sent{tr.URL, tr.Body, tr.Header}
+	return wiretest.Captured(t, tr, func() error {
+		_, err := c.Complete(context.Background(), req, model.Stream{})
+		return err
+	})
 }
 
-func viaSDK(t testing.TB, base string, req model.Request) sent {
+func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	o := equivOptions(base, tr)
 	p, err := buildParams(req, New(o).lane)
 	if err != nil {
-		return sent{}
+		return wiretest.Sent{}
 	}
 	svc := sdk.NewResponseService(openai.SDKOptions(base, o.APIKey, o.HTTPClient, o.Headers)...)
 	var res *http.Response
@@ -161,52 +140,17 @@ func viaSDK(t testing.TB, base string, req model.Request) sent {
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res),
 	)
-	if tr.Calls == 0 {
-		return sent{}
-	}
-	if !errors.Is(err, modeltest.ErrCaptured) {
-		t.Fatalf("SDK: %v", err)
-	}
-	return sent{tr.URL, tr.Body, tr.Header}
+	return wiretest.CapturedSDK(t, tr, err)
 }
 
 // checkSame fails t unless both paths sent the same request to the same
 // URL; it reports whether the request was sent at all.
 func checkSame(t testing.TB, base string, req model.Request) bool {
 	t.Helper()
-	got, want := viaClient(t, base, req), viaSDK(t, base, req)
-	if (got.body == nil) != (want.body == nil) {
-		t.Fatalf("sent by the client: %v, by the SDK: %v\nclient: %s\nsdk:    %s", got.body != nil, want.body != nil, got.body, want.body)
-	}
-	if got.body == nil {
-		return false
-	}
-	if !bytes.Equal(got.body, want.body) {
-		t.Fatalf("bodies differ\nclient: %s\nsdk:    %s", got.body, want.body)
-	}
-	if got.url != want.url {
-		t.Errorf("url: client %s, sdk %s", got.url, want.url)
-	}
-	for k := range want.header {
-		if g, w := strings.Join(got.header.Values(k), ","), strings.Join(want.header.Values(k), ","); g != w {
-			t.Errorf("header %s: client %q, sdk %q", k, g, w)
-		}
-	}
-	if len(got.header) != len(want.header) {
-		t.Errorf("headers: client %v, sdk %v", got.header, want.header)
-	}
-	return true
+	return wiretest.CheckSame(t, viaClient(t, base, req), viaSDK(t, base, req), false)
 }
 
-func equivRequest() model.Request {
-	return model.Request{
-		Model:    "gpt-5",
-		System:   []string{"You are Delta.", "", "Workspace: /tmp/ws <&> \u2028."},
-		Messages: []model.Message{{Role: model.RoleUser, Content: "write a brief"}},
-		Tools: []model.ToolSpec{{Name: "write_file", Description: "Write a file in the workspace.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`)}},
-	}
-}
+func equivRequest() model.Request { return wiretest.EncodingRequest("gpt-5") }
 
 func TestEncoderMatchesSDK(t *testing.T) {
 	gif := []byte("GIF89a\x01\x00\x01\x00")
@@ -226,13 +170,9 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	schema := func(s string) func(r *model.Request) {
 		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
 	}
-	tests := map[string]model.Request{
-		"basic":              equivRequest(),
-		"50 messages":        history50(),
-		"no system no tools": with(func(r *model.Request) { r.System, r.Tools = nil, nil }),
-		"strings to escape": with(func(r *model.Request) {
-			r.Messages[0].Content = "quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f nul \x00 us \x1f del \x7f html <b>&amp;</b> ls \u2028 ps \u2029 bad \xff\xfe utf8 é 日本 🎉"
-		}),
+	tests := wiretest.EncodingCases(equivRequest)
+	for name, req := range map[string]model.Request{
+		"50 messages": history50(),
 		"tool round trip": with(func(r *model.Request) {
 			toolRound(r, `{"path":"a.md","content":"# Brief <x> & \u2028"}`, `{"responses":{"items":[{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gAAAA"}],"phase":"commentary"}}`)
 		}),
@@ -261,17 +201,9 @@ func TestEncoderMatchesSDK(t *testing.T) {
 		"system in history": with(func(r *model.Request) {
 			r.Messages = append(r.Messages, model.Message{Role: model.RoleSystem, Content: ""})
 		}),
-		"schema absent":         with(func(r *model.Request) { r.Tools[0].Parameters = nil }),
-		"schema empty":          with(schema(`{}`)),
-		"schema spaced":         with(schema("{ \"type\" : \"object\",\n \"properties\" : { \"a\" : { \"type\" : \"string\", \"description\": \"<b> & c\" } } }")),
-		"schema keys to order":  with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
-		"schema duplicate keys": with(schema(`{"properties":{"a":{}},"properties":{"b":{}}}`)),
-		"description empty":     with(func(r *model.Request) { r.Tools[0].Description = "" }),
-		"many tools": with(func(r *model.Request) {
-			for i := range 5 {
-				r.Tools = append(r.Tools, model.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "d", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}`)})
-			}
-		}),
+		"schema keys to order": with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
+	} {
+		tests[name] = req
 	}
 	for name, req := range tests {
 		for _, base := range []string{plainBase, nativeBase} {
@@ -294,24 +226,7 @@ func FuzzEncoderMatchesSDK(f *testing.F) {
 	f.Add("<delta:turn/>", `{`, "{", `{"required":null}`, "none", uint8(7))
 	f.Fuzz(func(t *testing.T, text, args, stored, schema, effort string, flags uint8) {
 		models := []string{"gpt-5", "gpt-5.6", "gpt-4.1", "o3-" + text}
-		req := model.Request{
-			Model:           models[int(flags)%len(models)],
-			System:          []string{"spine", text},
-			ReasoningEffort: effort,
-			Messages: []model.Message{
-				{Role: model.RoleUser, Content: text},
-				{Role: model.RoleAssistant, Content: text, ToolCalls: []model.ToolCall{{ID: "call_" + text, Name: "tool", Arguments: json.RawMessage(args)}}, Extra: json.RawMessage(stored)},
-				{Role: model.RoleTool, ToolCallID: "call_" + text, Content: text},
-				{Role: model.RoleUser, Content: "<delta:turn/>"},
-			},
-			Tools: []model.ToolSpec{{Name: "tool", Description: text, Parameters: json.RawMessage(schema)}},
-		}
-		if flags&4 != 0 {
-			req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: text, Images: []model.Image{{MIME: text, Data: []byte(args)}}})
-		}
-		if flags&8 != 0 {
-			req.Messages = append(req.Messages, model.Message{Role: model.RoleSystem, Content: text})
-		}
+		req := wiretest.Fuzz{Model: models[int(flags)%len(models)], CallID: "call_" + text, Text: text, Args: args, Stored: stored, Schema: schema, Effort: effort, Flags: flags}.Request()
 		base := plainBase
 		if flags&16 != 0 {
 			base = nativeBase

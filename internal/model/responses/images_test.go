@@ -2,9 +2,7 @@ package responses_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,19 +10,10 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/responses"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 var gifBytes = []byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
-
-func canon(t *testing.T, raw []byte) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("%v: %s", err, raw)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
 
 // TestImagesWire: on both lanes a user message with images becomes one
 // message item whose content is input_text then input_image parts (data:
@@ -40,7 +29,7 @@ func TestImagesWire(t *testing.T) {
 		{"native", "gpt-5.6", 2}, // the opening request and the tool output
 	} {
 		t.Run(tt.lane, func(t *testing.T) {
-			fake := startFake(t, nil)
+			fake := wiretest.Start(t, nil)
 			c := responses.New(responses.Options{BaseURL: fake.URL()})
 			if tt.lane == "native" {
 				c = native(fake, responses.Options{})
@@ -67,14 +56,13 @@ func TestImagesWire(t *testing.T) {
 				`{"type":"input_text","text":"<delta:images>\nspin.gif\n</delta:images>"},` +
 				`{"type":"input_image","detail":"auto","image_url":"data:image/gif;base64,` + base64.StdEncoding.EncodeToString(gifBytes) + `"}]}`
 			last := body.Input[len(body.Input)-1]
-			if g, w := canon(t, last), canon(t, []byte(want)); g != w {
+			if g, w := wiretest.Canonical(t, last), wiretest.Canonical(t, []byte(want)); g != w {
 				t.Errorf("images item on the wire:\n got %s\nwant %s", g, w)
 			}
 			if n := strings.Count(string(got.Raw), `"prompt_cache_breakpoint"`); n != tt.breakpoints {
 				t.Errorf("%d breakpoints, want %d: %s", n, tt.breakpoints, got.Raw)
 			}
-			s := sha256.Sum256(gifBytes)
-			if ims := got.Images(); len(ims) != 1 || ims[0] != (modeltest.ChatImage{MIME: "image/gif", Bytes: len(gifBytes), SHA256: hex.EncodeToString(s[:])}) {
+			if ims := got.Images(); len(ims) != 1 || ims[0] != (modeltest.ChatImage{MIME: "image/gif", Bytes: len(gifBytes), SHA256: wiretest.SHA256(gifBytes)}) {
 				t.Errorf("fake recorded images %+v", ims)
 			}
 		})

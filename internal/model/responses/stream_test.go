@@ -1,12 +1,10 @@
 package responses
 
 import (
-	"bytes"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 const recordedStream = `event: response.created
@@ -41,14 +39,10 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
 
 `
 
-func recorded(body []byte) *http.Response {
-	return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(body))}
-}
-
 func TestRecordedStream(t *testing.T) {
 	var reasoning string
 	acc := newAccumulator(model.Stream{OnReasoning: func(d string) { reasoning += d }}, true)
-	if err := acc.read(recorded([]byte(recordedStream))); err != nil {
+	if err := acc.read(wiretest.Recorded([]byte(recordedStream))); err != nil {
 		t.Fatal(err)
 	}
 	r := acc.response()
@@ -62,7 +56,7 @@ func TestRecordedStream(t *testing.T) {
 		t.Errorf("Extra = %s", r.Extra)
 	}
 	plain := newAccumulator(model.Stream{}, false)
-	_ = plain.read(recorded([]byte(recordedStream)))
+	_ = plain.read(wiretest.Recorded([]byte(recordedStream)))
 	if plain.response().Extra != nil {
 		t.Error("a plain lane kept reasoning items")
 	}
@@ -70,7 +64,7 @@ func TestRecordedStream(t *testing.T) {
 
 func TestFailedResponse(t *testing.T) {
 	body := `data: {"type":"response.failed","response":{"status":"failed","error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}}` + "\n\n"
-	err := newAccumulator(model.Stream{}, false).read(recorded([]byte(body)))
+	err := newAccumulator(model.Stream{}, false).read(wiretest.Recorded([]byte(body)))
 	se, ok := err.(*streamError)
 	if !ok || se.code != "context_length_exceeded" {
 		t.Fatalf("err = %v", err)
@@ -84,7 +78,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"type\":\"response.function_call_arguments.done\",\"item_id\":\"x\"}\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		acc := newAccumulator(model.Stream{OnText: func(string) {}, OnReasoning: func(string) {}}, true)
-		_ = acc.read(recorded(b))
+		_ = acc.read(wiretest.Recorded(b))
 		_ = acc.response()
 	})
 }

@@ -1,0 +1,175 @@
+package wiretest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+// Each wire encodes its request body itself (encode.go) and must put on
+// the wire exactly the bytes its SDK put there when it encoded the SDK's
+// params. The wire's equivalence tests send each request twice through a
+// modeltest.Capture: once through Complete (Captured), once through the
+// SDK with the request lowered onto its params, and compare (CheckSame).
+
+// Sent is what one path put on the wire; Body is nil when the request
+// never left (a build or encode error).
+type Sent struct {
+	URL    string
+	Body   []byte
+	Header http.Header
+}
+
+// Captured runs call (one Complete of a client whose transport is tr)
+// twice and returns what the first sent. The second call runs with the
+// tool definitions memoized and must send the same bytes. A call that
+// never reached tr returns the zero Sent.
+func Captured(t testing.TB, tr *modeltest.Capture, call func() error) Sent {
+	t.Helper()
+	err := call()
+	if tr.Calls == 0 {
+		return Sent{}
+	}
+	if !errors.Is(err, modeltest.ErrCaptured) {
+		t.Fatalf("Complete: %v", err)
+	}
+	first := tr.Body
+	_ = call() // captured again; the bytes are what is compared
+	if !bytes.Equal(tr.Body, first) {
+		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
+	}
+	return Sent{tr.URL, tr.Body, tr.Header}
+}
+
+// CapturedSDK is what the SDK's own call (err its result) left in tr.
+func CapturedSDK(t testing.TB, tr *modeltest.Capture, err error) Sent {
+	t.Helper()
+	if tr.Calls == 0 {
+		return Sent{}
+	}
+	if !errors.Is(err, modeltest.ErrCaptured) {
+		t.Fatalf("SDK: %v", err)
+	}
+	return Sent{tr.URL, tr.Body, tr.Header}
+}
+
+// CheckSame fails t unless the client (got) and the SDK (want) sent the
+// same request: the same bytes to the same URL with the same headers. When
+// reordered is true (the SDK wrote some members in Go map order), bodies of
+// the same length and the same JSON value also pass. It reports whether
+// the request was sent at all; both paths must agree on that.
+func CheckSame(t testing.TB, got, want Sent, reordered bool) bool {
+	t.Helper()
+	if (got.Body == nil) != (want.Body == nil) {
+		t.Fatalf("sent by the client: %v, by the SDK: %v\nclient: %s\nsdk:    %s", got.Body != nil, want.Body != nil, got.Body, want.Body)
+	}
+	if got.Body == nil {
+		return false
+	}
+	if !bytes.Equal(got.Body, want.Body) {
+		if !reordered || len(got.Body) != len(want.Body) || Canonical(t, got.Body) != Canonical(t, want.Body) {
+			t.Fatalf("bodies differ\nclient: %s\nsdk:    %s", got.Body, want.Body)
+		}
+	}
+	if got.URL != want.URL {
+		t.Errorf("url: client %s, sdk %s", got.URL, want.URL)
+	}
+	for k := range want.Header {
+		if g, w := strings.Join(got.Header.Values(k), ","), strings.Join(want.Header.Values(k), ","); g != w {
+			t.Errorf("header %s: client %q, sdk %q", k, g, w)
+		}
+	}
+	if len(got.Header) != len(want.Header) {
+		t.Errorf("headers: client %v, sdk %v", got.Header, want.Header)
+	}
+	return true
+}
+
+// EncodingRequest is the base request of the equivalence tests for
+// modelName: the suite's basic request with a system block that is empty
+// and one full of characters to escape.
+func EncodingRequest(modelName string) model.Request {
+	r := Wire{Model: modelName}.Request()
+	r.System = []string{"You are Delta.", "", "Workspace: /tmp/ws <&> \u2028."}
+	return r
+}
+
+// EncodingCases are the requests every wire's encoder must send exactly as
+// its SDK did, each a change to a fresh base(). A wire adds its own cases
+// (its history, its stored state, its effort mapping) and may replace one.
+func EncodingCases(base func() model.Request) map[string]model.Request {
+	with := func(f func(r *model.Request)) model.Request {
+		r := base()
+		f(&r)
+		return r
+	}
+	schema := func(s string) model.Request {
+		return with(func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) })
+	}
+	return map[string]model.Request{
+		"basic":              base(),
+		"no system no tools": with(func(r *model.Request) { r.System, r.Tools = nil, nil }),
+		"strings to escape": with(func(r *model.Request) {
+			r.Messages[0].Content = "quote \" backslash \\ tab \t nl \n cr \r bs \b ff \f nul \x00 us \x1f del \x7f html <b>&amp;</b> ls \u2028 ps \u2029 bad \xff\xfe utf8 é 日本 🎉"
+		}),
+		"images": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Content: "<delta:images/>", Images: []model.Image{
+				{MIME: "image/png", Data: PNG}, {MIME: "", Data: []byte("no mime")}, {MIME: "image/jpeg", Data: nil}}})
+		}),
+		"images without text": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleUser, Images: []model.Image{{MIME: "image/gif", Data: PNG}}})
+		}),
+		"schema absent":         with(func(r *model.Request) { r.Tools[0].Parameters = nil }),
+		"schema empty":          schema(`{}`),
+		"schema spaced":         schema("{ \"type\" : \"object\",\n \"properties\" : { \"a\" : { \"type\" : \"string\", \"description\": \"<b> & c\" } },\n \"required\" : [ \"a\" ] }"),
+		"schema duplicate keys": schema(`{"properties":{"a":{}},"properties":{"b":{}}}`),
+		"description empty":     with(func(r *model.Request) { r.Tools[0].Description = "" }),
+		"many tools": with(func(r *model.Request) {
+			for i := range 5 {
+				r.Tools = append(r.Tools, model.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "d", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}`)})
+			}
+		}),
+	}
+}
+
+// Fuzz is what an encoder fuzz target draws: Text goes everywhere a string
+// goes, Args is the one tool call's arguments, Stored its message's Extra,
+// Schema the one tool's parameters. Flags&4 adds a user message with an
+// image whose MIME is Text, Flags&8 a system message at the end of the
+// history.
+type Fuzz struct {
+	Model, CallID                      string
+	Text, Args, Stored, Schema, Effort string
+	Flags                              uint8
+}
+
+// Request builds the fuzzed request: a user turn, an assistant tool call,
+// its result and a harness block.
+func (f Fuzz) Request() model.Request {
+	req := model.Request{
+		Model:           f.Model,
+		System:          []string{"spine", f.Text},
+		ReasoningEffort: f.Effort,
+		Messages: []model.Message{
+			{Role: model.RoleUser, Content: f.Text},
+			{Role: model.RoleAssistant, Content: f.Text, ToolCalls: []model.ToolCall{{ID: f.CallID, Name: "tool", Arguments: json.RawMessage(f.Args)}}, Extra: json.RawMessage(f.Stored)},
+			{Role: model.RoleTool, ToolCallID: f.CallID, Content: f.Text},
+			{Role: model.RoleUser, Content: "<delta:turn/>"},
+		},
+		Tools: []model.ToolSpec{{Name: "tool", Description: f.Text, Parameters: json.RawMessage(f.Schema)}},
+	}
+	if f.Flags&4 != 0 {
+		req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: f.Text, Images: []model.Image{{MIME: f.Text, Data: []byte(f.Args)}}})
+	}
+	if f.Flags&8 != 0 {
+		req.Messages = append(req.Messages, model.Message{Role: model.RoleSystem, Content: f.Text})
+	}
+	return req
+}

@@ -1,0 +1,149 @@
+// Package wiretest is the test kit the three model wire clients share
+// (model/openai, model/anthropic, model/responses): a conformance suite
+// every wire must pass against the scripted fake on loopback (Run), and
+// the plumbing their own tests repeat otherwise: encoder-versus-SDK
+// comparison through a capturing transport (Captured, CheckSame), golden
+// files (Golden), the 50-message history and benchmark loops (History50,
+// BenchEncode, BenchParse, BenchComplete), a stream recorder and JSON
+// canonical form.
+//
+// Each wire keeps its own goldens and the cases only it has (reasoning
+// carry, base-URL forms, lanes); what every wire must do the same way lives
+// here once, so a fourth wire gets it by calling Run.
+//
+// It is imported by tests only.
+package wiretest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+// update is the -update flag of every test binary that imports this kit:
+// Golden rewrites the files instead of comparing.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// Start serves script on a fresh loopback fake until t ends. A nil script
+// answers "ok" to everything.
+func Start(t testing.TB, script modeltest.Script) *modeltest.Server {
+	t.Helper()
+	s, err := modeltest.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // a close error after the test has no one to tell
+	return s
+}
+
+// Recorder collects a call's stream deltas in order: "t:" text, "r:"
+// reasoning.
+type Recorder struct{ Events []string }
+
+// Stream returns the callbacks that record into r.
+func (r *Recorder) Stream() model.Stream {
+	return model.Stream{
+		OnText:      func(d string) { r.Events = append(r.Events, "t:"+d) },
+		OnReasoning: func(d string) { r.Events = append(r.Events, "r:"+d) },
+	}
+}
+
+// Joined returns the deltas of one kind ("t:" or "r:") joined, and how many
+// there were.
+func (r *Recorder) Joined(prefix string) (s string, n int) {
+	for _, e := range r.Events {
+		if strings.HasPrefix(e, prefix) {
+			s += strings.TrimPrefix(e, prefix)
+			n++
+		}
+	}
+	return s, n
+}
+
+// Canonical is raw re-encoded by encoding/json (sorted keys, no space,
+// numbers as written), so two encodings of the same value compare equal.
+func Canonical(t testing.TB, raw []byte) string {
+	t.Helper()
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, raw)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Recorded wraps a recorded event-stream body as the response a stream
+// parser reads.
+func Recorded(body []byte) *http.Response {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
+}
+
+// SHA256 is the hex digest the fake records for an image.
+func SHA256(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// Golden compares got with the file at path, or rewrites the file under
+// go test -update.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("request differs from %s (go test -update rewrites it after review):\n--- got\n%s", path, got)
+	}
+}
+
+// GoldenRequest renders what the fake received the way the golden files
+// pin it: method and path, the named headers in that order, then the body
+// indented (key order and values exactly as sent). Headers that vary with
+// the Go runtime (the SDKs' X-Stainless-*) are left out by not naming them.
+func GoldenRequest(t testing.TB, got modeltest.ChatRequest, headers ...string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s\n", got.Path)
+	for _, h := range headers {
+		fmt.Fprintf(&b, "%s: %s\n", h, got.Header.Get(h))
+	}
+	b.WriteByte('\n')
+	if err := json.Indent(&b, got.Raw, "", "  "); err != nil {
+		t.Fatalf("indent body: %v", err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// ServeEvents answers every request with body as an event stream, until t
+// ends, and returns the base URL (ending /v1) to point a client at.
+func ServeEvents(t testing.TB, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(body)) // the client under test sees a short body as it would a cut one
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
