@@ -230,6 +230,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	}
 	for name, req := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			// An empty schema key is a path sjson refuses: neither path
 			// sends that request.
 			if sent := checkSame(t, req); sent != (name != "schema empty key") {

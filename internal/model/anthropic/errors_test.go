@@ -46,6 +46,7 @@ func TestStreamFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var rec wiretest.Recorder
 			res, err := anthropic.New(anthropic.Options{BaseURL: wiretest.ServeEvents(t, tt.body)}).Complete(context.Background(), basicRequest(), rec.Stream())
 			var me *model.Error

@@ -63,6 +63,7 @@ func goldenCases() map[string]model.Request {
 func TestGoldenRequests(t *testing.T) {
 	for name, req := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			fake := wiretest.Start(t, nil)
 			c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "sk-ant-golden"})
 			if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {

@@ -15,8 +15,6 @@ import (
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
-const testKey = "sk-test-0123456789abcdef"
-
 // basicRequest is the shared suite's request on this wire.
 func basicRequest() model.Request { return wire.Request() }
 
@@ -56,6 +54,7 @@ func TestUsageAndCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			u := tt.usage
 			fake := wiretest.Start(t, modeltest.Sequence(modeltest.Reply{Text: "hi", Usage: &u, Model: "anthropic/claude-4.5-sonnet-20250929"}))
 			res, err := openai.New(openai.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{})

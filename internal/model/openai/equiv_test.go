@@ -178,6 +178,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	for name, req := range tests {
 		for _, base := range []string{directBase, routerBase} {
 			t.Run(name+"/"+base, func(t *testing.T) {
+				t.Parallel()
 				if !checkSame(t, base, req) {
 					t.Error("not sent")
 				}
@@ -186,7 +187,10 @@ func TestEncoderMatchesSDK(t *testing.T) {
 				// The lane where the SDK compacts the schema.
 				r := req
 				r.ReasoningEffort = "medium"
-				t.Run(name+"/"+base+"/with effort", func(t *testing.T) { checkSame(t, base, r) })
+				t.Run(name+"/"+base+"/with effort", func(t *testing.T) {
+					t.Parallel()
+					checkSame(t, base, r)
+				})
 			}
 		}
 	}

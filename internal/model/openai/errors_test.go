@@ -56,6 +56,7 @@ func TestErrorEventInStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			url := wiretest.ServeEvents(t, first+tt.event+"\n\n")
 			res, err := openai.New(openai.Options{BaseURL: url}).Complete(context.Background(), basicRequest(), model.Stream{})
 			var me *model.Error

@@ -110,6 +110,7 @@ func TestReadStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var reasoning strings.Builder
 			res, err := readBody(tt.body, model.Stream{OnReasoning: func(d string) { reasoning.WriteString(d) }})
 			switch {

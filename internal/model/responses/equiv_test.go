@@ -208,6 +208,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	for name, req := range tests {
 		for _, base := range []string{plainBase, nativeBase} {
 			t.Run(name+"/"+base, func(t *testing.T) {
+				t.Parallel()
 				if !checkSame(t, base, req) {
 					t.Error("not sent")
 				}
