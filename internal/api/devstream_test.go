@@ -53,7 +53,7 @@ func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/dev/stream?since=0&run=resp_x", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by the defer below; the scanner goroutine reads it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func TestSessionStateShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shared.CloseSession(ctx, s.ID)
+	defer func() { _ = shared.CloseSession(ctx, s.ID) }() // teardown: the test has its verdict
 	p, err := s.NewPage(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func startDaemon(env map[string]string, stdout, stderr io.Writer) (*daemonChild,
 	if err != nil {
 		return nil, fmt.Errorf("find the delta executable: %w", err)
 	}
-	cmd := exec.Command(exe, "serve")
+	cmd := exec.Command(exe, "serve") //nolint:noctx // the daemon outlives any one context: stopped by SIGTERM, then killed, below
 	cmd.Env = envList(env)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -137,7 +137,7 @@ func (ch *daemonChild) stop(grace time.Duration) error {
 // take it before the daemon binds; the daemon then fails loudly, and the
 // launcher reports it.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // bound and closed at once; nothing to cancel
 	if err != nil {
 		return 0, fmt.Errorf("pick a free port: %w", err)
 	}

@@ -165,7 +165,7 @@ func readEnvFile(path string) (map[string]string, error) {
 // openBrowser asks the desktop to open url. Failure (no desktop, no
 // xdg-open) is ignored: the URL is already printed.
 func openBrowser(url string) {
-	cmd := exec.Command("xdg-open", url)
+	cmd := exec.Command("xdg-open", url) //nolint:noctx // a desktop helper left to run on its own
 	if err := cmd.Start(); err != nil {
 		return
 	}

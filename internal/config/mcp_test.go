@@ -98,9 +98,12 @@ func TestLoadMCPRefresh(t *testing.T) {
 func TestLoadVaultKey(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "vault.key")
-	os.WriteFile(keyFile, []byte("file-key-0123456789\n"), 0o600)
 	short := filepath.Join(dir, "short.key")
-	os.WriteFile(short, []byte("short"), 0o600)
+	for path, body := range map[string]string{keyFile: "file-key-0123456789\n", short: "short"} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		env  map[string]string
 		want string

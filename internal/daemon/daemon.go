@@ -239,7 +239,7 @@ const shutdownWait = 5 * time.Second
 // the serve error with every close error.
 func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}

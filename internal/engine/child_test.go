@@ -546,7 +546,9 @@ func TestParentRunPaysForItsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var resp engine.Response
-	json.Unmarshal(run.Result, &resp)
+	if err := json.Unmarshal(run.Result, &resp); err != nil {
+		t.Fatal(err)
+	}
 	if run.Status != store.StatusDone || resp.OutputText != "child says: the answer is 42" {
 		t.Fatalf("status %s output %q", run.Status, resp.OutputText)
 	}

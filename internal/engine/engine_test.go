@@ -185,7 +185,9 @@ func TestRunCallsToolAndFinishesOnce(t *testing.T) {
 			continue
 		}
 		var d map[string]any
-		json.Unmarshal(e.Data, &d)
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
 		for _, k := range []string{"model", "provider", "latency_ms", "wall_ms", "retries", "cache_hit_pct", "cache_shortfall_tokens", "cost_usd", "usage"} {
 			if _, ok := d[k]; !ok {
 				t.Fatalf("model.call lacks %s: %s", k, e.Data)
@@ -419,7 +421,9 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"primary"}, Prompt: b, Tools: reg,
 		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big }})
 	q := queue.New(st, eng.Execute, 2, nil)
-	q.Open()
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close(ctx)
 	svc := engine.NewService(st, q, eng)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)

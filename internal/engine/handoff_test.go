@@ -58,7 +58,9 @@ func TestHandoffListsResearchFindings(t *testing.T) {
 				t.Fatal(err)
 			}
 			var resp engine.Response
-			json.Unmarshal(run.Result, &resp)
+			if err := json.Unmarshal(run.Result, &resp); err != nil {
+				t.Fatal(err)
+			}
 			out := resp.OutputText
 			if run.Status != store.StatusFailed || !strings.Contains(out, "Working on it.") {
 				t.Fatalf("status %s output %q", run.Status, out)

@@ -90,7 +90,7 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 		}
 	}
 
-	l, err := net.Listen("tcp", cfg.HTTP.Listen)
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTP.Listen)
 	switch {
 	case err != nil:
 		report("FAIL", "listen", "%s is not free: %v", cfg.HTTP.Listen, err)

@@ -37,7 +37,7 @@ func TestHTTPAuth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body) // drained only so the connection is reused
 			resp.Body.Close()
 			if resp.StatusCode != tt.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
@@ -53,7 +53,7 @@ func TestHTTPAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body) // drained only so the connection is reused
 	resp.Body.Close()
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if sid == "" {
@@ -62,16 +62,26 @@ func TestHTTPAuth(t *testing.T) {
 	del, _ := http.NewRequest(http.MethodDelete, base+MCPPath, nil)
 	del.Header.Set("Mcp-Session-Id", sid)
 	del.Header.Set("Authorization", "Bearer alice-token")
-	if resp, err := http.DefaultClient.Do(del); err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE = %v, %v", resp, err)
+	resp, err = http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE = %s", resp.Status)
 	}
 	list, _ := http.NewRequest(http.MethodPost, base+MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
 	list.Header.Set("Content-Type", "application/json")
 	list.Header.Set("Accept", "application/json, text/event-stream")
 	list.Header.Set("Authorization", "Bearer alice-token")
 	list.Header.Set("Mcp-Session-Id", sid)
-	if resp, err := http.DefaultClient.Do(list); err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Errorf("request on a deleted session = %v, %v", resp.StatusCode, err)
+	resp, err = http.DefaultClient.Do(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("request on a deleted session = %s", resp.Status)
 	}
 
 	resp, err = http.Get(base + "/healthz")
@@ -79,7 +89,9 @@ func TestHTTPAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	var h map[string]any
-	json.NewDecoder(resp.Body).Decode(&h)
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Errorf("healthz body: %v", err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || h["status"] != "ok" {
 		t.Errorf("healthz = %d %v", resp.StatusCode, h)

@@ -192,7 +192,7 @@ func runServe(ctx context.Context, cfg bobbyconf.Config, env bobbyconf.Env, stde
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", cfg.HTTP.Listen)
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTP.Listen, err)
 	}

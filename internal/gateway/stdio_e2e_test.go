@@ -216,7 +216,9 @@ func TestMainCommands(t *testing.T) {
 		t.Error("no command accepted")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.toml")
-	os.WriteFile(bad, []byte("[http]\nlisten = \"0.0.0.0:1\"\n"), 0o600)
+	if err := os.WriteFile(bad, []byte("[http]\nlisten = \"0.0.0.0:1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := Main(ctx, []string{"serve", "--config", bad}, nil, &out, &errb, bobbyconf.Env{}); err == nil || !strings.Contains(err.Error(), "http.listen") {
 		t.Errorf("serve with a non-loopback listen: %v", err)
 	}

@@ -139,7 +139,7 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		if err != nil {
 			return nil, "", err
 		}
-		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...) //nolint:noctx // the server lives as long as its session; CommandTransport stops it (TerminateDuration)
 		cmd.Env = env
 		cmd.Stderr = &stderrLog{log: s.log, redact: s.m.o.Redact}
 		t = &trackedTransport{inner: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}

@@ -37,7 +37,7 @@ func (r *recorder) exec(ctx context.Context, id string, _ func() bool) {
 	r.mu.Unlock()
 	time.Sleep(r.hold)
 	if _, _, err := r.st.Start(ctx, id, nil); err == nil {
-		r.st.Finish(ctx, id, store.StatusDone, json.RawMessage(`{}`), "")
+		_, _ = r.st.Finish(ctx, id, store.StatusDone, json.RawMessage(`{}`), "") // a run left unfinished fails the test's wait
 	}
 	r.mu.Lock()
 	r.active[run.SessionID]--
@@ -89,7 +89,9 @@ func TestSessionsSerialAndConcurrencyBounded(t *testing.T) {
 	rec := &recorder{st: st, active: map[string]int{}, hold: 30 * time.Millisecond}
 	q := queue.New(st, rec.exec, 2, nil)
 	q.Poll = 10 * time.Millisecond
-	q.Open()
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close(context.Background())
 	waitDone(t, st, "a1", "a2", "a3", "b1", "c1")
 	if rec.maxSess != 1 {
@@ -120,7 +122,9 @@ func TestRunningRowsResumeBeforeQueued(t *testing.T) {
 	rec := &recorder{st: st, active: map[string]int{}}
 	q := queue.New(st, rec.exec, 1, nil)
 	q.Poll = 10 * time.Millisecond
-	q.Open()
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close(ctx)
 	waitDone(t, st, "r1", "q1", "q2")
 	if len(rec.order) != 3 || rec.order[0] != "r1" || rec.order[1] != "q1" {
@@ -137,7 +141,9 @@ func TestClampConcurrency(t *testing.T) {
 		rec := &recorder{st: st, active: map[string]int{}, hold: 20 * time.Millisecond}
 		q := queue.New(st, rec.exec, tt.in, nil)
 		q.Poll = 10 * time.Millisecond
-		q.Open()
+		if err := q.Open(); err != nil {
+			t.Fatal(err)
+		}
 		waitDone(t, st, "a", "b", "c")
 		q.Close(context.Background())
 		if tt.want == 1 && rec.maxTotal != 1 {
@@ -161,7 +167,9 @@ func TestRunningRowsBeyondLimitResumeBeforeQueued(t *testing.T) {
 	rec := &recorder{st: st, active: map[string]int{}}
 	q := queue.New(st, rec.exec, 1, nil)
 	q.Poll = time.Hour // no rescue by the safety-net poll: slots freeing must do it
-	q.Open()
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close(ctx)
 	waitDone(t, st, "r1", "r2", "r3", "q1")
 	rec.mu.Lock()
@@ -211,7 +219,9 @@ func TestResumesDurableBeforeAnyRunExecutes(t *testing.T) {
 		rec.exec(ctx, id, uc)
 	}, len(ids), nil)
 	q.Poll = 10 * time.Millisecond
-	q.Open()
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close(ctx)
 	waitDone(t, st, ids...)
 	mu.Lock()
@@ -267,7 +277,9 @@ func TestCancelWhileResumesAreWritten(t *testing.T) {
 	rec := &recorder{st: st, active: map[string]int{}}
 	q = queue.New(hs, rec.exec, 2, nil)
 	q.Poll = 10 * time.Millisecond
-	q.Open()
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
 	defer q.Close(ctx)
 	if <-cancelled {
 		t.Fatal("the run held a slot while its resume was being written: the cancel would rely on an execution not yet started")

@@ -146,18 +146,17 @@ func (s *Store) rewriteCallArgs(ctx context.Context, tx *sql.Tx, tr ToolResult) 
 	if err != nil {
 		return fmt.Errorf("find call %s: %w", tr.CallID, err)
 	}
+	defer rows.Close() // for the early returns; the checked Close below frees the cursor before the update
 	var msgID int64
 	var calls []model.ToolCall
 	found := false
 	for rows.Next() && !found {
 		var raw string
 		if err := rows.Scan(&msgID, &raw); err != nil {
-			rows.Close()
 			return fmt.Errorf("find call %s: %w", tr.CallID, err)
 		}
 		calls = nil
 		if err := json.Unmarshal([]byte(raw), &calls); err != nil {
-			rows.Close()
 			return fmt.Errorf("find call %s: message %d: %w", tr.CallID, msgID, err)
 		}
 		for i := range calls {

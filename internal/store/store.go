@@ -190,7 +190,7 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	if err := fn(tx); err != nil {
-		tx.Rollback()
+		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
 		return err
 	}
 	return tx.Commit()

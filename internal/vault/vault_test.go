@@ -116,7 +116,9 @@ func TestNothingOfTheValueOutsideCiphertext(t *testing.T) {
 	if len(nonce) != 12 || bytes.Contains(ct, []byte(value)) || len(ct) != len(value)+16 {
 		t.Errorf("nonce %d bytes, ciphertext %d bytes", len(nonce), len(ct))
 	}
-	db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{path, path + "-wal"} {
 		b, _ := os.ReadFile(f)
 		if bytes.Contains(b, []byte(value)) || bytes.Contains(b, []byte("MARKER")) {

@@ -110,11 +110,11 @@ func (r *Root) WriteFile(rel string, data []byte) error {
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	if err := writeSync(f, data, perm); err != nil {
-		root.Remove(tmp)
+		_ = root.Remove(tmp) // best effort: the write already failed, and that error is returned
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	if err := root.Rename(tmp, name); err != nil {
-		root.Remove(tmp)
+		_ = root.Remove(tmp) // best effort: the write already failed, and that error is returned
 		return fmt.Errorf("write %s: %w", rel, err)
 	}
 	return nil

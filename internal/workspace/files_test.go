@@ -127,12 +127,17 @@ func TestWriteFile(t *testing.T) {
 	})
 	t.Run("leaves no temporary files", func(t *testing.T) {
 		var stray []string
-		filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
 			if strings.Contains(d.Name(), ".tmp-") {
 				stray = append(stray, p)
 			}
 			return nil
-		})
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if len(stray) > 0 {
 			t.Fatalf("temporary files left: %v", stray)
 		}

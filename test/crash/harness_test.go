@@ -288,30 +288,22 @@ type runFacts struct {
 func facts(t testing.TB, db *sql.DB) map[string]*runFacts {
 	t.Helper()
 	out := map[string]*runFacts{}
-	rows, err := db.Query("SELECT id, status FROM runs")
-	if err != nil {
-		t.Fatalf("read runs: %v", err)
-	}
-	for rows.Next() {
+	each(t, db, "SELECT id, status FROM runs", func(rows *sql.Rows) error {
 		var id, st string
 		if err := rows.Scan(&id, &st); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		out[id] = &runFacts{status: st}
-	}
-	rows.Close()
-	rows, err = db.Query(`SELECT run_id, name, coalesce(data,'') FROM events WHERE name IN ('run.finished','tool.result')`)
-	if err != nil {
-		t.Fatalf("read events: %v", err)
-	}
-	for rows.Next() {
+		return nil
+	})
+	each(t, db, `SELECT run_id, name, coalesce(data,'') FROM events WHERE name IN ('run.finished','tool.result')`, func(rows *sql.Rows) error {
 		var id, name, data string
 		if err := rows.Scan(&id, &name, &data); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		f := out[id]
 		if f == nil {
-			t.Fatalf("event %s for unknown run %s", name, id)
+			return fmt.Errorf("event %s for unknown run %s", name, id)
 		}
 		if name == "run.finished" {
 			f.finished++
@@ -321,21 +313,37 @@ func facts(t testing.TB, db *sql.DB) map[string]*runFacts {
 				f.interrupted++
 			}
 		}
-	}
-	rows.Close()
-	rows, err = db.Query("SELECT run_id FROM tool_journal")
-	if err != nil {
-		t.Fatalf("read journal: %v", err)
-	}
-	for rows.Next() {
+		return nil
+	})
+	each(t, db, "SELECT run_id FROM tool_journal", func(rows *sql.Rows) error {
 		var id string
-		rows.Scan(&id)
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
 		if f := out[id]; f != nil {
 			f.journal++
 		}
-	}
-	rows.Close()
+		return nil
+	})
 	return out
+}
+
+// each runs q and calls scan on every row, failing t on any error.
+func each(t testing.TB, db *sql.DB, q string, scan func(*sql.Rows) error) {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
 }
 
 // waitAllTerminal polls the database until every run is terminal.

@@ -434,7 +434,9 @@ func TestStatusIsSecretFree(t *testing.T) {
 		}
 	}
 	var st map[string]any
-	json.Unmarshal(b, &st)
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("status %s: %v", b, err)
+	}
 	tools := st["tools"].(map[string]any)
 	reg := fmt.Sprint(tools["registered"])
 	for _, name := range []string{"read_file", "write_file", "grep", "web_fetch", "web_search"} {

@@ -56,7 +56,7 @@ func Start(script Script) (*Server, error) {
 	if script == nil {
 		script = Sequence()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // serves until Close, not until a context ends
 	if err != nil {
 		return nil, fmt.Errorf("start fake model server: %w", err)
 	}

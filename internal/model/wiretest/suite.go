@@ -508,7 +508,7 @@ func (w Wire) cancel(t *testing.T) {
 }
 
 func (w Wire) networkError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

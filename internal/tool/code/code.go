@@ -138,7 +138,7 @@ func (t *Tool) run(ctx context.Context, _ tool.Call, p params) (tool.Result, err
 	}
 
 	out := newBounded(t.cfg.MaxOutput)
-	cmd := exec.Command(t.path, append(t.argv[1:], p.Prompt)...)
+	cmd := exec.Command(t.path, append(t.argv[1:], p.Prompt)...) //nolint:noctx // ctx kills the whole process group below, which CommandContext cannot
 	cmd.Args[0] = t.argv[0]
 	cmd.Dir = t.ws.Dir()
 	cmd.Env = t.cfg.Env

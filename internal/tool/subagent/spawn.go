@@ -49,7 +49,7 @@ func (o Options) spawn(ctx context.Context, tool, runID, task string, tokens int
 	// `delta run` reads the task from stdin when given no argument: a task
 	// starting with "-" cannot be mistaken for a flag, and its size is not
 	// bounded by the argument limit.
-	cmd := exec.Command(o.Exe, "run")
+	cmd := exec.Command(o.Exe, "run") //nolint:noctx // ctx kills the whole process group below, which CommandContext cannot
 	cmd.Stdin = strings.NewReader(task)
 	cmd.Dir = o.Dir
 	cmd.Env = env

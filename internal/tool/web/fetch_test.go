@@ -89,7 +89,7 @@ func TestFetchSSRF(t *testing.T) {
 	v6 := ""
 	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		srv := &http.Server{Handler: tg.srv.Config.Handler}
-		go srv.Serve(ln)
+		go func() { _ = srv.Serve(ln) }() // ends with http.ErrServerClosed at cleanup
 		t.Cleanup(func() { srv.Close() })
 		_, v6, _ = net.SplitHostPort(ln.Addr().String())
 	}
