@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"net/http"
-	"os"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -14,17 +13,13 @@ func history50() model.Request { return wiretest.History50("claude-sonnet-4-5", 
 
 // BenchmarkWire runs the shared wire benchmarks on the Messages wire.
 func BenchmarkWire(b *testing.B) {
-	stream, err := os.ReadFile("testdata/stream_tools.sse")
-	if err != nil {
-		b.Fatal(err)
-	}
 	wiretest.RunBenchmarks(b, wiretest.Bench{
 		History: history50(),
 		Build: func(req model.Request, defs *model.ToolDefs) ([]byte, error) {
 			p, err := build(req, DefaultMaxTokens, defs)
 			return p.encode(), err
 		},
-		Stream: stream, StreamCalls: 2,
+		StreamFile: "testdata/stream_tools.sse", StreamCalls: 2,
 		Parse: func(r *http.Response) (model.Response, error) {
 			acc := newAccumulator(model.Stream{})
 			err := acc.read(r)

@@ -1,8 +1,6 @@
 package openai_test
 
 import (
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -17,9 +15,8 @@ var wire = wiretest.Wire{
 	},
 	Model:      "test/model-1",
 	Path:       "/v1/chat/completions",
-	Credential: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
-	Env: map[string]string{"OPENAI_API_KEY": "sk-from-env", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_ORG_ID": "org-env",
-		"OPENAI_PROJECT_ID": "proj-env", "OPENAI_CUSTOM_HEADERS": "X-From-Env: yes"},
+	Credential: wiretest.Bearer,
+	Env:        wiretest.OpenAIEnv,
 }
 
 func TestConformance(t *testing.T) { wiretest.Run(t, wire) }

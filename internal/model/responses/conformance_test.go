@@ -1,8 +1,6 @@
 package responses_test
 
 import (
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -18,11 +16,10 @@ var wire = wiretest.Wire{
 	},
 	Model:      "gpt-5",
 	Path:       "/v1/responses",
-	Credential: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
-	Env: map[string]string{"OPENAI_API_KEY": "sk-from-env", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_ORG_ID": "org-env",
-		"OPENAI_PROJECT_ID": "proj-env", "OPENAI_CUSTOM_HEADERS": "X-From-Env: yes"},
-	ExtraKey: "responses",
-	Errors:   []wiretest.ErrorCase{{Status: 400, Message: "Your input exceeds the context window of this model.", Overflow: true}},
+	Credential: wiretest.Bearer,
+	Env:        wiretest.OpenAIEnv,
+	ExtraKey:   "responses",
+	Errors:     []wiretest.ErrorCase{{Status: 400, Message: "Your input exceeds the context window of this model.", Overflow: true}},
 }
 
 func TestConformance(t *testing.T) { wiretest.Run(t, wire) }

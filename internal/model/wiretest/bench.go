@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -45,8 +46,10 @@ type Bench struct {
 	// is the client's memo of tool definitions, nil for none.
 	Build func(req model.Request, defs *model.ToolDefs) ([]byte, error)
 	// Stream is a recorded tool-call event stream holding StreamCalls
-	// calls, and Parse reads one.
+	// calls (StreamFile names a file holding it instead), and Parse reads
+	// one.
 	Stream      []byte
+	StreamFile  string
 	StreamCalls int
 	Parse       func(*http.Response) (model.Response, error)
 	// New builds the wire's client for a base URL.
@@ -66,6 +69,12 @@ type Bench struct {
 //     the SDK's transport, stream a tool call back, assemble it. The fake's
 //     own work is in the figure too.
 func RunBenchmarks(b *testing.B, w Bench) {
+	if w.StreamFile != "" {
+		var err error
+		if w.Stream, err = os.ReadFile(w.StreamFile); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.Run("BuildRequest", func(b *testing.B) {
 		benchBuild(b, func() ([]byte, error) { return w.Build(w.History, nil) })
 	})

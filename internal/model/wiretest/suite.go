@@ -58,6 +58,15 @@ type ErrorCase struct {
 	Overflow  bool // wraps model.ErrContextOverflow
 }
 
+// Bearer is the Credential of a wire that sends its key as
+// "Authorization: Bearer <key>".
+func Bearer(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") }
+
+// OpenAIEnv is the environment openai-go reads by default, pointing
+// elsewhere: the Env of both wires built on it.
+var OpenAIEnv = map[string]string{"OPENAI_API_KEY": "sk-from-env", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_ORG_ID": "org-env",
+	"OPENAI_PROJECT_ID": "proj-env", "OPENAI_CUSTOM_HEADERS": "X-From-Env: yes"}
+
 // Request is the suite's basic request for w: a system spine of two
 // blocks, one user message and one tool.
 func (w Wire) Request() model.Request {
