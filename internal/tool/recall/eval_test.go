@@ -162,19 +162,9 @@ func TestRecallEvaluation(t *testing.T) {
 				agentHits++
 			}
 		}
-		rows, err := db.Query(`SELECT id FROM messages WHERE session_id = 's_eval'
-			AND (content LIKE '%' || ?1 || '%' OR tool_calls LIKE '%' || ?1 || '%') ORDER BY id DESC LIMIT 5`, q.Query)
-		if err != nil {
-			t.Fatal(err)
+		if likeFinds(t, db, q.Query, want) {
+			baseline++
 		}
-		for rows.Next() {
-			var id int64
-			rows.Scan(&id)
-			if id == want {
-				baseline++
-			}
-		}
-		rows.Close()
 		if !found {
 			t.Logf("miss: %q (fact %s)", q.Query, q.Fact)
 		}
@@ -219,6 +209,30 @@ func compactOut(t *testing.T, st *store.Store, runID, sessionID string) {
 	t.Fatal("no cut of the session is a turn boundary")
 }
 
+// likeFinds reports whether the whole-phrase LIKE baseline's five newest
+// matches hold the message want.
+func likeFinds(t *testing.T, db *sql.DB, query string, want int64) bool {
+	t.Helper()
+	rows, err := db.Query(`SELECT id FROM messages WHERE session_id = 's_eval'
+			AND (content LIKE '%' || ?1 || '%' OR tool_calls LIKE '%' || ?1 || '%') ORDER BY id DESC LIMIT 5`, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		found = found || id == want
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
 // BenchmarkRecall searches a 5,000-row session whose rows are interleaved
 // with 50,000 rows of ten other sessions (the index's worst case: every
 // other session's rows lie inside this one's id range) and reports the 95th
@@ -250,13 +264,18 @@ func BenchmarkRecall(b *testing.B) {
 		b.Fatal(err)
 	}
 	type row struct{ role, content, calls, callID, name sql.NullString }
+	defer rows.Close() // for b.Fatal below; closed before the inserts too
 	var evalRows []row
 	for rows.Next() {
 		var x row
-		rows.Scan(&x.role, &x.content, &x.calls, &x.callID, &x.name)
+		if err := rows.Scan(&x.role, &x.content, &x.calls, &x.callID, &x.name); err != nil {
+			b.Fatal(err)
+		}
 		evalRows = append(evalRows, x)
 	}
-	rows.Close()
+	if err := rows.Close(); err != nil {
+		b.Fatal(err)
+	}
 	ins := `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`
 	for i, x := range evalRows {
 		if _, err := tx.Exec(ins, "s_eval", "resp_s_eval", x.role, x.content, x.calls, x.callID, x.name); err != nil {
