@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,6 +100,15 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	return d
 }
 
+// streamQueries is a snapshot of the stream requests' queries so far: the
+// handlers may still append to it after a watch returns. (fastWatch's stop
+// function runs under d.mu already and reads d.queries itself.)
+func (d *fakeDaemon) streamQueries() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.queries)
+}
+
 func (d *fakeDaemon) authorized(w http.ResponseWriter, r *http.Request, token string) bool {
 	d.mu.Lock()
 	d.auth = append(d.auth, r.Method+" "+r.URL.Path+" -> "+r.Header.Get("Authorization"))
@@ -187,8 +197,8 @@ func TestSendAsyncPrintsEventsUntilFinished(t *testing.T) {
 	if len(d.inputs) != 1 || d.inputs[0] != "Write brief.md" {
 		t.Errorf("task input = %q", d.inputs)
 	}
-	if len(d.queries) != 1 || !strings.Contains(d.queries[0], "run=resp_1") || !strings.Contains(d.queries[0], "since=0") {
-		t.Errorf("stream query = %q, want run=resp_1 and since=0", d.queries)
+	if q := d.streamQueries(); len(q) != 1 || !strings.Contains(q[0], "run=resp_1") || !strings.Contains(q[0], "since=0") {
+		t.Errorf("stream query = %q, want run=resp_1 and since=0", q)
 	}
 }
 
@@ -376,8 +386,8 @@ func TestWatchReconnectsAfterLastPrintedID(t *testing.T) {
 	if err != nil {
 		t.Fatalf("watch: %v, want nil after the interrupt", err)
 	}
-	if d.queries[0] != "" || d.queries[1] != "since=2" || d.queries[2] != "since=2" {
-		t.Fatalf("watch queries %q, want none, then since=2 on every reconnect", d.queries)
+	if q := d.streamQueries(); q[0] != "" || q[1] != "since=2" || q[2] != "since=2" {
+		t.Fatalf("watch queries %q, want none, then since=2 on every reconnect", q)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	// The delta (no id) repeats: the fake replays it, which the daemon,
@@ -395,8 +405,8 @@ func TestWatchSince(t *testing.T) {
 	d := newFakeDaemon(t)
 	d.holdStream = true
 	_, _, err := fastWatch(t, d, func() bool { return len(d.queries) >= 1 }, "--since", "41")
-	if err != nil || d.queries[0] != "since=41" {
-		t.Fatalf("watch --since 41: queries %q, %v; want since=41", d.queries, err)
+	if q := d.streamQueries(); err != nil || q[0] != "since=41" {
+		t.Fatalf("watch --since 41: queries %q, %v; want since=41", q, err)
 	}
 }
 
@@ -423,8 +433,8 @@ func TestWatchReconnectOutcomes(t *testing.T) {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Fatalf("watch: %v, want an error with %q", err, tt.wantErr)
 			}
-			if len(d.queries) < tt.queries || (tt.wantErr != "" && len(d.queries) != tt.queries) {
-				t.Fatalf("%d stream requests, want %d", len(d.queries), tt.queries)
+			if n := len(d.streamQueries()); n < tt.queries || (tt.wantErr != "" && n != tt.queries) {
+				t.Fatalf("%d stream requests, want %d", n, tt.queries)
 			}
 		})
 	}
