@@ -117,7 +117,9 @@ func TestHandoffNotesACommittedSelfWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		var resp engine.Response
-		json.Unmarshal(run.Result, &resp)
+		if err := json.Unmarshal(run.Result, &resp); err != nil {
+			t.Fatal(err)
+		}
 		if run.Status != store.StatusFailed || !strings.Contains(resp.OutputText, "This run already rewrote DELTA.md (1 committed write(s))") {
 			t.Fatalf("store=%v: status %s, handoff:\n%s", stored, run.Status, resp.OutputText)
 		}

@@ -52,7 +52,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]RunRow, bool, erro
 	}
 	q += " ORDER BY seq DESC LIMIT ?"
 	args = append(args, f.Limit+1)
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.r.QueryContext(ctx, q, args...) //nolint:sqlclosecheck // closed by the defer below; the scan closure only reads rows
 	if err != nil {
 		return nil, false, fmt.Errorf("list runs: %w", err)
 	}
