@@ -23,9 +23,11 @@ var root = filepath.Join("..", "..")
 
 // listed is one package as `go list -json` describes it.
 type listed struct {
-	ImportPath string
-	Doc        string
-	Imports    []string
+	ImportPath   string
+	Doc          string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
 }
 
 // goList runs `go list -json` on the module's own packages (default build
@@ -185,5 +187,30 @@ func TestImportEdges(t *testing.T) {
 	if len(diffs) > 0 {
 		t.Errorf("the import edges differ from %s:\n  %s\nIf the change is intended, update %s (its prose and diagram too):\n  go test ./test/archtest -run TestImportEdges -update",
 			archFile, strings.Join(diffs, "\n  "), archFile)
+	}
+}
+
+// TestBrowserTestsLeftToScriptsTest: scripts/check installs nothing, so a
+// package whose tests drive Chromium (they import the browser packages or
+// chromedp) must be one it leaves to scripts/test, which installs it.
+func TestBrowserTestsLeftToScriptsTest(t *testing.T) {
+	cmd := exec.Command(filepath.Join("scripts", "check"), "--rest")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scripts/check --rest: %v", err)
+	}
+	rest := map[string]bool{}
+	for _, line := range strings.Fields(string(out)) {
+		rest[line] = true
+	}
+	for _, p := range goList(t) {
+		for _, imp := range append(p.TestImports, p.XTestImports...) {
+			browser := imp == module+"/internal/browser" || imp == module+"/internal/browser/browsertest" || strings.HasPrefix(imp, "github.com/chromedp/")
+			if browser && !rest[p.ImportPath] {
+				t.Errorf("%s: its tests import %s but scripts/check runs them; add the package to rest_pattern in scripts/check", p.ImportPath, imp)
+				break
+			}
+		}
 	}
 }
