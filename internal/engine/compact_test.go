@@ -295,8 +295,7 @@ func TestPlanSurvivesCompaction(t *testing.T) {
 		}
 		return base(ctx, req, s)
 	})
-	var h *harness
-	h = newHarnessWith(t, p, engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000}, func(o *engine.Options) {
+	h := newHarnessWith(t, p, engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000}, func(o *engine.Options) {
 		o.CompactAt = 12000
 		o.TurnBlocks = func(ctx context.Context, sessionID string) []string {
 			if b := plans.Block(ctx, sessionID); b != "" {

@@ -24,15 +24,14 @@ type longTask struct {
 	dial  int
 	turns int
 
-	mu         sync.Mutex
-	main       int // main-loop calls of the long run
-	summaries  int
-	largest    int    // the largest main-loop body, in tokens at three bytes a token
-	over       string // the first request that passed the dial
-	compacted  int    // main-loop requests that opened with the compaction envelope
-	wrongPin   string // the first envelope that pinned another request
-	orphan     string // the first request with a tool result but not its call
-	tailBudget string
+	mu        sync.Mutex
+	main      int // main-loop calls of the long run
+	summaries int
+	largest   int    // the largest main-loop body, in tokens at three bytes a token
+	over      string // the first request that passed the dial
+	compacted int    // main-loop requests that opened with the compaction envelope
+	wrongPin  string // the first envelope that pinned another request
+	orphan    string // the first request with a tool result but not its call
 }
 
 func (l *longTask) script(req modeltest.ChatRequest) modeltest.Reply {
