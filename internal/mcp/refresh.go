@@ -108,7 +108,7 @@ func (r *refresher) rotate(ctx context.Context, stale string) error {
 	return nil
 }
 
-// seed writes the seed token when the file is absent (once).
+// seed writes the initial refresh token when the file is absent (once).
 func (r *refresher) seed() error {
 	if r.seeded {
 		return nil
