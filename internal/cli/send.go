@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,13 +24,27 @@ const (
 )
 
 // sendCommand sends one task to a local daemon. Tokens come from its own
-// process environment through config.ClientTokens, never from delta.env. By default it creates an
-// asynchronous task and prints the run's events as JSON Lines until the run
-// finishes; --json makes one synchronous /v1/responses call and prints only
-// its output_text.
+// process environment through config.ClientTokens, never from delta.env. By
+// default it creates an asynchronous task and follows the run's events until
+// it finishes: as readable lines, as `delta demo` prints them, when stdout is
+// a terminal, and as JSON Lines otherwise or with --jsonl. --json makes one
+// synchronous /v1/responses call and prints only its output_text.
 type sendCommand struct {
 	env
 	poll time.Duration // status poll interval; 0 = the client's default
+	// terminal reports whether w is a terminal a person reads (nil =
+	// isTerminal); tests set it.
+	terminal func(w io.Writer) bool
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (c *sendCommand) Run(ctx context.Context, args []string) error {
@@ -37,7 +52,8 @@ func (c *sendCommand) Run(ctx context.Context, args []string) error {
 	port := fs.Int("port", defaultPort, "daemon `port` on this machine")
 	host := fs.String("host", defaultHost, "loopback `address` of the daemon (127.0.0.1, ::1 or localhost)")
 	sync := fs.Bool("json", false, "synchronous: wait for the answer and print only its output_text")
-	const synopsis = "[--port N] [--host 127.0.0.1] [--json] <text>"
+	jsonl := fs.Bool("jsonl", false, "print the events as JSON Lines even on a terminal")
+	const synopsis = "[--port N] [--host 127.0.0.1] [--json | --jsonl] <text>"
 	pos, err := parse(fs, c.env, synopsis, args)
 	if err != nil {
 		return helpOK(err)
@@ -60,7 +76,11 @@ func (c *sendCommand) Run(ctx context.Context, args []string) error {
 	if *sync {
 		return c.sync(ctx, cl, text)
 	}
-	return c.async(ctx, cl, text)
+	terminal := c.terminal
+	if terminal == nil {
+		terminal = isTerminal
+	}
+	return c.async(ctx, cl, text, !*jsonl && terminal(c.stdout))
 }
 
 // responseBody is the part of a Responses object the CLI reads.
@@ -91,7 +111,7 @@ type taskBody struct {
 	Result *responseBody   `json:"result"`
 }
 
-func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string) error {
+func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string, readable bool) error {
 	var t taskBody
 	if err := cl.call(ctx, "POST", "/v1/tasks", map[string]any{"input": text}, &t); err != nil {
 		return fmt.Errorf("send: %w", err)
@@ -101,6 +121,14 @@ func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string) 
 	}
 	fmt.Fprintf(c.stderr, "delta: task %s %s\n", t.ID, t.Status)
 	err := followRun(ctx, cl, t.ID, func(ev streamEvent) error {
+		if readable {
+			line, ok := summarize(ev.Name, ev.Payload)
+			if !ok {
+				return nil
+			}
+			_, err := fmt.Fprintf(c.stdout, "  %-14s %s\n", ev.Name, line)
+			return err
+		}
 		_, err := fmt.Fprintln(c.stdout, ev.Line())
 		return err
 	})
@@ -116,6 +144,10 @@ func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string) 
 	}
 	if final.Status != "done" {
 		return fmt.Errorf("send: task %s ended with status %q%s", t.ID, final.Status, errorSuffix(final.Error))
+	}
+	if readable && final.Result != nil {
+		fmt.Fprintln(c.stdout)
+		printText(c.stdout, final.Result.OutputText)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ type fakeDaemon struct {
 	streamStatus     []int    // status of the nth stream request (0 or past the end = the frames)
 	finalStatus      string   // status GET /v1/tasks/{id} reports
 	taskError        any
+	answer           string         // the finished task's result.output_text
 	response         map[string]any // answer of POST /v1/responses
 	createStatus     int            // status of POST /v1/tasks (0 = 202)
 	createBody       string         // body of POST /v1/tasks when createStatus is set
@@ -64,7 +65,8 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 			io.WriteString(w, `{"error":{"message":"unknown task"}}`)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"id": "resp_1", "object": "task", "status": d.finalStatus, "error": d.taskError})
+		json.NewEncoder(w).Encode(map[string]any{"id": "resp_1", "object": "task", "status": d.finalStatus, "error": d.taskError,
+			"result": map[string]any{"output_text": d.answer}})
 	})
 	mux.HandleFunc("GET /v1/dev/stream", func(w http.ResponseWriter, r *http.Request) {
 		if !d.authorized(w, r, d.inspect) {
@@ -199,6 +201,46 @@ func TestSendAsyncPrintsEventsUntilFinished(t *testing.T) {
 	}
 	if q := d.streamQueries(); len(q) != 1 || !strings.Contains(q[0], "run=resp_1") || !strings.Contains(q[0], "since=0") {
 		t.Errorf("stream query = %q, want run=resp_1 and since=0", q)
+	}
+}
+
+// TestSendIsReadableOnATerminal: on a terminal the events read as the demo
+// prints them and the answer follows; --jsonl keeps JSON Lines there.
+func TestSendIsReadableOnATerminal(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.answer = "I wrote brief.md."
+	d.frames = []string{
+		sseFrame(1, "run.queued", `{"id":1,"run_id":"resp_1","name":"run.queued"}`),
+		sseFrame(2, "tool.call", `{"name":"write_file","arguments":{"path":"brief.md"}}`),
+		sseFrame(3, "output_text.delta", `{"delta":"I wrote"}`),
+		sseFrame(4, "run.finished", `{"status":"done"}`),
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		e := env{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), lookup: mapLookup(nil)}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := &sendCommand{env: e, poll: 20 * time.Millisecond, terminal: func(io.Writer) bool { return true }}
+		if err := cmd.Run(ctx, append([]string{"--port", d.port(t)}, args...)); err != nil {
+			t.Fatalf("send %v: %v (stderr %q)", args, err, errb.String())
+		}
+		return out.String()
+	}
+	out := run("Write brief.md")
+	for _, want := range []string{"  run.queued     accepted; the queue row is durable\n", "  tool.call      write_file brief.md\n",
+		"  run.finished   done\n", "\nI wrote brief.md.\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "{") || strings.Contains(out, "output_text.delta") {
+		t.Errorf("terminal output has JSON or deltas:\n%s", out)
+	}
+	for _, l := range strings.Split(strings.TrimRight(run("--jsonl", "Write brief.md"), "\n"), "\n") {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("--jsonl line is not JSON: %q", l)
+		}
 	}
 }
 
