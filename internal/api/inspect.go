@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/workspace"
 )
@@ -368,6 +370,18 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeError(w, s.o.Logger, badRequest(`body must be {"content": "<the file's text>"}`))
+		return
+	}
+	if s.o.SelfFile != nil && strings.EqualFold(path.Clean(rel), bundle.SelfFile) {
+		// DELTA.md keeps its history: what the save replaced becomes a
+		// revision, as a remember write's would.
+		wr, err := s.o.SelfFile.Edit(r.Context(), *body.Content)
+		if err != nil {
+			writeError(w, s.o.Logger, fileError(err, rel))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(*body.Content), "saved_at": time.Now().UTC().UnixMilli(),
+			"version": wr.Version, "revision_id": wr.RevisionID})
 		return
 	}
 	if err := s.o.Files.WriteFile(rel, []byte(*body.Content)); err != nil {

@@ -17,6 +17,7 @@ type SelfFile interface {
 	Revisions(ctx context.Context) ([]store.SelfRevision, error)
 	Revision(ctx context.Context, id int64) (store.SelfRevision, error)
 	Restore(ctx context.Context, id int64) (remember.Written, store.SelfRevision, error)
+	Edit(ctx context.Context, content string) (remember.Written, error)
 }
 
 type revisionView struct {

@@ -122,3 +122,52 @@ func errMsg(body map[string]any) string {
 	m, _ := e["message"].(string)
 	return m
 }
+
+// An operator's save of DELTA.md through the Files API keeps what it
+// replaced as a revision, so the edit can be compared and undone; a save of
+// another file adds none.
+func TestSavingDeltaMDThroughFilesKeepsARevision(t *testing.T) {
+	const before = "# Persona\n\nMeridian.\n"
+	const after = "# Persona\n\nMeridian, edited by the operator.\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "DELTA.md"), []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := remember.New(remember.Options{Files: ws, Store: st})
+	h := api.New(api.Options{SelfFile: f, Files: ws, InspectWrite: true})
+	put := func(path, content string) int {
+		b, _ := json.Marshal(map[string]string{"content": content})
+		r := httptest.NewRequest("PUT", "/v1/dev/files/"+path, strings.NewReader(string(b)))
+		r.RemoteAddr = "127.0.0.1:40000"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if code := put("notes.md", "just notes"); code != 200 {
+		t.Fatalf("save notes.md = %d", code)
+	}
+	if code := put("DELTA.md", after); code != 200 {
+		t.Fatalf("save DELTA.md = %d", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "DELTA.md")); string(b) != after {
+		t.Fatalf("DELTA.md on disk = %q", b)
+	}
+	_, body := serveLocal(h, "GET", "/v1/dev/revisions")
+	revs, _ := body["revisions"].([]any)
+	if len(revs) != 1 {
+		t.Fatalf("revisions after two saves = %v, want one (for DELTA.md)", body)
+	}
+	rev := revs[0].(map[string]any)
+	if rev["source"] != remember.SourceOperator || rev["version"] != bundle.SelfVersion(before) {
+		t.Fatalf("revision = %v, want the replaced content kept with source operator", rev)
+	}
+}

@@ -49,6 +49,9 @@ const (
 	// the inspection API (data restored, version, prior, revision_id); it
 	// belongs to no run.
 	SelfRestore = "self.restore"
+	// SelfEdit is an operator's save of DELTA.md through the inspection
+	// API (data version, prior, revision_id, bytes); it belongs to no run.
+	SelfEdit = "self.edit"
 	// SkillsIndexed is a change the local skills index found on a search
 	// (data skills, refused, warnings).
 	SkillsIndexed = "skills.indexed"

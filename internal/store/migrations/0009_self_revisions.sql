@@ -7,7 +7,7 @@ CREATE TABLE IF NOT EXISTS self_revisions (
   content     TEXT NOT NULL,
   version     TEXT NOT NULL,        -- version of content (bundle.SelfVersion)
   replaced_by TEXT NOT NULL,        -- version of the file written over it
-  source      TEXT NOT NULL,        -- remember or restore
+  source      TEXT NOT NULL,        -- remember, restore or operator (a save through the inspection API)
   run_id      TEXT NOT NULL DEFAULT '',
   created_at  INTEGER NOT NULL
 );

@@ -49,6 +49,7 @@ const Name = "remember"
 const (
 	SourceRemember = "remember"
 	SourceRestore  = "restore"
+	SourceOperator = "operator"
 )
 
 // Store keeps the revisions.
@@ -276,6 +277,28 @@ func (f *File) Restore(ctx context.Context, id int64) (Written, store.SelfRevisi
 			"version": w.Version, "prior": w.Prior, "revision_id": w.RevisionID, "bytes": w.Bytes}))
 	}
 	return w, rev, nil
+}
+
+// Edit is an operator's save of DELTA.md (the Cockpit's Files tab): the
+// whole new text, written like any other write, so what it replaced is kept
+// as a revision that can be compared and restored. No cap or base check:
+// the operator is not the agent writing to itself.
+func (f *File) Edit(ctx context.Context, content string) (Written, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, err := f.Current()
+	if err != nil {
+		return Written{}, err
+	}
+	w, err := f.replace(ctx, cur, content, SourceOperator, "")
+	if err != nil {
+		return Written{}, err
+	}
+	if f.o.Record != nil {
+		f.o.Record(ctx, event.New("", "", event.SelfEdit, map[string]any{"outcome": outcome(w),
+			"version": w.Version, "prior": w.Prior, "revision_id": w.RevisionID, "bytes": w.Bytes}))
+	}
+	return w, nil
 }
 
 func (f *File) record(ctx context.Context, runID, sessionID string, data map[string]any) {
