@@ -72,6 +72,11 @@ func (s *Store) Recall(ctx context.Context, q RecallQuery) ([]RecallHit, error) 
 	if len(terms) == 0 && len(words) == 1 {
 		terms = words // a lone function word is searched as it is
 	}
+	if len(terms) > 1 {
+		if terms, err = s.dropCommonTerms(ctx, terms); err != nil {
+			return nil, err
+		}
+	}
 	if len(hits) < limit && len(terms) > 0 {
 		parts := make([]string, len(terms))
 		for i, w := range terms {
@@ -85,6 +90,44 @@ func (s *Store) Recall(ctx context.Context, q RecallQuery) ([]RecallHit, error) 
 		}
 	}
 	return hits, nil
+}
+
+// Common-word pruning: a query word found in at least commonDocs messages
+// and in commonRatio times as many as the query's rarest word is left out
+// of the any-word search. Its BM25 weight is next to nothing, while reading
+// its posting list is most of the probe's cost.
+const (
+	commonDocs  = 2000
+	commonRatio = 20
+)
+
+// dropCommonTerms returns terms without the ones too common to help. At
+// least the rarest term always stays.
+func (s *Store) dropCommonTerms(ctx context.Context, terms []string) ([]string, error) {
+	docs := make([]int64, len(terms))
+	rarest := int64(-1)
+	for i, w := range terms {
+		q, args := `SELECT COALESCE(sum(doc), 0) FROM messages_fts_vocab WHERE term = ?`, []any{w}
+		if prefixable(w) {
+			q, args = `SELECT COALESCE(sum(doc), 0) FROM messages_fts_vocab WHERE term >= ? AND term < ?`, []any{w, w + "\U0010FFFF"}
+		}
+		if err := s.r.QueryRowContext(ctx, q, args...).Scan(&docs[i]); err != nil {
+			return nil, fmt.Errorf("recall: word frequency: %w", err)
+		}
+		if docs[i] > 0 && (rarest < 0 || docs[i] < rarest) {
+			rarest = docs[i]
+		}
+	}
+	if rarest < 0 {
+		return terms, nil // no word is indexed: the search finds nothing either way
+	}
+	var kept []string
+	for i, w := range terms {
+		if docs[i] < commonDocs || docs[i] < commonRatio*rarest {
+			kept = append(kept, w)
+		}
+	}
+	return kept, nil
 }
 
 // recallWindow is the range of message ids holding the session's newest
