@@ -393,30 +393,246 @@ func foldsLink(nodes []Node, i int) bool {
 	return i+2 >= len(nodes) || nodes[i+2].Depth <= h.Depth
 }
 
-// textLine is one rendered line and the number of nodes it shows.
+// textLine is one rendered line and the number of nodes it shows; fold
+// marks a heading+link pair, which the node bound may split.
 type textLine struct {
 	text  string
 	nodes int
+	fold  bool
 }
 
-// textLines renders nodes, folding heading+link pairs.
+// Repeated sibling structures (the cards of a grid, the items of a list,
+// the rows of a table) render as one header line naming the shape and one
+// line per item, its cells separated by " | ":
+//
+//	list "Products"
+//	  120 × listitem (link [h3] | text | button):
+//	  - "Alpine jacket" [ref=e12] | Waterproof shell. €189 | "Add to cart" [ref=e14]
+//
+// A run is at least minRepeat consecutive siblings (or groups of up to
+// maxPeriod siblings, for cards whose box the tree flattens away) of the
+// same shape: the same roles at the same depths. Each item holds two nodes
+// or more and something to act on, so a plain run of links or paragraphs
+// keeps its lines.
+const (
+	minRepeat = 3
+	maxPeriod = 6
+)
+
+// textLines renders nodes, folding heading+link pairs and compacting runs
+// of same-shaped siblings.
 func textLines(nodes []Node) []textLine {
-	out := make([]textLine, 0, len(nodes))
-	for i := 0; i < len(nodes); i++ {
-		if foldsLink(nodes, i) {
-			l := nodes[i+1]
-			l.Depth = nodes[i].Depth
-			level := nodes[i].Level
-			if level == 0 {
-				level = 2 // a heading without aria-level is an h2 to every reader
-			}
-			out = append(out, textLine{lineWith(l, level), 2})
+	r := &lineRenderer{nodes: nodes, out: make([]textLine, 0, len(nodes))}
+	if len(nodes) > 0 {
+		r.forest(0, len(nodes))
+	}
+	return r.out
+}
+
+type lineRenderer struct {
+	nodes []Node
+	out   []textLine
+}
+
+// forest renders nodes[lo:hi], whose roots sit at the depth of nodes[lo].
+func (r *lineRenderer) forest(lo, hi int) {
+	d := r.nodes[lo].Depth
+	var starts []int
+	for i := lo; i < hi; i++ {
+		if r.nodes[i].Depth <= d {
+			starts = append(starts, i)
+		}
+	}
+	ends := make([]int, len(starts))
+	sigs := make([]string, len(starts))
+	for k, s := range starts {
+		ends[k] = hi
+		if k+1 < len(starts) {
+			ends[k] = starts[k+1]
+		}
+		sigs[k] = r.shape(s, ends[k])
+	}
+	for k := 0; k < len(starts); {
+		if p, reps := r.run(starts, ends, sigs, k); reps > 0 {
+			r.group(starts, ends, k, p, reps)
+			k += p * reps
+			continue
+		}
+		i, end := starts[k], ends[k]
+		k++
+		if foldsLink(r.nodes, i) {
+			r.out = append(r.out, textLine{text: r.folded(i), nodes: 2, fold: true})
+			continue
+		}
+		r.out = append(r.out, textLine{text: line(r.nodes[i]), nodes: 1})
+		if end > i+1 {
+			r.forest(i+1, end)
+		}
+	}
+}
+
+// folded renders the heading at i and its link as one link line.
+func (r *lineRenderer) folded(i int) string {
+	l := r.nodes[i+1]
+	l.Depth = r.nodes[i].Depth
+	return lineWith(l, headingLevel(r.nodes[i]))
+}
+
+func headingLevel(h Node) int {
+	if h.Level == 0 {
+		return 2 // a heading without aria-level is an h2 to every reader
+	}
+	return h.Level
+}
+
+// cell is one shown part of an item: a node, or a folded heading+link.
+type cell struct {
+	i    int // the node (for a fold, the heading)
+	fold bool
+}
+
+// cells lists the parts of the subtree nodes[lo:hi] that carry content:
+// text, a name, a value, or something to act on. Unnamed boxes (a
+// listitem, a row) only shape the item.
+func (r *lineRenderer) cells(lo, hi int) []cell {
+	var out []cell
+	for i := lo; i < hi; i++ {
+		n := r.nodes[i]
+		if foldsLink(r.nodes, i) && i+1 < hi {
+			out = append(out, cell{i: i, fold: true})
 			i++
 			continue
 		}
-		out = append(out, textLine{line(nodes[i]), 1})
+		if isCell(n) {
+			out = append(out, cell{i: i})
+		}
 	}
 	return out
+}
+
+func isCell(n Node) bool {
+	return n.Role == "text" || n.Name != "" || n.Value != "" || n.HasValue || refRoles[n.Role]
+}
+
+// shape is the signature of the subtree nodes[lo:hi]: each node's depth
+// below the first, role, heading level and whether it is a cell.
+func (r *lineRenderer) shape(lo, hi int) string {
+	var b strings.Builder
+	base := r.nodes[lo].Depth
+	for i := lo; i < hi; i++ {
+		n := r.nodes[i]
+		b.WriteString(strconv.Itoa(n.Depth - base))
+		b.WriteByte(':')
+		b.WriteString(n.Role)
+		if n.Level > 0 {
+			b.WriteString(":" + strconv.Itoa(n.Level))
+		}
+		if isCell(n) {
+			b.WriteString(":c")
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// run finds the longest run of repeated items starting at sibling k: the
+// period p (siblings per item) and the repetitions, or 0 repetitions.
+func (r *lineRenderer) run(starts, ends []int, sigs []string, k int) (period, reps int) {
+	best := 0
+	for p := 1; p <= maxPeriod && k+p*minRepeat <= len(sigs); p++ {
+		n := 1
+		for k+(n+1)*p <= len(sigs) && slicesEqual(sigs[k+n*p:k+(n+1)*p], sigs[k:k+p]) {
+			n++
+		}
+		if n < minRepeat || p*n <= best {
+			continue
+		}
+		lo, hi := starts[k], ends[k+p-1]
+		if hi-lo < 2 || !r.actionable(lo, hi) {
+			continue
+		}
+		best, period, reps = p*n, p, n
+	}
+	return period, reps
+}
+
+func slicesEqual(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// actionable reports whether nodes[lo:hi] hold something an agent acts on.
+func (r *lineRenderer) actionable(lo, hi int) bool {
+	for i := lo; i < hi; i++ {
+		if refRoles[r.nodes[i].Role] {
+			return true
+		}
+	}
+	return false
+}
+
+// group renders reps items of p siblings from sibling k: the header, then
+// one line per item.
+func (r *lineRenderer) group(starts, ends []int, k, p, reps int) {
+	first := r.nodes[starts[k]]
+	indent := strings.Repeat("  ", first.Depth)
+	var head strings.Builder
+	head.WriteString(indent + strconv.Itoa(reps) + " × ")
+	lo, hi := starts[k], ends[k+p-1]
+	if p == 1 && !isCell(first) {
+		head.WriteString(first.Role + " ")
+	}
+	var roles []string
+	for _, c := range r.cells(lo, hi) {
+		n := r.nodes[c.i]
+		switch {
+		case c.fold:
+			roles = append(roles, r.nodes[c.i+1].Role+" [h"+strconv.Itoa(headingLevel(n))+"]")
+		case n.Level > 0:
+			roles = append(roles, n.Role+" [level="+strconv.Itoa(n.Level)+"]")
+		default:
+			roles = append(roles, n.Role)
+		}
+	}
+	head.WriteString("(" + strings.Join(roles, " | ") + "):")
+	r.out = append(r.out, textLine{text: head.String()})
+	for it := range reps {
+		lo, hi := starts[k+it*p], ends[k+it*p+p-1]
+		parts := r.cells(lo, hi)
+		texts := make([]string, len(parts))
+		for j, c := range parts {
+			if c.fold {
+				texts[j] = cellText(r.nodes[c.i+1])
+			} else {
+				texts[j] = cellText(r.nodes[c.i])
+			}
+		}
+		r.out = append(r.out, textLine{text: indent + "- " + strings.Join(texts, " | "), nodes: hi - lo})
+	}
+}
+
+// cellText renders a node inside an item line: as its line would, without
+// the indentation and the role the header names.
+func cellText(n Node) string {
+	if n.Role == "text" {
+		return n.Name
+	}
+	n.Depth = 0
+	l := line(n)
+	l = strings.TrimPrefix(l, n.Role)
+	l = strings.TrimPrefix(l, " ")
+	if i := strings.Index(l, " [level="); i >= 0 {
+		j := strings.Index(l[i+1:], "]")
+		l = l[:i] + l[i+1+j+1:]
+	}
+	if l == "" {
+		return `""`
+	}
+	return l
 }
 
 // repairTruncated is what a truncated snapshot tells the agent to do.
@@ -442,9 +658,9 @@ func render(nodes []Node, opts Options) *Snapshot {
 		shown, nLines = 0, 0
 		for nLines < len(lines) {
 			l := lines[nLines]
-			if shown+l.nodes > opts.MaxNodes && l.nodes > 1 {
+			if shown+l.nodes > opts.MaxNodes && l.fold {
 				// Only the heading of a folded pair fits the node bound.
-				l = textLine{line(nodes[shown]), 1}
+				l = textLine{text: line(nodes[shown]), nodes: 1}
 				lines[nLines] = l
 			}
 			if shown+l.nodes > opts.MaxNodes || size+len(l.text)+1 > budget {

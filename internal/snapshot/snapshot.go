@@ -7,9 +7,12 @@ import (
 )
 
 // Bounds of a snapshot. A snapshot is what an agent pays for in tokens, so
-// every one is bounded; the defaults keep a busy page near 6k tokens.
+// every one is bounded; the defaults keep a busy page near 6k tokens. The
+// byte bound is the one that binds: repeated items render one line each
+// (see textLines), so the node default lets a page of a hundred-odd cards
+// show whole (about 500 nodes) rather than cut it a third of the way.
 const (
-	DefaultMaxNodes = 256
+	DefaultMaxNodes = 1000
 	MaxMaxNodes     = 2000
 	DefaultMaxBytes = 24 << 10
 	MinMaxBytes     = 1 << 10
@@ -63,7 +66,10 @@ type Snapshot struct {
 	// line per node (`text: …` for text), indented two spaces per depth.
 	// Only lines an agent targets (controls, links, iframes, dialogs) show
 	// their ref; a heading whose only content is a same-name link renders
-	// as that link marked [hN].
+	// as that link marked [hN]. Three or more same-shaped siblings (cards,
+	// list items, table rows) render as a header line naming the shape,
+	// `N × listitem (link [h3] | text | button):`, then one `- cell | cell`
+	// line per item, each cell as its line would read without the role.
 	Text string `json:"text"`
 	// Nodes holds the same shown nodes, structured.
 	Nodes []Node `json:"nodes"`

@@ -120,7 +120,7 @@ func TestTakeBounds(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		opts      Options
-		wantShown int // 0: only bounded by bytes
+		wantShown int // 0: only bounded by bytes; else the bound, less at most one item
 	}{
 		{"default bounds", Options{}, DefaultMaxNodes},
 		{"max nodes", Options{MaxNodes: 40}, 40},
@@ -140,7 +140,9 @@ func TestTakeBounds(t *testing.T) {
 				t.Errorf("not truncated")
 			case s.TotalNodes != full.TotalNodes:
 				t.Errorf("totalNodes = %d, want %d", s.TotalNodes, full.TotalNodes)
-			case tt.wantShown > 0 && s.ShownNodes != tt.wantShown:
+			case tt.wantShown > 0 && (s.ShownNodes > tt.wantShown || s.ShownNodes < tt.wantShown-4):
+				// An item line of a repeated run is never split, so the node
+				// bound stops at the last whole item: a few nodes short.
 				t.Errorf("shownNodes = %d, want %d", s.ShownNodes, tt.wantShown)
 			case s.ShownNodes == 0 || s.ShownNodes >= s.TotalNodes || len(s.Nodes) != s.ShownNodes:
 				t.Errorf("shown %d of %d, %d nodes", s.ShownNodes, s.TotalNodes, len(s.Nodes))
