@@ -83,7 +83,8 @@
 // evidence, error{code, message, repair{action, doc}}}. A status other than
 // completed sets isError. evidenceDetail "compact" (the default) leaves
 // timings out and never attaches a snapshot to an action; "full" adds
-// diagnostics and structured snapshot nodes. Arguments are validated here,
+// diagnostics and structured snapshot nodes, and its text content is the
+// header line followed by the whole structuredContent JSON. Arguments are validated here,
 // not by the SDK: a violation is a tool error whose structuredContent holds
 // {reason:"schemaViolation", pointer, constraint} naming the schema location
 // and keyword, never the submitted value; a malformed request (non-object
@@ -97,10 +98,15 @@
 // minted workflowId, a page picked as the active one; never commandId),
 // the scalar evidence on that line ("; ref=e12; networkQuiet=true;
 // page=<url> (complete)"), then "error <code>[ at <pointer> (<constraint>)]:
-// <message>" and "repair: <action> <doc>" on failure, one line of compact
-// JSON per object or list of evidence, and last, unescaped, the snapshot
-// text of a11y_snapshot or workflow_observe (a11y_snapshot's header carries
-// the page title, URL and node count).
+// <message>" and "repair: <action> <doc>" on failure, form evidence one
+// fact per line (formtext.go: "Plan = Team", "Password = (13 chars)",
+// "Team name = Acme (revealed and filled) [ref=e7]", an "invalid …" line
+// per failed constraint, "verified by button "Sign up" [ref=e9]: navigated
+// to <url> (POST 200 Document)", a form snapshot as one line per form and
+// control; never a password or file path), one line of compact JSON per
+// other object or list of evidence, and last, unescaped, the snapshot
+// text of a11y_snapshot or workflow_observe (the header carries the page
+// title, URL and node count).
 // A completed screenshot also carries its PNG as image content, for a
 // principal holding artifact:read: hosts show content to the model and
 // rarely read artifact:// resources.

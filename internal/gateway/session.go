@@ -268,7 +268,7 @@ func (cs *clientSession) callTool(ctx context.Context, req *mcp.CallToolRequest)
 		cs.g.log.Error("tool failed", "tool", t.name, "err", err)
 		return errorResult(t.name, errorf(CodeInternal, "%s failed unexpectedly", t.name)), nil
 	}
-	res := structuredResult(t.name, out)
+	res := structuredResult(t.name, out, fullDetail(argMap))
 	if img := cs.g.screenshotImage(p, out); img != nil {
 		res.Content = append(res.Content, img)
 	}
@@ -323,7 +323,7 @@ type failer interface{ failed() bool }
 // (the typed contract) and a compact rendering as text content (what a
 // model reads; see text.go). A result whose status is not completed is an
 // error result (isError:true).
-func structuredResult(tool string, v any) *mcp.CallToolResult {
+func structuredResult(tool string, v any, full bool) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return errorResult(tool, errorf(CodeInternal, "encode result: %v", err))
@@ -332,11 +332,25 @@ func structuredResult(tool string, v any) *mcp.CallToolResult {
 	if f, ok := v.(failer); ok {
 		isErr = f.failed()
 	}
+	text := resultText(tool, v)
+	if full {
+		text = fullResultText(tool, v, b)
+	}
 	return &mcp.CallToolResult{
 		StructuredContent: json.RawMessage(b),
-		Content:           []mcp.Content{&mcp.TextContent{Text: resultText(tool, v)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		IsError:           isErr,
 	}
+}
+
+// fullDetail reports whether the call asked for evidenceDetail "full", as
+// a tool argument or inside command_execute's envelope.
+func fullDetail(args map[string]any) bool {
+	if argString(args, "evidenceDetail") == "full" {
+		return true
+	}
+	env, _ := args["envelope"].(map[string]any)
+	return argString(env, "evidenceDetail") == "full"
 }
 
 // errorResult is the result of a call refused before or outside a command.

@@ -37,6 +37,14 @@ var createdIDs = map[string]map[string]string{
 	"page_open":      {"id": "pageId", "session_id": "sessionId"},
 }
 
+// fullResultText is the text of a call made with evidenceDetail:"full":
+// the header line of the compact text, then the whole structuredContent
+// JSON, for debugging and for hosts that want the record in the text.
+func fullResultText(tool string, v any, structured []byte) string {
+	head, _, _ := strings.Cut(resultText(tool, v), "\n")
+	return head + "\n" + string(structured)
+}
+
 // resultText renders the text content of a successful or failed result.
 func resultText(tool string, v any) string {
 	if o, ok := v.(*Outcome); ok {
@@ -69,6 +77,19 @@ func resultText(tool string, v any) string {
 	w.header(status, tool, ids)
 	w.errorOf(m["error"])
 	delete(m, "error")
+	if raw, ok := v.(statusMap); ok {
+		// workflow_observe: the observation's snapshot reads as a11y_snapshot's
+		// does (page and bounds on the header, the text last); the rest of
+		// that outcome (its kind, a completed status) says nothing new.
+		if o, ok := raw["observationOutcome"].(*Outcome); ok && !o.failed() {
+			if acc, _ := toMap(o.Evidence)["accessibility"].(map[string]any); acc != nil {
+				w.snapshotHeader(acc)
+				w.snapshotBody(acc)
+				delete(m, "observationOutcome")
+			}
+		}
+		w.lines = append(w.lines, formEvidenceText(m, raw)...)
+	}
 	w.fields(m)
 	return w.String()
 }
@@ -98,6 +119,7 @@ func outcomeText(o *Outcome) string {
 		w.snapshotHeader(acc)
 	}
 	w.errorOf(toMap(o.Error))
+	w.lines = append(w.lines, formEvidenceText(ev, o.Evidence)...)
 	w.fields(ev)
 	if len(o.Diagnostics) > 0 {
 		w.field("diagnostics", toMap(o.Diagnostics))
