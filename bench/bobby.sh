@@ -2,7 +2,9 @@
 # bobby vs @playwright/mcp, side by side through the same official TypeScript
 # MCP client (bench/bobby/compare.mjs), both over stdio, both on Debian
 # chromium, on the same loopback fixture pages: tools/list bytes, snapshot
-# bytes and actionable coverage, click→settled latency, session start.
+# bytes and actionable coverage, click→settled latency, session start, the
+# signup form loop (observe → fill → submit, verified) and a 120-card
+# catalogue snapshot.
 # Run from anywhere. Env: CHROMIUM (default /usr/bin/chromium), CLICKS
 # (default 15), API_DELAY_MS (default 50), RESULT_JSON (raw figures).
 set -euo pipefail

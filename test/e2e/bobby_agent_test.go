@@ -215,9 +215,15 @@ func shopTask(shopURL, product, question string) string {
 		"read the shop's answer, take a screenshot of it, and write report.md with what you found."
 }
 
-// productLink finds the catalog link to the task's product in a snapshot.
+// productLink finds the catalog link to the task's product in a snapshot:
+// a `link "Name" [ref=eN]` line, or, where the catalogue's items render as
+// rows under a shape header (`3 × listitem (link | text):`), the first cell
+// of the item's `- "Name" [ref=eN] | $12.00` line, which that header says
+// is the link.
 func productLink(c convo, snapID string) (string, error) {
-	return c.find(snapID, "link to "+c.task["Product"], `link "`+regexp.QuoteMeta(c.task["Product"])+`"[^\n]*?\[ref=(e\d+)\]`)
+	name := regexp.QuoteMeta(c.task["Product"])
+	return c.find(snapID, "link to "+c.task["Product"],
+		`(?m)(?:link "`+name+`"[^\n]*?|^ *\d+ × \S* ?\(link[^\n]*\n(?: *- [^\n]*\n)*? *- "`+name+`" )\[ref=(e\d+)\]`)
 }
 
 // reportFacts are the facts the agent extracted from the pages.
