@@ -122,9 +122,16 @@ func TestEvidenceDetailFullText(t *testing.T) {
 			t.Errorf("%s: the text's JSON differs from structuredContent", tc.tool)
 		}
 	}
+	// Any other detail is refused with the pointer and a repair.
+	res, _ := callTool(t, alice, "intent_complete_form", map[string]any{"workflowHandle": h, "evidenceDetail": "verbose", "values": map[string]any{"Email": "x"}})
+	if text := resultTextOf(t, "intent_complete_form", res); !res.IsError ||
+		!strings.Contains(text, "error schemaViolation at /evidenceDetail (enum)") || !strings.Contains(text, "\nrepair: fixArguments ") {
+		t.Errorf("evidenceDetail verbose: isError %v\n%s", res.IsError, text)
+	}
+
 	// The default stays the compact lines: the field, then what is still
 	// invalid, each with the target to repair it.
-	res, _ := callTool(t, alice, "intent_complete_form", map[string]any{"workflowHandle": h, "values": map[string]any{"Email": "ada@example.com"}})
+	res, _ = callTool(t, alice, "intent_complete_form", map[string]any{"workflowHandle": h, "values": map[string]any{"Email": "ada@example.com"}})
 	text := resultTextOf(t, "intent_complete_form", res)
 	if !regexp.MustCompile(`^completed intent_complete_form\nEmail = ada@example.com\ninvalid textbox "Full name" \[ref=e\d+\]: valueMissing — `).MatchString(text) {
 		t.Errorf("compact text = %q", text)
