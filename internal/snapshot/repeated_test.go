@@ -35,6 +35,18 @@ func TestRepeatedSiblingsGolden(t *testing.T) {
 	if got := refs.ReplaceAllString(s.Text, "ref=eN"); got != refs.ReplaceAllString(string(want), "ref=eN") {
 		t.Errorf("text:\n%s\nwant (%s):\n%s", s.Text, golden, want)
 	}
+	// An item line's refs resolve, inside an iframe and a shadow root too.
+	for _, name := range []string{"Take offer 3", "Remove saved 2"} {
+		m := regexp.MustCompile(`"` + name + `" \[ref=(e\d+)\]`).FindStringSubmatch(s.Text)
+		if m == nil {
+			t.Errorf("no item cell for %q", name)
+			continue
+		}
+		r, err := Resolve(ctx, Target{Role: "button", Name: name})
+		if err != nil || r.Ref() != m[1] {
+			t.Errorf("button %q resolves to %v (%v), its item line says %s", name, r.Ref(), err, m[1])
+		}
+	}
 	if s.Truncated || s.ShownNodes != s.TotalNodes || len(s.Nodes) != s.TotalNodes {
 		t.Errorf("shown %d (nodes %d) of %d, truncated %v", s.ShownNodes, len(s.Nodes), s.TotalNodes, s.Truncated)
 	}
