@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -180,7 +181,7 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
 		out.Status = SubmitBlocked
 		out.FormValidation = issues
-		out.URL = currentURL(ctx)
+		out.URL = evidenceURL(currentURL(ctx))
 		out.Reason = "client-side validation blocked the submit; fix the listed fields and submit again"
 		return out, nil
 	}
@@ -193,11 +194,12 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 		}
 		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
 	}
-	out.URL = currentURL(ctx)
+	full := currentURL(ctx)
+	out.URL = evidenceURL(full)
 	f := facts{v: v, st: st, timedOut: timedOut, issues: pageIssues}
 	if v.URLContains != "" || v.TextContains != "" {
 		f.expect = true
-		f.expectFailed = expectFailure(ctx, v, out.URL)
+		f.expectFailed = expectFailure(ctx, v, full)
 	}
 	var withIssues bool
 	out.Status, out.Reason, withIssues = judge(f)
@@ -228,6 +230,21 @@ func currentURL(ctx context.Context) string {
 		return ""
 	}
 	return u
+}
+
+// evidenceURL is the page address as a submit's evidence shows it: without
+// its query string, fragment or user info, which after a GET form hold the
+// values just submitted (a password among them). A dropped query is marked.
+func evidenceURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	s := withoutQuery(raw)
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?…"
+	}
+	return s
 }
 
 // callRef runs a function on an object and returns its result by reference.

@@ -60,6 +60,26 @@ func TestSubmitVerdicts(t *testing.T) {
 	}
 }
 
+// TestGetFormSubmitNeverEchoesWhatWasTyped: after a GET form the page's
+// address holds the submitted values; the evidence shows it without them.
+func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) {
+	ctx := openPage(t, "/verify.html")
+	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Login name": "ada", "Login password": "hunter2-secret"}), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Log in"}, Verify{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(sub)
+	if sub.Status != SubmitVerified || !strings.HasSuffix(sub.URL, "/submitted.html?…") {
+		t.Fatalf("submission = %s, want verified at /submitted.html with its query left out", raw)
+	}
+	if strings.Contains(string(raw), "hunter2-secret") || strings.Contains(string(raw), "ada") {
+		t.Fatalf("the evidence echoes a typed value: %s", raw)
+	}
+}
+
 // TestSubmitPageValidation: a novalidate form that writes its own errors
 // (aria-invalid, role=alert) blocks like the browser's validation would,
 // with value-free issues.
