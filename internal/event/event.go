@@ -59,6 +59,22 @@ const (
 	// before and after, what was covered and kept, the anchor audit and the
 	// ledgers; written in the transaction that applies it.
 	Compaction = "compaction"
+	// Reflection is the outcome of one reflection after a successful run
+	// (data outcome stored, confirmed, refused, none or failed; kind,
+	// rubric, reason when refused), written with its memory change.
+	Reflection = "reflection"
+	// MemoryStored is a new governed memory row (data memory_id, scope,
+	// kind, confidence, runs, held).
+	MemoryStored = "memory.stored"
+	// MemoryConfirmed is a further distinct run producing a row's content.
+	MemoryConfirmed = "memory.confirmed"
+	// MemoryRefused is an artifact governance refused (data reason:
+	// low_confidence, too_long, bad_kind, empty), or a scope it narrowed
+	// (reason widen_unauthorized, with the row still stored privately).
+	MemoryRefused = "memory.refused"
+	// MemoryRecalled is the recall block given to a session's first run
+	// (data memory_ids, candidates).
+	MemoryRecalled = "memory.recalled"
 )
 
 // Log attribute keys shared by every package that logs about runs.
@@ -119,6 +135,13 @@ const (
 	KeyMaxTokens            = "max_tokens"
 	KeyMaxCostUSD           = "max_cost_usd"
 	KeyOver                 = "over"
+	KeyMemoryID             = "memory_id"
+	KeyMemoryIDs            = "memory_ids"
+	KeyScope                = "scope"
+	KeyKind                 = "kind"
+	KeyConfidence           = "confidence"
+	KeyRuns                 = "runs"
+	KeyHeld                 = "held"
 	KeyIntents              = "intents"
 	KeyErrorType            = "error.type"
 	KeyErrorMessage         = "error.message"

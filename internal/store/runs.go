@@ -334,6 +334,17 @@ func (s *Store) takeResume(id string) (resumeMark, bool) {
 // the run's last turn. A run already terminal gives ErrAlreadyFinal and no
 // event at all.
 func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
+	return s.finish(ctx, id, status, result, errText, false, extra)
+}
+
+// FinishReflecting is Finish for a run whose reflection is on: when status
+// is done, the same transaction also writes the run's reflection outbox row,
+// so the reflection owed survives a crash right after the terminal write.
+func (s *Store) FinishReflecting(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
+	return s.finish(ctx, id, status, result, errText, status == StatusDone, extra)
+}
+
+func (s *Store) finish(ctx context.Context, id, status string, result json.RawMessage, errText string, reflect bool, extra []event.Event) (event.Event, error) {
 	if !Terminal(status) {
 		return event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
 	}
@@ -365,6 +376,11 @@ func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMe
 			return err
 		}
 		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
+		if reflect {
+			if _, err := s.exec(ctx, tx, "INSERT OR IGNORE INTO reflection_outbox (run_id, created_at) VALUES (?, ?)", id, now()); err != nil {
+				return err
+			}
+		}
 		return s.insertEvent(ctx, tx, &ev)
 	})
 	if err != nil {
