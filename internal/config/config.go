@@ -206,6 +206,10 @@ type Config struct {
 	// MemoryNamespace overrides the namespace derived from vocab writeNoun
 	// (DELTA_MEMORY_NAMESPACE).
 	MemoryNamespace string `env:"DELTA_MEMORY_NAMESPACE"`
+	// Reflect turns reflection on for every successful run (DELTA_REFLECT,
+	// boolean, default off; metadata.reflect:true turns it on for one run,
+	// and a per-run false cannot turn the daemon setting off).
+	Reflect bool `env:"DELTA_REFLECT"`
 	// Skills is the skills backend (DELTA_SKILLS): SkillsLocal reads
 	// skills/<name>/SKILL.md from the workspace, SkillsOff offers no skills
 	// and says nothing about them, and SkillsMCP (the default) is the
@@ -361,6 +365,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		SelfMaxTokens:        l.intRange("DELTA_SELF_MAX_TOKENS", DefaultSelfMaxTokens, 1, 1<<18),
 		Vocab:                l.str("DELTA_VOCAB", ""),
 		MemoryNamespace:      l.str("DELTA_MEMORY_NAMESPACE", ""),
+		Reflect:              l.boolean("DELTA_REFLECT"),
 		Skills:               l.oneOf("DELTA_SKILLS", SkillsMCP, SkillsLocal, SkillsOff),
 		ControlToken:         l.str("DELTA_CONTROL_TOKEN", ""),
 		InspectToken:         l.str("DELTA_INSPECT_TOKEN", ""),

@@ -85,6 +85,8 @@ func TestLoadValues(t *testing.T) {
 		{"vision unset", map[string]string{}, func(c Config) any { return c.VisionModels == nil }, true},
 		{"vision matches", map[string]string{"DELTA_VISION_MODELS": "^(gpt-5|anthropic/claude)"}, func(c Config) any { return c.VisionModels.MatchString("anthropic/claude-sonnet-4.5") }, true},
 		{"trust review metadata", map[string]string{"DELTA_TRUST_REVIEW_METADATA": "1"}, func(c Config) any { return c.TrustReviewMetadata }, true},
+		{"reflect", map[string]string{"DELTA_REFLECT": "1"}, func(c Config) any { return c.Reflect }, true},
+		{"reflect off by default", map[string]string{}, func(c Config) any { return c.Reflect }, false},
 		{"profile work alias", map[string]string{"DELTA_PROFILE": "work"}, func(c Config) any { return c.Profile }, ProfileTrusted},
 		{"profile chat alias", map[string]string{"DELTA_PROFILE": "Chat"}, func(c Config) any { return c.Profile }, ProfileSafe},
 		{"steps fraction floors", map[string]string{"DELTA_MAX_STEPS": "2.9"}, func(c Config) any { return c.MaxSteps }, i(2)},
@@ -170,6 +172,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_TOOL_ARG_MAX_BYTES", "-1", "from 0"},
 		{"DELTA_COMPACT_AT_TOKENS", "1000", "from 4000"},
 		{"DELTA_TRUST_REVIEW_METADATA", "sure", "boolean"},
+		{"DELTA_REFLECT", "sure", "boolean"},
 	} {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			c, err := Load(mapLookup(map[string]string{tt.name: tt.value}))

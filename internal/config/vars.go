@@ -73,6 +73,7 @@ func Vars() []VarDoc {
 		{"DELTA_SELF_MAX_TOKENS", strconv.Itoa(DefaultSelfMaxTokens), "Token cap of DELTA.md; the byte ceiling is 4× (3,200 bytes by default)."},
 		{"DELTA_VOCAB", "", "Vocabulary JSON that wins over vocab.json; malformed falls back to neutral defaults."},
 		{"DELTA_MEMORY_NAMESPACE", "", "Memory namespace; default derived from the vocabulary's writeNoun."},
+		{"DELTA_REFLECT", "off", "Boolean: reflect after every successful run (one lesson at most, on the utility lane, after the response is released; metadata.reflect:true does it for one run). Durable: owed reflections survive a crash."},
 		{"DELTA_SKILLS", SkillsMCP, "Skills backend: local reads skills/<name>/SKILL.md from the workspace (skill_search, skill_get, a directory block per attempt; found without a restart); off offers none and never mentions them; mcp, the skill-registry MCP backend, is planned and offers none yet. Any other value refuses to boot."},
 		{"DELTA_CONTROL_TOKEN", "", "Bearer token required on run-driving endpoints; empty = open."},
 		{"DELTA_INSPECT_TOKEN", "", "Bearer token required on inspection endpoints (/dev, /v1/dev/*); a browser trades it for an 8-hour session cookie at POST /v1/dev/session (the /dev sign-in form). Empty = loopback clients only, others get 403."},

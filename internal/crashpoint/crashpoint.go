@@ -40,9 +40,12 @@ const (
 	// BeforeFinish: the final answer is known; the terminal status and
 	// run.finished are not committed.
 	BeforeFinish = "engine.before-finish"
+	// AfterFinish: a successful run's terminal state and its reflection
+	// outbox row are committed, the reflection not yet drained.
+	AfterFinish = "engine.after-finish"
 )
 
 // Points lists every named point, for tests that walk the matrix.
 func Points() []string {
-	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish}
+	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish, AfterFinish}
 }

@@ -52,6 +52,7 @@ type parts struct {
 	images    *vision.Registry
 	self      *remember.File // DELTA.md and its revisions (restorable in safe mode too)
 	skills    *skills.Index  // DELTA_SKILLS=local outside safe mode; nil otherwise
+	memory    *memoryRail    // nil in safe mode
 	queue     *queue.Queue
 	service   *engine.Service
 	closers   closers // what build opened, closed last first by close
@@ -129,6 +130,8 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	}
 	p.skills = addSkills(ctx, cfg, ws.Dir(), reg, tools, recordEvent(st, broker, logger), logger)
 	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
+	p.memory = newMemoryRail(cfg, b.Vocab().Namespace(), st, judge(provider, prices), broker, logger)
+	p.closers.add("reflector", p.memory.start(ctx))
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.
@@ -188,6 +191,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes, CompactAt: cfg.CompactAtTokens,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		CaptureCalls: cfg.CaptureCalls, Logger: logger,
+		Reflect: p.memory.reflect, Reflected: p.memory.reflected,
 	})
 	explorer.bind(eng)
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)

@@ -26,7 +26,8 @@ func learningStatus(cfg config.Config, tools *toolStatus, p *parts) map[string]a
 	if reason, ok := tools.omitted[remember.Name]; ok {
 		self["omitted"] = reason
 	}
-	return map[string]any{"self_file": self, "skills": skillsStatus(cfg, p)}
+	reflect, mem := p.memory.status(context.Background())
+	return map[string]any{"self_file": self, "skills": skillsStatus(cfg, p), "reflect": reflect, "memory": mem}
 }
 
 // addSkills builds the local skills index and registers its tools when
@@ -53,16 +54,20 @@ func addSkills(ctx context.Context, cfg config.Config, dir string, reg *tool.Reg
 	return x
 }
 
-// skillBlocks is the engine's once-per-attempt capability block: the local
-// skills directory ranked by the task.
+// skillBlocks is the engine's once-per-attempt blocks: the local skills
+// directory ranked by the task, then, on a session's first run, the
+// recalled memory.
 func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) []string {
-	if p.skills == nil {
-		return nil
+	var out []string
+	if p.skills != nil {
+		if b := p.skills.Block(ctx, runID, sessionID, task); b != "" {
+			out = append(out, b)
+		}
 	}
-	if b := p.skills.Block(ctx, runID, sessionID, task); b != "" {
-		return []string{b}
+	if b := p.memory.block(ctx, runID, sessionID, task); b != "" {
+		out = append(out, b)
 	}
-	return nil
+	return out
 }
 
 // skillsStatus reports the skills backend: for local, how many skills are

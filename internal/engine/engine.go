@@ -118,6 +118,12 @@ type Options struct {
 	// Utility makes a compaction's summary call (nil = the provider's
 	// utility lane when it has one, else the provider).
 	Utility func(ctx context.Context, req model.Request) (model.Response, error)
+	// Reflect reports whether a run that completed successfully owes a
+	// reflection: its terminal write then also writes the reflection outbox
+	// row, and Reflected is called once the response is released (nil =
+	// never).
+	Reflect   func(run store.Run) bool
+	Reflected func(runID string)
 }
 
 // Engine executes runs.
@@ -353,7 +359,12 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 			extra[i].SessionID = run.SessionID
 		}
 	}
-	ev, err := e.o.Store.Finish(ctx, runID, status, b, errText, extra...)
+	finish := e.o.Store.Finish
+	reflect := status == store.StatusDone && e.o.Reflect != nil && e.o.Reflect(run)
+	if reflect {
+		finish = e.o.Store.FinishReflecting
+	}
+	ev, err := finish(ctx, runID, status, b, errText, extra...)
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return
 	}
@@ -366,6 +377,12 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 		e.o.Broker.Publish(x)
 	}
 	e.o.Broker.Publish(ev)
+	if reflect {
+		crashpoint.Hit(crashpoint.AfterFinish)
+		if e.o.Reflected != nil {
+			e.o.Reflected(runID)
+		}
+	}
 }
 
 // taskText is the run's own input, its user messages joined, for

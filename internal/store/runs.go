@@ -457,3 +457,15 @@ func (s *Store) SessionOwner(ctx context.Context, sessionID string) (string, err
 }
 
 func now() int64 { return time.Now().UnixMilli() }
+
+// FirstOfSession reports whether run id is its session's first run, the
+// one that opened it.
+func (s *Store) FirstOfSession(ctx context.Context, id string) (bool, error) {
+	var earlier int
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs r JOIN runs me ON me.id = ?
+		WHERE r.session_id = me.session_id AND r.seq < me.seq`, id).Scan(&earlier)
+	if err != nil {
+		return false, fmt.Errorf("first of session %s: %w", id, err)
+	}
+	return earlier == 0, nil
+}

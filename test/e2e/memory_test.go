@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+const aliceLesson = "Lead job descriptions with the role's scope; cut adjectives."
+
+// memoryScript plays both models. A reflection call (its system prompt asks
+// for one reusable lesson) answers by what the run was: a review digest
+// yields its lesson, LOWCONF a 0.59-confidence one, OVERSIZE a 501-character
+// one, anything else none. A main-loop call echoes the recalled-memory block
+// it was given, or says it had none.
+func memoryScript(req modeltest.ChatRequest) modeltest.Reply {
+	var system, user strings.Builder
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			system.WriteString(m.Content)
+		case "user":
+			user.WriteString(m.Content + "\n")
+		}
+	}
+	if strings.Contains(system.String(), "reusable lesson") {
+		u := user.String()
+		art := map[string]any{"none": true}
+		switch {
+		case strings.Contains(u, "LOWCONF"):
+			art = map[string]any{"kind": "fact", "content": "Job descriptions are sometimes long.", "confidence": 0.59}
+		case strings.Contains(u, "OVERSIZE"):
+			art = map[string]any{"kind": "fact", "content": strings.Repeat("x", 501), "confidence": 0.9}
+		case strings.Contains(u, "Reviewer note: bob"):
+			art = map[string]any{"kind": "preference", "content": "Bob wants bullet lists only.", "confidence": 0.9, "scope": "task_type"}
+		case strings.Contains(u, "Review outcome"):
+			art = map[string]any{"kind": "pitfall", "content": aliceLesson, "confidence": 0.7, "scope": "agent"}
+		}
+		b, _ := json.Marshal(art)
+		return modeltest.Reply{Text: string(b)}
+	}
+	for _, m := range req.Messages {
+		if m.Role == "user" && strings.HasPrefix(m.Content, "<recalled_memory>") {
+			return modeltest.Reply{Text: m.Content}
+		}
+	}
+	return modeltest.Reply{Text: "no recalled memory"}
+}
+
+// as posts body to /v1/responses for user (the x-delta-user principal).
+func (d *daemon) as(user, body string) map[string]any {
+	d.t.Helper()
+	req, _ := http.NewRequest("POST", d.url+"/v1/responses", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.Header.Set("x-delta-user", user)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || resp.StatusCode != 200 || m["status"] != "completed" {
+		d.t.Fatalf("run for %q: %d %s\nlog:\n%s", user, resp.StatusCode, b, d.logText())
+	}
+	return m
+}
+
+// learning reads /v1/status' reflect and memory figures.
+func (d *daemon) learning() (reflect, mem map[string]any) {
+	d.t.Helper()
+	_, st := d.call("GET", "/v1/status", "")
+	l := st["learning"].(map[string]any)
+	return l["reflect"].(map[string]any), l["memory"].(map[string]any)
+}
+
+// drained waits until no reflection is owed.
+func (d *daemon) drained() map[string]any {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		r, mem := d.learning()
+		if r["owed"] == float64(0) {
+			return mem
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	d.t.Fatalf("reflections still owed; log:\n%s", d.logText())
+	return nil
+}
+
+func job(input string, review bool, extra string) string {
+	meta := `"task_type":"jd-generation"`
+	if review {
+		meta += `,"review_kind":"submission_disposition","submission_id":"sub_1"`
+	}
+	return fmt.Sprintf(`{"input":%q,"metadata":{%s%s}}`, input, meta, extra)
+}
+
+// TestReflectionLearnsAndTheSixthJobRecallsIt: five jd-generation jobs with
+// reflection on. After the first two (review dispositions) the lesson is one
+// user-scoped row confirmed by two runs, with its provenance; the model's
+// request to share it agent-wide is narrowed; a 0.59-confidence and a
+// 501-character lesson are refused; the sixth job's first request carries
+// the recalled block, its follow-up does not, and another user's private
+// lesson never appears.
+func TestReflectionLearnsAndTheSixthJobRecallsIt(t *testing.T) {
+	fake := startScript(t, memoryScript)
+	d := newDaemon(t, fake, "DELTA_REFLECT=1", "DELTA_TRUST_REVIEW_METADATA=1", "DELTA_AGENT_ID=jd-agent")
+	review := "Review outcome: accepted with edits. Proposed: An amazing, exciting role... Accepted: Scope: own the billing API. Reviewer note: lead with scope, cut adjectives."
+	first := d.as("alice", job(review, true, ""))
+	second := d.as("alice", job(review, true, ""))
+	d.as("bob", job(review+" Reviewer note: bob", true, ""))
+	mem := d.drained()
+	if mem["rows"] != float64(2) || mem["held"] != float64(0) {
+		t.Fatalf("after the first two jobs: memory %v", mem)
+	}
+	d.as("alice", job("LOWCONF draft the platform JD", false, ""))
+	d.as("alice", job("OVERSIZE draft the data JD", false, ""))
+	if mem := d.drained(); mem["rows"] != float64(2) {
+		t.Fatalf("a refused lesson was stored: %v", mem)
+	}
+	sixth := d.as("alice", job("Draft the job description for a billing engineer.", false, ""))
+	out := sixth["output_text"].(string)
+	if !strings.Contains(out, aliceLesson) || !strings.Contains(out, "untrusted data") {
+		t.Fatalf("the sixth job's first request had no recalled lesson: %q", out)
+	}
+	if strings.Contains(out, "Bob wants") {
+		t.Fatalf("bob's private lesson reached alice: %q", out)
+	}
+	follow := d.as("alice", fmt.Sprintf(`{"input":"shorter please","previous_response_id":%q,"metadata":{"task_type":"jd-generation"}}`, sixth["id"]))
+	if follow["output_text"] != "no recalled memory" {
+		t.Fatalf("a later run of the session recalled: %q", follow["output_text"])
+	}
+	if out := d.as("carol", job("Draft the job description for a billing engineer.", false, ""))["output_text"].(string); strings.Contains(out, aliceLesson) || strings.Contains(out, "Bob wants") {
+		t.Fatalf("another user recalled a private lesson: %q", out)
+	}
+	if out := d.as("bob", job("Draft a JD.", false, ""))["output_text"].(string); strings.Contains(out, aliceLesson) || !strings.Contains(out, "Bob wants") {
+		t.Fatalf("bob's recall: %q", out)
+	}
+
+	// The rows, their provenance and the refusals, read from the database.
+	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.Memories(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alice *store.Memory
+	for i, m := range rows {
+		if m.Scope != store.MemoryScopeUser {
+			t.Fatalf("a user-tied lesson left the user scope: %+v", m)
+		}
+		if m.UserID == "alice" {
+			alice = &rows[i]
+		}
+	}
+	if alice == nil || alice.Content != aliceLesson || alice.Runs != 2 || alice.Confidence < 0.8 || alice.Rubric != "correction" ||
+		alice.TaskType != "jd-generation" || alice.AgentID != "jd-agent" {
+		t.Fatalf("alice's row: %+v", alice)
+	}
+	prov, err := st.MemoryProvenance(context.Background(), alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prov) != 2 || prov[0].RunID != first["id"] || prov[1].RunID != second["id"] || prov[0].Rubric != "correction" {
+		t.Fatalf("provenance %+v, want runs %v and %v", prov, first["id"], second["id"])
+	}
+	evs, err := st.Events(context.Background(), store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, e := range evs {
+		if e.Name != "memory.refused" {
+			continue
+		}
+		var data map[string]any
+		_ = json.Unmarshal(e.Data, &data)
+		reasons[fmt.Sprint(data["reason"])]++
+	}
+	if reasons["low_confidence"] != 1 || reasons["too_long"] != 1 || reasons["widen_unauthorized"] != 3 {
+		t.Fatalf("refusals %v", reasons)
+	}
+}
