@@ -116,6 +116,13 @@ func (m *memoryRail) block(ctx context.Context, runID, sessionID, task string) s
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
+	// Recording the use is a write: it stays off the path to the first
+	// model call. A failure costs only the row's prior-use credit.
+	go func() {
+		if err := memory.Use(context.WithoutCancel(ctx), m.st, rows, time.Now()); err != nil {
+			m.logger.Debug("memory use", event.KeyRun, runID, "err", err)
+		}
+	}()
 	m.record(ctx, event.New(runID, sessionID, event.MemoryRecalled, map[string]any{event.KeyMemoryIDs: ids, "candidates": candidates}))
 	return memory.Block(rows)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -57,16 +58,23 @@ func Rank(rows []store.Memory, task string, now time.Time, limit int) []store.Me
 }
 
 func score(m store.Memory, task map[string]bool, now time.Time) float64 {
-	own := terms(m.Content + " " + m.Aliases)
-	hit := 0
-	for w := range own {
-		if task[w] {
-			hit++
-		}
+	n, hit := 0, 0
+	seen := make(map[string]bool, 16)
+	for _, part := range [2]string{m.Content, m.Aliases} {
+		eachTerm(part, func(w string) {
+			if seen[w] {
+				return
+			}
+			seen[w] = true
+			n++
+			if task[w] {
+				hit++
+			}
+		})
 	}
 	rel := 0.0
-	if len(own) > 0 {
-		rel = float64(hit) / math.Sqrt(float64(len(own)))
+	if n > 0 {
+		rel = float64(hit) / math.Sqrt(float64(n))
 	}
 	days := now.Sub(m.Confirmed).Hours() / 24
 	if days < 0 {
@@ -80,12 +88,17 @@ func score(m store.Memory, task map[string]bool, now time.Time) float64 {
 // terms is the set of lowercased words of three letters or more.
 func terms(s string) map[string]bool {
 	out := map[string]bool{}
+	eachTerm(s, func(w string) { out[w] = true })
+	return out
+}
+
+// eachTerm calls fn with each lowercased word of s of three letters or more.
+func eachTerm(s string, fn func(string)) {
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len([]rune(w)) >= 3 {
-			out[w] = true
+		if utf8.RuneCountInString(w) >= 3 {
+			fn(w)
 		}
 	}
-	return out
 }
 
 // Block renders recalled rows as a user-role block framed as untrusted
@@ -103,8 +116,8 @@ func Block(rows []store.Memory) string {
 	return b.String()
 }
 
-// Recall returns the ranked rows visible to v for task and records their
-// use.
+// Recall returns the ranked rows visible to v for task, and how many were
+// candidates. It only reads: Use records the use.
 func Recall(ctx context.Context, st Rows, v store.MemoryView, task string, now time.Time) ([]store.Memory, int, error) {
 	if v.Since.IsZero() {
 		v.Since = now.Add(-Horizon)
@@ -113,13 +126,15 @@ func Recall(ctx context.Context, st Rows, v store.MemoryView, task string, now t
 	if err != nil {
 		return nil, 0, err
 	}
-	top := Rank(rows, task, now, RecallLimit)
-	ids := make([]int64, len(top))
-	for i, m := range top {
+	return Rank(rows, task, now, RecallLimit), len(rows), nil
+}
+
+// Use records that rows were recalled at now: their use count and last
+// use, which keep them inside the horizon and count as prior use.
+func Use(ctx context.Context, st Rows, rows []store.Memory, now time.Time) error {
+	ids := make([]int64, len(rows))
+	for i, m := range rows {
 		ids[i] = m.ID
 	}
-	if err := st.UseMemories(ctx, ids, now); err != nil {
-		return nil, 0, err
-	}
-	return top, len(rows), nil
+	return st.UseMemories(ctx, ids, now)
 }

@@ -25,8 +25,10 @@ CREATE TABLE IF NOT EXISTS memories (
   used_at      INTEGER NOT NULL,           -- last stored, confirmed or recalled
   UNIQUE (namespace, agent_id, scope, user_id, task_type, norm)
 );
-CREATE INDEX IF NOT EXISTS memories_identity ON memories (namespace, scope, agent_id, user_id, task_type, used_at);
-CREATE INDEX IF NOT EXISTS memories_task ON memories (namespace, scope, task_type, used_at);
+-- Recall reads one identity's rows by these; used_at is left out so that
+-- marking rows used never moves index entries.
+CREATE INDEX IF NOT EXISTS memories_identity ON memories (namespace, scope, agent_id, user_id, task_type);
+CREATE INDEX IF NOT EXISTS memories_task ON memories (namespace, scope, task_type);
 
 CREATE TABLE IF NOT EXISTS memory_provenance (
   memory_id  INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
