@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,13 +60,13 @@ func Rank(rows []store.Memory, task string, now time.Time, limit int) []store.Me
 
 func score(m store.Memory, task map[string]bool, now time.Time) float64 {
 	n, hit := 0, 0
-	seen := make(map[string]bool, 16)
+	var seen []string // a row holds few words: a slice beats a map
 	for _, part := range [2]string{m.Content, m.Aliases} {
 		eachTerm(part, func(w string) {
-			if seen[w] {
+			if slices.Contains(seen, w) {
 				return
 			}
-			seen[w] = true
+			seen = append(seen, w)
 			n++
 			if task[w] {
 				hit++
@@ -92,12 +93,30 @@ func terms(s string) map[string]bool {
 	return out
 }
 
-// eachTerm calls fn with each lowercased word of s of three letters or more.
+// eachTerm calls fn with each lowercased word (a run of letters and
+// digits) of s of three letters or more; strings.ToLower allocates only for
+// a word that has capitals.
 func eachTerm(s string, fn func(string)) {
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	start := -1
+	emit := func(end int) {
+		w := s[start:end]
 		if utf8.RuneCountInString(w) >= 3 {
-			fn(w)
+			fn(strings.ToLower(w))
 		}
+	}
+	for i, r := range s {
+		word := r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') ||
+			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			emit(i)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		emit(len(s))
 	}
 }
 

@@ -191,25 +191,42 @@ type MemoryView struct {
 // VisibleMemories returns the rows a run with identity v may recall: the
 // agent's rows (and legacy rows with no agent), the current user's private
 // rows, and the rows of the run's task type. Another user's rows and org rows
-// are never among them, nor rows unused since v.Since, nor held rows.
+// are never among them, nor rows unused since v.Since, nor held rows. Only
+// what recall ranks and shows is read: ID, Scope, Kind, Content, Aliases,
+// Confidence, Runs, Uses and Confirmed (the rest stay zero).
 func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, error) {
 	since := v.Since.UnixMilli()
+	const cols = "SELECT id, scope, kind, content, aliases, confidence, runs, uses, confirmed_at FROM memories"
 	const live = ` AND used_at >= ? AND NOT (untrusted = 1 AND runs < 2)`
-	q := "SELECT " + memoryCols + " FROM memories WHERE namespace = ? AND scope = 'agent' AND agent_id IN (?, '')" + live
+	q := cols + " WHERE namespace = ? AND scope = 'agent' AND agent_id IN (?, '')" + live
 	args := []any{v.Namespace, v.AgentID, since}
 	if v.UserID != "" {
-		q += " UNION ALL SELECT " + memoryCols + " FROM memories WHERE namespace = ? AND scope = 'user' AND agent_id IN (?, '') AND user_id = ?" + live
+		q += " UNION ALL " + cols + " WHERE namespace = ? AND scope = 'user' AND agent_id IN (?, '') AND user_id = ?" + live
 		args = append(args, v.Namespace, v.AgentID, v.UserID, since)
 	}
 	if v.TaskType != "" {
-		q += " UNION ALL SELECT " + memoryCols + " FROM memories WHERE namespace = ? AND scope = 'task_type' AND task_type = ?" + live
+		q += " UNION ALL " + cols + " WHERE namespace = ? AND scope = 'task_type' AND task_type = ?" + live
 		args = append(args, v.Namespace, v.TaskType, since)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("visible memories: %w", err)
 	}
-	return collectMemories(rows)
+	defer rows.Close()
+	out := make([]Memory, 0, 64)
+	for rows.Next() {
+		var m Memory
+		var confirmed int64
+		if err := rows.Scan(&m.ID, &m.Scope, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &m.Runs, &m.Uses, &confirmed); err != nil {
+			return nil, fmt.Errorf("visible memories: %w", err)
+		}
+		m.Confirmed = time.UnixMilli(confirmed).UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("visible memories: %w", err)
+	}
+	return out, nil
 }
 
 func collectMemories(rows *sql.Rows) ([]Memory, error) {
