@@ -81,3 +81,14 @@ func (s *Service) InspectRunEvents(ctx context.Context, runID string, since int6
 
 // Capturing reports whether model calls are being captured.
 func (s *Service) Capturing() bool { return s.engine.o.CaptureCalls }
+
+// InspectMemories lists governed memory rows with their provenance, newest
+// confirmation first (at most limit), content redacted.
+func (s *Service) InspectMemories(ctx context.Context, limit int) ([]store.MemoryRecord, error) {
+	recs, err := s.store.MemoryRecords(ctx, limit)
+	for i := range recs {
+		recs[i].Content = s.engine.redactRead(recs[i].Content)
+		recs[i].Aliases = s.engine.redactRead(recs[i].Aliases)
+	}
+	return recs, err
+}

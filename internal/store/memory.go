@@ -391,3 +391,31 @@ func (s *Store) CompleteReflection(ctx context.Context, r Reflection) (*MemoryPu
 	}
 	return put, evs, nil
 }
+
+// MemoryRecord is one row with its provenance.
+type MemoryRecord struct {
+	Memory
+	Provenance []Provenance
+}
+
+// MemoryRecords lists every row with its provenance, newest confirmation
+// first, at most limit rows (the inspection list).
+func (s *Store) MemoryRecords(ctx context.Context, limit int) ([]MemoryRecord, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+memoryCols+" FROM memories ORDER BY confirmed_at DESC, id DESC LIMIT ?", limit)
+	if err != nil {
+		return nil, fmt.Errorf("memory records: %w", err)
+	}
+	ms, err := collectMemories(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MemoryRecord, 0, len(ms))
+	for _, m := range ms {
+		prov, err := s.MemoryProvenance(ctx, m.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, MemoryRecord{Memory: m, Provenance: prov})
+	}
+	return out, nil
+}

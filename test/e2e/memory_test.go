@@ -203,6 +203,23 @@ func TestReflectionLearnsAndTheSixthJobRecallsIt(t *testing.T) {
 	if len(prov) != 2 || prov[0].RunID != first["id"] || prov[1].RunID != second["id"] || prov[0].Rubric != "correction" {
 		t.Fatalf("provenance %+v, want runs %v and %v", prov, first["id"], second["id"])
 	}
+	// The same provenance through the inspection API.
+	code, list := d.call("GET", "/v1/dev/memory", "")
+	if code != 200 {
+		t.Fatalf("GET /v1/dev/memory: %d %v", code, list)
+	}
+	var listed map[string]any
+	for _, r := range list["data"].([]any) {
+		if r := r.(map[string]any); r["user_id"] == "alice" {
+			listed = r
+		}
+	}
+	if listed == nil || listed["content"] != aliceLesson || listed["runs"] != float64(2) || listed["held"] != false {
+		t.Fatalf("alice's listed row: %v", listed)
+	}
+	if p := listed["provenance"].([]any); len(p) != 2 || p[0].(map[string]any)["run_id"] != first["id"] || p[1].(map[string]any)["rubric"] != "correction" {
+		t.Fatalf("listed provenance %v", p)
+	}
 	evs, err := st.Events(context.Background(), store.EventFilter{})
 	if err != nil {
 		t.Fatal(err)
