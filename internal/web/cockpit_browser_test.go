@@ -26,6 +26,7 @@ import (
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/daemon"
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/web"
 )
 
@@ -317,15 +318,19 @@ func TestCockpitInChromium(t *testing.T) {
 	}
 	screenshot(t, ctx, shots, "5-files")
 
-	// Memory: the agent rewrites DELTA.md with remember, which keeps the
-	// operator's version as a revision; the tab compares and restores it.
+	// Memory: the operator's save kept the original as a revision; the
+	// agent then rewrites DELTA.md with remember, which keeps the operator's
+	// version; the tab compares and restores it.
 	rid := d.submit(t, "remember: # Who I am\nA lesson from the agent.\n")
 	waitFor(t, ctx, "the remember run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, rid))
 	if b, _ := os.ReadFile(filepath.Join(d.ws, "DELTA.md")); string(b) != "# Who I am\nA lesson from the agent.\n" {
 		t.Fatalf("DELTA.md after remember = %q", b)
 	}
 	run(t, ctx, chromedp.Click(`[data-tab="memory"]`))
-	waitFor(t, ctx, "a revision", `document.querySelectorAll("#memory [data-rev]").length === 1`)
+	waitFor(t, ctx, "two revisions", `document.querySelectorAll("#memory [data-rev]").length === 2`)
+	if list := text(t, ctx, "#memory-revisions"); !strings.Contains(list, "operator") || !strings.Contains(list, "remember") {
+		t.Errorf("revisions = %q, want the operator's save and the remember write", list)
+	}
 	run(t, ctx, chromedp.Click(`#memory [data-rev] button.compare`))
 	waitFor(t, ctx, "the diff", `!!document.querySelector("#memory pre.diff .add")`)
 	if diff := text(t, ctx, "#memory pre.diff"); !strings.Contains(diff, "+A lesson from the agent.") || !strings.Contains(diff, "-Edited in the Cockpit.") {
@@ -334,10 +339,30 @@ func TestCockpitInChromium(t *testing.T) {
 	screenshot(t, ctx, shots, "6-memory")
 	js(t, ctx, `window.confirm = () => true`)
 	run(t, ctx, chromedp.Click(`#memory [data-rev] button.restore`))
-	waitFor(t, ctx, "the restore", `document.querySelectorAll("#memory [data-rev]").length === 2`)
+	waitFor(t, ctx, "the restore", `document.querySelectorAll("#memory [data-rev]").length === 3`)
 	if b, _ := os.ReadFile(filepath.Join(d.ws, "DELTA.md")); string(b) != "# Who I am\nEdited in the Cockpit.\n" {
 		t.Errorf("DELTA.md after restore = %q, want the operator's version back", b)
 	}
+
+	// Governed memory rows appear with their scope and provenance.
+	st, err := store.Open(context.Background(), filepath.Join(d.ws, ".delta", "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.PutMemory(context.Background(), store.MemoryWrite{
+		Key:  store.MemoryKey{Namespace: "notes", AgentID: "cockpit-test-agent", Scope: "task_type", TaskType: "jd-generation"},
+		Kind: "pitfall", Content: "Always state the salary band.", Norm: "always state the salary band.", Confidence: 0.85,
+		Rubric: "correction", RunID: rid, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Click(`[data-tab="runs"]`), chromedp.Click(`[data-tab="memory"]`))
+	waitFor(t, ctx, "the memory row", `!!document.querySelector("#memory-table [data-memory]")`)
+	if row := text(t, ctx, "#memory-table"); !strings.Contains(row, "Always state the salary band.") || !strings.Contains(row, "jd-generation") ||
+		!strings.Contains(row, "0.85") || !strings.Contains(row, rid[:17]) {
+		t.Errorf("memory row = %q, want content, task type, confidence and the producing run", row)
+	}
+	screenshot(t, ctx, shots, "7-memory-rows")
 }
 
 // The page's stream follower, against a stream that cuts it with the

@@ -1,12 +1,20 @@
 import { h, fill, time, badge } from "./dom.js";
 import { get, send } from "./api.js";
 
-// DELTA.md revisions, when the daemon serves them: the list, a compare
-// against the current file, and restore (an inspection write).
+// The Memory tab: DELTA.md revisions (list, compare against the current
+// file, restore — an inspection write) and the governed memory rows with
+// their provenance, each shown when the daemon serves it.
 export async function loadMemory(el) {
+  const revs = h("section", { id: "memory-revisions" });
+  const rows = h("section", { id: "memory-rows" });
+  fill(el, revs, rows);
+  await Promise.all([loadRevisions(revs, el), loadRows(rows)]);
+}
+
+async function loadRevisions(el, tab) {
   let revs;
   try { revs = await get("/v1/dev/revisions"); } catch (e) {
-    return fill(el, h("h2", "Memory"), h("p.empty", { id: "memory-empty" }, "No DELTA.md revisions on this daemon (", e.status === 404 ? "not available" : e.message, "). Revisions are recorded when the agent rewrites DELTA.md."));
+    return fill(el, h("h2", "DELTA.md revisions"), h("p.empty", { id: "memory-empty" }, "No DELTA.md revisions on this daemon (", e.status === 404 ? "not available" : e.message, "). Revisions are recorded when the agent rewrites DELTA.md."));
   }
   const list = revs.revisions || [];
   const out = h("div");
@@ -15,8 +23,29 @@ export async function loadMemory(el) {
     list.length ? h("table", h("thead", h("tr", h("th", "id"), h("th", "version"), h("th", "source"), h("th", "run"), h("th", "when"), h("th", ""))),
       h("tbody", list.map((r) => h("tr", { dataset: { rev: r.id } }, h("td", r.id), h("td.mono", r.version), h("td", badge(r.source || "—")), h("td.mono", (r.run_id || "").slice(0, 17)), h("td", time(r.created_at)),
         h("td", h("button.act.compare", { onclick: () => compare(out, r.id) }, "Compare"), " ",
-          h("button.act.restore", { onclick: async () => { if (!confirm(`Restore revision ${r.id}?`)) return; try { await send("POST", `/v1/dev/revisions/${r.id}/restore`); loadMemory(el); } catch (e) { alert(e.message); } } }, "Restore")))))) : h("p.empty", "No revisions yet."),
+          h("button.act.restore", { onclick: async () => { if (!confirm(`Restore revision ${r.id}?`)) return; try { await send("POST", `/v1/dev/revisions/${r.id}/restore`); loadMemory(tab); } catch (e) { alert(e.message); } } }, "Restore")))))) : h("p.empty", "No revisions yet."),
     out);
+}
+
+// loadRows lists governed memory: what each row says, whose it is (scope,
+// user, task type), how sure (confidence, held until a second run confirms
+// a lesson drawn from untrusted tool output) and which runs produced it.
+async function loadRows(el) {
+  let res;
+  try { res = await get("/v1/dev/memory"); } catch (e) {
+    return fill(el, h("h2", "Governed memory"), h("p.empty", { id: "memory-rows-empty" }, "No governed memory on this daemon (", e.status === 404 ? "not available" : e.message, ")."));
+  }
+  const list = res.data || [];
+  fill(el, h("h2", `Governed memory (${list.length})`),
+    list.length ? h("table", { id: "memory-table" }, h("thead", h("tr", h("th", "id"), h("th", "kind"), h("th", "scope"), h("th", "content"), h("th", "confidence"), h("th", "runs"), h("th", "provenance"))),
+      h("tbody", list.map((m) => h("tr", { dataset: { memory: m.id } },
+        h("td", m.id), h("td", badge(m.kind || "—")),
+        h("td", m.scope, m.user_id ? ` · ${m.user_id}` : "", m.task_type ? ` · ${m.task_type}` : ""),
+        h("td", m.content, m.held ? h("span.dim", " (held: from untrusted tool output, awaiting a second run)") : ""),
+        h("td", (m.confidence ?? 0).toFixed(2), m.rubric ? ` · ${m.rubric}` : ""),
+        h("td", m.runs ?? ""),
+        h("td.mono", (m.provenance || []).map((p) => h("div", (p.run_id || "").slice(0, 17), " ", (p.confidence ?? 0).toFixed(2), p.untrusted ? " untrusted" : "", " ", time(p.created_at)))))))) :
+      h("p.empty", "No memory rows yet. Reflection (DELTA_REFLECT=1 or metadata.reflect) writes them after successful runs."));
 }
 
 async function compare(el, id) {
