@@ -262,6 +262,20 @@ type Config struct {
 	// (DELTA_RETENTION_JOURNAL_DAYS, default 30); a live run's rows are never pruned.
 	RetentionJournalDays int `env:"DELTA_RETENTION_JOURNAL_DAYS"`
 
+	// TelemetryURL turns the telemetry exporter on (TELEMETRY_URL; empty =
+	// off): durable events are posted there as NDJSON. Plain http is
+	// accepted only for a loopback host unless TelemetryAllowInsecure.
+	TelemetryURL string `env:"TELEMETRY_URL"`
+	// TelemetryToken is the exporter's bearer (TELEMETRY_TOKEN); when it is
+	// absent DELTA_CONTROL_TOKEN is used, with a boot warning.
+	TelemetryToken string `env:"TELEMETRY_TOKEN"`
+	// TelemetryAllowInsecure accepts a plain-http TELEMETRY_URL on a
+	// non-loopback host (TELEMETRY_ALLOW_INSECURE, boolean, default off).
+	TelemetryAllowInsecure bool `env:"TELEMETRY_ALLOW_INSECURE"`
+	// CapturePayloads exports prompts, tool arguments, tool results and
+	// error text too (DELTA_CAPTURE_PAYLOADS, boolean, default off).
+	CapturePayloads bool `env:"DELTA_CAPTURE_PAYLOADS"`
+
 	// SubagentDepth is how deep in spawn_subagent nesting this process runs
 	// (DELTA_SUBAGENT_DEPTH, default 0 = top level). The parent sets it on
 	// its child; at depth 1 or more spawn_subagent is not offered, so
@@ -381,6 +395,14 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		RetentionEventsDays:  l.intRange("DELTA_RETENTION_EVENTS_DAYS", 30, 1, 36500),
 		RetentionJournalDays: l.intRange("DELTA_RETENTION_JOURNAL_DAYS", 30, 1, 36500),
 		SubagentDepth:        l.intRange("DELTA_SUBAGENT_DEPTH", 0, 0, MaxSubagentDepth),
+	}
+	c.TelemetryAllowInsecure = l.boolean("TELEMETRY_ALLOW_INSECURE")
+	c.TelemetryURL = l.telemetryURL("TELEMETRY_URL", c.TelemetryAllowInsecure)
+	c.TelemetryToken = l.str("TELEMETRY_TOKEN", "")
+	c.CapturePayloads = l.boolean("DELTA_CAPTURE_PAYLOADS")
+	if c.TelemetryURL != "" && c.TelemetryToken == "" && c.ControlToken != "" {
+		c.TelemetryToken = c.ControlToken
+		c.Warnings = append(c.Warnings, "TELEMETRY_TOKEN is not set: the exporter presents DELTA_CONTROL_TOKEN to the collector, which sends a control credential off the box; give the collector a dedicated TELEMETRY_TOKEN")
 	}
 	c.AllowedTools, c.ToolFloor = l.toolList("DELTA_ALLOWED_TOOLS", &c.Warnings)
 	c.PinnedTools, _ = l.toolList("DELTA_PINNED_TOOLS", &c.Warnings)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -174,6 +175,29 @@ func (l *loader) baseURL(name, def string) string {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		l.fail(name, v, "want an absolute http or https URL")
 		return def
+	}
+	return v
+}
+
+// telemetryURL is an absolute http or https URL; plain http only to a
+// loopback host unless insecure, because the exporter's bearer may be the
+// control token.
+func (l *loader) telemetryURL(name string, insecure bool) string {
+	v, ok := l.get(name)
+	if !ok || v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		l.fail(name, v, "want an absolute http or https URL")
+		return ""
+	}
+	if u.Scheme == "http" && !insecure {
+		h := u.Hostname()
+		if ip := net.ParseIP(h); !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			l.fail(name, v, "plain http to a non-loopback host would send the bearer in clear text; use https or set TELEMETRY_ALLOW_INSECURE=1")
+			return ""
+		}
 	}
 	return v
 }

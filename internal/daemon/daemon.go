@@ -25,6 +25,7 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/telemetry"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/recall"
 	"github.com/deltaharness/delta/internal/tool/remember"
@@ -55,7 +56,9 @@ type parts struct {
 	memory    *memoryRail    // nil in safe mode
 	queue     *queue.Queue
 	service   *engine.Service
-	closers   closers // what build opened, closed last first by close
+	redact    func(string) string // vault values out of any text
+	telemetry *telemetry.Exporter // nil unless TELEMETRY_URL (delta serve only)
+	closers   closers             // what build opened, closed last first by close
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
@@ -104,6 +107,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 
 	// The vault: secrets at rest, resolved at egress, redacted everywhere.
 	red := vault.NewRedactor()
+	p.redact = red.Redact
+	// The exporter's bearer is a credential like any other: it never
+	// appears in a transcript, an event or an exported record.
+	red.Register("TELEMETRY_TOKEN", cfg.TelemetryToken)
 	if cfg.MCP.VaultKey != "" && !cfg.SafeMode {
 		p.vault, err = vault.New(st, cfg.MCP.VaultKey, red)
 		if err != nil {
@@ -272,6 +279,18 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		return err
 	}
 	open.add("writer lease", func(context.Context) error { return stopLease() })
+	if cfg.TelemetryURL != "" {
+		p.telemetry, err = telemetry.New(ctx, telemetry.Options{
+			URL: cfg.TelemetryURL, Token: cfg.TelemetryToken, AgentID: cfg.AgentID, Payloads: cfg.CapturePayloads,
+			Redact: p.redact, Outbox: p.store, Logger: logger.With(event.KeySystem, "telemetry"),
+		})
+		if err != nil {
+			return fmt.Errorf("start telemetry exporter: %w", err)
+		}
+		p.telemetry.Start(ctx)
+		open.add("telemetry exporter", p.telemetry.Close)
+		logger.Info("telemetry export on", "daemon_id", p.telemetry.DaemonID(), "capture_payloads", cfg.CapturePayloads)
+	}
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
@@ -335,7 +354,7 @@ func secretsOf(v *vault.Vault) api.Secrets {
 func sweepRetention(ctx context.Context, cfg config.Config, st *store.Store, logger *slog.Logger) func() {
 	sweep := func() {
 		now := time.Now()
-		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays))
+		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays), cfg.TelemetryURL != "")
 		if err != nil {
 			logger.Warn("retention sweep", "err", err)
 			return

@@ -44,7 +44,17 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *par
 		"mcp_servers":      mcpStatus(p),
 		"vault":            vaultStatus(cfg, p),
 		"learning":         learningStatus(cfg, tools, p),
+		"telemetry":        telemetryStatus(p),
 	}
+}
+
+// telemetryStatus is the exporter's backlog, oldest unexported age, last
+// success and last error; {"enabled": false} when export is off.
+func telemetryStatus(p *parts) any {
+	if p.telemetry == nil {
+		return map[string]any{"enabled": false}
+	}
+	return p.telemetry.Status(context.Background())
 }
 
 func mcpStatus(p *parts) any {
