@@ -20,6 +20,7 @@ var forbidden = []string{
 	"github.com/deltaharness/delta/internal/policy",
 	"github.com/deltaharness/delta/internal/bobbyconf",
 	"github.com/deltaharness/delta/internal/model/modeltest",
+	"github.com/deltaharness/delta/internal/collector/pgtest",
 	"github.com/BurntSushi/toml", // bobby's TOML parser (internal/bobbyconf)
 }
 

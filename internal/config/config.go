@@ -330,6 +330,14 @@ func ClientTokens(lookup func(string) (string, bool)) (control, inspect string) 
 	return strings.TrimSpace(control), strings.TrimSpace(inspect)
 }
 
+// CollectorToken is the bearer `delta collector` requires on ingest
+// (DELTA_COLLECTOR_TOKEN, from the collector's own environment; empty =
+// none, allowed only on a loopback listen address).
+func CollectorToken(lookup func(string) (string, bool)) string {
+	v, _ := lookup("DELTA_COLLECTOR_TOKEN")
+	return strings.TrimSpace(v)
+}
+
 // removedVars were dropped by the five-file bundle; setting one is a
 // migration warning, not an error.
 var removedVars = []string{

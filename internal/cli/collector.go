@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/deltaharness/delta/internal/collector"
+	"github.com/deltaharness/delta/internal/config"
+)
+
+// collectorCommand runs the reference telemetry collector: NDJSON records
+// from exporters land in a PostgreSQL agent_events table.
+type collectorCommand struct{ env }
+
+// defaultCollectorListen keeps the collector on loopback unless asked.
+const defaultCollectorListen = "127.0.0.1:8090"
+
+func (c *collectorCommand) Run(ctx context.Context, args []string) error {
+	fs := newFlagSet("collector")
+	database := fs.String("database", "", "PostgreSQL connection URL (postgres://user:pass@host:5432/db)")
+	listen := fs.String("listen", defaultCollectorListen, "listen address; a non-loopback address requires DELTA_COLLECTOR_TOKEN")
+	const synopsis = "--database <postgres URL> [--listen 127.0.0.1:8090]"
+	pos, err := parse(fs, c.env, synopsis, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if len(pos) > 0 {
+		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
+	}
+	if *database == "" {
+		return usageFor(c.env, fs, synopsis, "--database is required")
+	}
+	token := config.CollectorToken(c.lookup)
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return usageFor(c.env, fs, synopsis, "--listen %q: %v", *listen, err)
+	}
+	if ip := net.ParseIP(host); token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("collector: --listen %s is not loopback: set DELTA_COLLECTOR_TOKEN so only exporters holding it can write", *listen)
+	}
+	logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
+	if token == "" {
+		logger.Warn("DELTA_COLLECTOR_TOKEN is not set: any local process can post to the collector")
+	}
+	col, err := collector.Open(ctx, *database, token, logger)
+	if err != nil {
+		return fmt.Errorf("collector: %w", err)
+	}
+	defer col.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("collector: %w", err)
+	}
+	srv := &http.Server{Handler: col.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("collector listening", "addr", ln.Addr().String(), "ingest", collector.IngestPath)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("collector: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("collector: shutdown: %w", err)
+	}
+	return nil
+}
