@@ -110,7 +110,9 @@ func commands() []command {
 		{"demo", "run a complete sample task end to end and show every step", "[--keep] [--dir D]",
 			func(ctx context.Context, e env, args []string) error { return (&demoCommand{env: e}).Run(ctx, args) }},
 		{"collector", "run the reference telemetry collector into PostgreSQL (agent_events)", "--database <postgres URL> [--listen 127.0.0.1:8090]",
-			func(ctx context.Context, e env, args []string) error { return (&collectorCommand{env: e}).Run(ctx, args) }},
+			func(ctx context.Context, e env, args []string) error {
+				return (&collectorCommand{env: e}).Run(ctx, args)
+			}},
 		{"version", "print the version", "",
 			func(_ context.Context, e env, args []string) error { return versionRun(e, args) }},
 		{"help", "show this help, or the usage of one command", "[<command>]",
