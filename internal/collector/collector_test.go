@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,9 @@ import (
 
 	"github.com/deltaharness/delta/internal/collector"
 	"github.com/deltaharness/delta/internal/collector/pgtest"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/telemetry"
 )
 
 var cluster *pgtest.Cluster
@@ -224,4 +228,63 @@ func cell(v any) string {
 		return x.UTC().Format("2006-01-02")
 	}
 	return fmt.Sprint(v)
+}
+
+// BenchmarkExportIntoCollector measures the exporter draining a backlog
+// of 20,000 stored events into this collector on PostgreSQL, over loopback
+// HTTP in batches of 200: shaping, posting, landing and marking.
+func BenchmarkExportIntoCollector(b *testing.B) {
+	if cluster == nil {
+		b.Skip(pgtest.ErrNoPostgres)
+	}
+	ctx := context.Background()
+	const n = 20_000
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dbSeq++
+		url, err := cluster.NewDatabase(ctx, fmt.Sprintf("bench%d", dbSeq))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := collector.Open(ctx, url, "tok", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(c.Handler())
+		st, err := store.Open(ctx, filepath.Join(b.TempDir(), "delta.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs := make([]event.Event, 0, 1000)
+		for j := 0; j < n; j++ {
+			evs = append(evs, event.New("run_1", "sess_1", event.ModelCall, map[string]any{
+				event.KeyModel: "m", event.KeyProvider: "p", event.KeyUsage: map[string]int64{"input_tokens": 1000, "output_tokens": 100},
+				event.KeyCostUSD: 0.001, event.KeyLatencyMS: 900, event.KeyFinishReasons: []string{"stop"}}))
+			if len(evs) == cap(evs) {
+				if err := st.AddEvents(ctx, evs); err != nil {
+					b.Fatal(err)
+				}
+				evs = evs[:0]
+			}
+		}
+		x, err := telemetry.New(ctx, telemetry.Options{URL: srv.URL + collector.IngestPath, Token: "tok", Outbox: st, AgentID: "a"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := x.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		if got := c.Counts().Accepted; got != n {
+			b.Fatalf("collector landed %d of %d", got, n)
+		}
+		srv.Close()
+		c.Close()
+		_ = st.Close()
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "events/s")
 }

@@ -1,0 +1,81 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/telemetry"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// BenchmarkDurableStepExport is BenchmarkDurableStep with the telemetry
+// exporter off and on: on, it posts every event to a loopback collector
+// that reads and discards the body, waking every 100 ms (instead of 2 s) so
+// the export runs while the steps do. Compare the steps/s of the two.
+func BenchmarkDurableStepExport(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("export=%v", on), func(b *testing.B) { benchStepExport(b, on) })
+	}
+}
+
+func benchStepExport(b *testing.B, export bool) {
+	const steps = 20
+	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text(a.Text), nil
+	})
+	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == model.RoleAssistant {
+				n++
+			}
+		}
+		if n >= steps-1 {
+			return model.Response{Model: req.Model, Text: "done", Usage: model.Usage{InputTokens: 100, OutputTokens: 10}}, nil
+		}
+		return model.Response{Model: req.Model, Usage: model.Usage{InputTokens: 100, OutputTokens: 10},
+			ToolCalls: []model.ToolCall{{ID: fmt.Sprint("c", n), Name: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}}}, nil
+	})
+	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
+	ctx := context.Background()
+	var x *telemetry.Exporter
+	if export {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+		b.Cleanup(srv.Close)
+		var err error
+		x, err = telemetry.New(ctx, telemetry.Options{URL: srv.URL, Outbox: h.st, Interval: 100 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.Start(ctx)
+		b.Cleanup(func() { _ = x.Close(ctx) })
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err = h.svc.Wait(ctx, "", r.ID)
+		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
+			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
+	// A long enough measurement must have exported concurrently.
+	if x != nil && b.Elapsed() > time.Second {
+		if st := x.Status(ctx); st.Exported == 0 {
+			b.Fatalf("the exporter exported nothing: %+v", st)
+		}
+	}
+}
