@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -351,4 +352,26 @@ func TestTelemetryEveryEventExactlyOnce(t *testing.T) {
 		t.Fatalf("agent_events holds %d rows, the daemons %d (%v)", n, total, err)
 	}
 	t.Logf("%d events from 3 daemons, each exactly once; %d re-sent after the kill", total, len(held))
+}
+
+func TestCollectorBinaryRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{cleanEnv(), []string{"collector"}, 2, "--database is required"},
+		{cleanEnv(), []string{"collector", "--database", "postgres://127.0.0.1:1/x", "--listen", "0.0.0.0:0"}, 1, "set DELTA_COLLECTOR_TOKEN"},
+		{cleanEnv("DELTA_COLLECTOR_TOKEN=t"), []string{"collector", "--database", "postgres://127.0.0.1:1/x", "--listen", "127.0.0.1:0"}, 1, "collector: "},
+		{cleanEnv(), []string{"collector", "-h"}, 0, ""},
+	} {
+		r := runBin(t, tc.env, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("delta %v: exit %d stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
+		}
+	}
+	if r := runBin(t, cleanEnv("TELEMETRY_URL=http://collector.example/telemetry/ingest"), "serve"); r.code == 0 || !strings.Contains(r.stderr, "TELEMETRY_ALLOW_INSECURE") {
+		t.Errorf("a plaintext non-loopback TELEMETRY_URL booted: exit %d %s", r.code, r.stderr)
+	}
 }
