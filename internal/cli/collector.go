@@ -52,7 +52,7 @@ func (c *collectorCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("collector: %w", err)
 	}
 	defer col.Close()
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("collector: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -59,7 +60,7 @@ func Start() (*Cluster, error) {
 		}
 		c.asUser = "postgres"
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +80,18 @@ func Start() (*Cluster, error) {
 	return c, nil
 }
 
+// toolTimeout bounds one initdb or pg_ctl call.
+const toolTimeout = 2 * time.Minute
+
 func (c *Cluster) run(tool string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	defer cancel()
 	path := filepath.Join(c.bin, tool)
 	var cmd *exec.Cmd
 	if c.asUser != "" {
-		cmd = exec.Command("runuser", append([]string{"-u", c.asUser, "--", path}, args...)...)
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", c.asUser, "--", path}, args...)...)
 	} else {
-		cmd = exec.Command(path, args...)
+		cmd = exec.CommandContext(ctx, path, args...)
 	}
 	cmd.Dir = c.dir
 	return cmd.CombinedOutput()
