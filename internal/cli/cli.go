@@ -113,6 +113,10 @@ func commands() []command {
 			func(ctx context.Context, e env, args []string) error {
 				return (&collectorCommand{env: e}).Run(ctx, args)
 			}},
+		{"entrypoint", "container entrypoint: seed the bundle, restore or refuse per the backup rules, then run the daemon (under litestream when backup is configured)", "",
+			func(ctx context.Context, e env, args []string) error {
+				return (&entrypointCommand{env: e, run: runToCompletion, exec: execProcess}).Run(ctx, args)
+			}},
 		{"version", "print the version", "",
 			func(_ context.Context, e env, args []string) error { return versionRun(e, args) }},
 		{"help", "show this help, or the usage of one command", "[<command>]",

@@ -271,7 +271,8 @@ func TestForeignProviderKeysNeverRead(t *testing.T) {
 }
 
 // TestVarsIsComplete keeps Vars the single source of truth: every Config
-// field's variables are documented, and Load reads exactly what is documented.
+// field's variables are documented, and Load, LoadEntrypoint and LoadSmoke
+// together read exactly what is documented.
 func TestVarsIsComplete(t *testing.T) {
 	documented := map[string]VarDoc{}
 	for _, v := range Vars() {
@@ -301,6 +302,12 @@ func TestVarsIsComplete(t *testing.T) {
 	}
 	r := &recorder{}
 	if _, err := Load(r.lookup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadEntrypoint(r.lookup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSmoke(r.lookup); err != nil {
 		t.Fatal(err)
 	}
 	for name := range documented {

@@ -12,9 +12,11 @@ type VarDoc struct {
 	Doc     string // one line
 }
 
-// Vars lists every variable Load reads, in Config field order. It is the
-// single source of truth for the README's configuration table; a test checks
-// that every Config field's variables appear here and that Load reads each.
+// Vars lists every variable Load reads, in Config field order, then those
+// only `delta entrypoint` (LoadEntrypoint) and `delta smoke` (LoadSmoke)
+// read. It is the single source of truth for the README's configuration
+// table; a test checks that every Config field's variables appear here and
+// that the three loaders together read exactly these.
 func Vars() []VarDoc {
 	ms := func(d interface{ Milliseconds() int64 }) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return []VarDoc{
@@ -91,6 +93,16 @@ func Vars() []VarDoc {
 		{"FLY_MACHINE_ID", "", "Read only as the default lease holder."},
 		{"DELTA_SUBAGENT_DEPTH", "0", "Delegation nesting depth, set by the parent on its child (0–8); at 1 or more spawn_subagent, eval_n and research are not offered."},
 		{"DELTA_LEASE_TTL_MS", ms(DefaultLeaseTTL), "Writer lease lifetime in ms, renewed every third of it; values below 5000 become 5000."},
+		{"DELTA_SELF_MD_B64", "", "delta entrypoint: base64 of DELTA.md, written into DELTA_WORKSPACE only when the file is absent; malformed is skipped with a warning."},
+		{"DELTA_POLICY_MD_B64", "", "delta entrypoint: base64 of POLICY.md, written only when absent."},
+		{"DELTA_CONTEXT_MD_B64", "", "delta entrypoint: base64 of PROMPT_CONTEXT.md, written only when absent."},
+		{"DELTA_VOCAB_JSON_B64", "", "delta entrypoint: base64 of vocab.json, written only when absent. delta.env is never seeded."},
+		{"LITESTREAM_CONFIG", DefaultLitestreamConfig, "delta entrypoint: Litestream configuration; used when the file exists, and a named file that is missing refuses to start. It must list DELTA_DB."},
+		{"LITESTREAM_REPLICA_URL", "", "delta entrypoint: Litestream replica URL for DELTA_DB when there is no configuration file (1 s sync, 1 h snapshots, 168 h retention)."},
+		{"DELTA_BOOTSTRAP", "off", "delta entrypoint, boolean: with backup configured and no local database, start empty instead of restoring (a genuine first boot against an empty replica). Remove it once the database exists."},
+		{"DELTA_URL", "", "delta smoke: base URL of the daemon to check (http or https)."},
+		{"SMOKE_INPUT", "", "delta smoke: the task text of the acceptance run; empty = a short built-in task."},
+		{"SMOKE_TOOL", "", "delta smoke: a required tool (e.g. an MCP tool) that /v1/dev/config must list and the run must call."},
 	}
 }
 
