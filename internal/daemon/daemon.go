@@ -59,6 +59,7 @@ type parts struct {
 	redact    func(string) string // vault values out of any text
 	telemetry *telemetry.Exporter // nil unless TELEMETRY_URL (delta serve only)
 	closers   closers             // what build opened, closed last first by close
+	boot      store.Boot          // what Serve recorded in the meta table at start
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
@@ -279,6 +280,12 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		return err
 	}
 	open.add("writer lease", func(context.Context) error { return stopLease() })
+	// Every boot records which harness opened the database and at which
+	// schema, for upgrades and rollbacks to be checked against.
+	if p.boot, err = p.store.RecordBoot(ctx, version.Version, cfg.Build); err != nil {
+		return err
+	}
+	logger.Info("boot recorded", "harness_version", p.boot.HarnessVersion, "build", p.boot.Build, "schema_version", p.boot.SchemaVersion)
 	if cfg.TelemetryURL != "" {
 		p.telemetry, err = telemetry.New(ctx, telemetry.Options{
 			URL: cfg.TelemetryURL, Token: cfg.TelemetryToken, AgentID: cfg.AgentID, Payloads: cfg.CapturePayloads,

@@ -36,7 +36,7 @@ func (l *listening) WithGroup(string) slog.Handler      { return l }
 func serve(t *testing.T) (cfg config.Config, stop func() error) {
 	t.Helper()
 	dir := t.TempDir()
-	env := map[string]string{"DELTA_DB": filepath.Join(dir, "d.db"), "DELTA_WORKSPACE": dir, "DELTA_CODE_CLI": "/bin/true"}
+	env := map[string]string{"DELTA_DB": filepath.Join(dir, "d.db"), "DELTA_WORKSPACE": dir, "DELTA_CODE_CLI": "/bin/true", "DELTA_BUILD": "test-build"}
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)

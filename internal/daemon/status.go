@@ -108,6 +108,9 @@ func devConfig(cfg config.Config, p *parts) map[string]any {
 	}
 	return map[string]any{
 		"version": st["version"], "build": cfg.Build, "agent_id": cfg.AgentID,
+		"schema_version": p.boot.SchemaVersion,
+		"boot": map[string]any{"harness_version": p.boot.HarnessVersion, "build": p.boot.Build,
+			"schema_version": p.boot.SchemaVersion, "booted_at": p.boot.BootedAt},
 		"model": map[string]any{"primary": cfg.ModelPrimary, "fallbacks": cfg.ModelFallbacks, "api": cfg.ModelAPI,
 			"provider": st["provider"], "provider_chain": st["provider_chain"], "utility_model": st["utility_model"]},
 		"mcp_servers": st["mcp_servers"],
