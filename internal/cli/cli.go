@@ -117,6 +117,8 @@ func commands() []command {
 			func(ctx context.Context, e env, args []string) error {
 				return (&entrypointCommand{env: e, run: runToCompletion, exec: execProcess}).Run(ctx, args)
 			}},
+		{"smoke", "production acceptance check of a deployed daemon: /healthz, one run that must complete, /v1/dev/config, the run's record", "[--url URL] [--timeout D]",
+			func(ctx context.Context, e env, args []string) error { return (&smokeCommand{env: e}).Run(ctx, args) }},
 		{"version", "print the version", "",
 			func(_ context.Context, e env, args []string) error { return versionRun(e, args) }},
 		{"help", "show this help, or the usage of one command", "[<command>]",
