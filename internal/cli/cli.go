@@ -113,11 +113,11 @@ func commands() []command {
 			func(ctx context.Context, e env, args []string) error {
 				return (&collectorCommand{env: e}).Run(ctx, args)
 			}},
-		{"entrypoint", "container entrypoint: seed the bundle, restore or refuse per the backup rules, then run the daemon (under litestream when backup is configured)", "",
+		{"entrypoint", "container entrypoint: seed the bundle, restore the database or refuse, then run the daemon (under litestream with backup)", "",
 			func(ctx context.Context, e env, args []string) error {
 				return (&entrypointCommand{env: e, run: runToCompletion, exec: execProcess}).Run(ctx, args)
 			}},
-		{"smoke", "production acceptance check of a deployed daemon: /healthz, one run that must complete, /v1/dev/config, the run's record", "[--url URL] [--timeout D]",
+		{"smoke", "check a deployed daemon: /healthz, a run that must complete, its config and record", "[--url URL] [--timeout D]",
 			func(ctx context.Context, e env, args []string) error { return (&smokeCommand{env: e}).Run(ctx, args) }},
 		{"version", "print the version", "",
 			func(_ context.Context, e env, args []string) error { return versionRun(e, args) }},
@@ -180,7 +180,7 @@ func helpRun(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprint(e.stdout, "Delta: an agent harness daemon.\n\nusage: delta [command] [arguments]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(e.stdout, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(e.stdout, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(e.stdout, "\nBare `delta` runs the daemon with configuration from the environment.\n"+
 		"Run `delta help <command>` or `delta <command> -h` for a command's flags.\n"+
