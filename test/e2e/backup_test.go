@@ -228,7 +228,7 @@ func (e *entrypoint) stop() {
 // hasFiles reports whether dir holds at least one regular file.
 func hasFiles(dir string) bool {
 	found := false
-	filepath.WalkDir(dir, func(_ string, e os.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(_ string, e os.DirEntry, err error) error { // a missing dir just has no files
 		if err == nil && e.Type().IsRegular() {
 			found = true
 			return filepath.SkipAll
