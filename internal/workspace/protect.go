@@ -19,6 +19,23 @@ var protectedNames = map[string]bool{
 	DeltaDir:            true,
 }
 
+// rootRule is a set of root names a caller may not touch, lower-cased,
+// and what the refusal says about them. .env.* always belongs to the set.
+type rootRule struct {
+	names map[string]bool
+	what  string
+}
+
+// toolRule: what file tools may not change.
+var toolRule = rootRule{protectedNames, "is a protected root file (POLICY.md, vocab.json, PROMPT_CONTEXT.md, DELTA.md, .env, .env.*, delta.env, .delta/) that file tools cannot change; the same name inside a subfolder is fine"}
+
+// operatorRule: what the inspection API neither reads nor writes on an
+// operator's behalf — the daemon's live state (database, spill, media,
+// trash) and the files that hold secrets. The bundle files an operator
+// edits are allowed.
+var operatorRule = rootRule{map[string]bool{".env": true, "delta.env": true, DeltaDir: true},
+	"is the daemon's state or a secrets file (.delta/, .env, .env.*, delta.env), which inspection neither reads nor writes"}
+
 // CheckWritable reports whether a tool may create, change, move or delete
 // rel. It returns ErrProtected for the workspace root itself and for the
 // protected root names (POLICY.md, vocab.json, PROMPT_CONTEXT.md, DELTA.md,
@@ -27,67 +44,23 @@ var protectedNames = map[string]bool{
 // slip past. The same names inside a subfolder are writable. Both the path as
 // written and the path its symlinks lead to are checked, so a link cannot
 // launder a protected name. Paths Resolve refuses are refused here too.
-func (r *Root) CheckWritable(rel string) error {
-	clean, err := r.clean(rel)
-	if err != nil {
-		return err
-	}
-	if err := protected(rel, clean); err != nil {
-		return err
-	}
-	real, err := r.follow(rel, clean)
-	if err != nil {
-		return err
-	}
-	target, err := r.Rel(real)
-	if err != nil {
-		return err
-	}
-	if target != clean {
-		if err := protected(rel, target); err != nil {
-			return fmt.Errorf("%w (through a symlink to %q)", err, target)
-		}
-	}
-	return nil
-}
-
-// protected checks a cleaned, slash-separated relative path against the
-// root-only protected names. Only the first component matters: a protected
-// name protects whatever sits below it, and a subfolder is never protected.
-func protected(orig, clean string) error {
-	if clean == "." {
-		return fmt.Errorf("%w: %q is the workspace root itself", ErrProtected, orig)
-	}
-	first, _, _ := strings.Cut(clean, "/")
-	name := strings.ToLower(first)
-	if protectedNames[name] || strings.HasPrefix(name, ".env.") {
-		return fmt.Errorf("%w: %q is a protected root file (POLICY.md, vocab.json, PROMPT_CONTEXT.md, DELTA.md, .env, .env.*, delta.env, .delta/) that file tools cannot change; the same name inside a subfolder is fine", ErrProtected, orig)
-	}
-	return nil
-}
-
-// operatorRefused are the root names an operator cannot read or write
-// through the inspection API, lower-cased: the daemon's live state (its
-// database, spill, media and trash) and the files that hold secrets.
-var operatorRefused = map[string]bool{
-	".env":      true,
-	"delta.env": true,
-	DeltaDir:    true,
-}
+func (r *Root) CheckWritable(rel string) error { return r.check(rel, toolRule) }
 
 // CheckOperator reports whether the inspection API may read or write rel
 // on an operator's behalf. It follows CheckWritable's rules (case-folded
 // root names, the path as written and the path its symlinks lead to, the
-// root itself refused) with a narrower list: the bundle files an operator
-// edits (DELTA.md, POLICY.md, PROMPT_CONTEXT.md, vocab.json) are allowed,
-// while .delta with everything under it, .env, .env.* and delta.env are
-// refused with ErrProtected.
-func (r *Root) CheckOperator(rel string) error {
+// root itself refused) with operatorRule's narrower list: DELTA.md,
+// POLICY.md, PROMPT_CONTEXT.md and vocab.json are allowed, while .delta
+// with everything under it, .env, .env.* and delta.env are refused.
+func (r *Root) CheckOperator(rel string) error { return r.check(rel, operatorRule) }
+
+// check applies rule to rel as written and to where its symlinks lead.
+func (r *Root) check(rel string, rule rootRule) error {
 	clean, err := r.clean(rel)
 	if err != nil {
 		return err
 	}
-	if err := operatorProtected(rel, clean); err != nil {
+	if err := rule.refuses(rel, clean); err != nil {
 		return err
 	}
 	real, err := r.follow(rel, clean)
@@ -99,21 +72,24 @@ func (r *Root) CheckOperator(rel string) error {
 		return err
 	}
 	if target != clean {
-		if err := operatorProtected(rel, target); err != nil {
+		if err := rule.refuses(rel, target); err != nil {
 			return fmt.Errorf("%w (through a symlink to %q)", err, target)
 		}
 	}
 	return nil
 }
 
-func operatorProtected(orig, clean string) error {
+// refuses checks a cleaned, slash-separated relative path against the
+// rule's root names. Only the first component matters: a refused name
+// covers whatever sits below it, and a subfolder is never refused.
+func (rule rootRule) refuses(orig, clean string) error {
 	if clean == "." {
 		return fmt.Errorf("%w: %q is the workspace root itself", ErrProtected, orig)
 	}
 	first, _, _ := strings.Cut(clean, "/")
 	name := strings.ToLower(first)
-	if operatorRefused[name] || strings.HasPrefix(name, ".env.") {
-		return fmt.Errorf("%w: %q is the daemon's state or a secrets file (.delta/, .env, .env.*, delta.env), which inspection neither reads nor writes", ErrProtected, orig)
+	if rule.names[name] || strings.HasPrefix(name, ".env.") {
+		return fmt.Errorf("%w: %q %s", ErrProtected, orig, rule.what)
 	}
 	return nil
 }
