@@ -66,6 +66,14 @@ const text = (res) => (res.content ?? []).filter((c) => c.type === "text").map((
 
 // --- fixture server -------------------------------------------------------
 const fixtures = path.join(here, "fixtures");
+// Pages the Go tests also load are served from their testdata, so the
+// benchmark and the tests measure the same bytes.
+const repo = path.join(here, "..", "..");
+const shared = {
+  "catalog.html": path.join(repo, "internal", "snapshot", "testdata", "catalog.html"),
+  "signup.html": path.join(repo, "internal", "gateway", "testdata", "signup.html"),
+  "welcome.html": path.join(repo, "internal", "gateway", "testdata", "welcome.html"),
+};
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, "http://x");
   if (url.pathname === "/api/items") {
@@ -76,7 +84,7 @@ const server = createServer(async (req, res) => {
   }
   const name = path.basename(url.pathname === "/" ? "shop.html" : url.pathname);
   try {
-    const body = await readFile(path.join(fixtures, name));
+    const body = await readFile(shared[name] ?? path.join(fixtures, name));
     res.writeHead(200, { "content-type": name.endsWith(".html") ? "text/html; charset=utf-8" : "application/octet-stream" });
     res.end(body);
   } catch {
