@@ -28,8 +28,9 @@ func BenchmarkDurableStep(b *testing.B) {
 	}
 }
 
-func benchDurableStep(b *testing.B, capture bool) {
-	const steps = 20
+// stepRig is a read-only echo tool and a provider that calls it until the
+// run has made steps model calls, then answers: the durable-step workload.
+func stepRig(steps int) (tool.Tool, model.ProviderFunc) {
 	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
 		return tool.Text(a.Text), nil
 	})
@@ -46,6 +47,12 @@ func benchDurableStep(b *testing.B, capture bool) {
 		return model.Response{Model: req.Model, Usage: model.Usage{InputTokens: 100, OutputTokens: 10},
 			ToolCalls: []model.ToolCall{{ID: fmt.Sprint("c", n), Name: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}}}, nil
 	})
+	return echo, p
+}
+
+func benchDurableStep(b *testing.B, capture bool) {
+	const steps = 20
+	echo, p := stepRig(steps)
 	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, func(o *engine.Options) { o.CaptureCalls = capture }, echo)
 	ctx := context.Background()
 	b.ResetTimer()

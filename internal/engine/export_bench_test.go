@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/telemetry"
-	"github.com/deltaharness/delta/internal/tool"
 )
 
 // BenchmarkDurableStepExport is BenchmarkDurableStep with the telemetry
@@ -29,22 +27,7 @@ func BenchmarkDurableStepExport(b *testing.B) {
 
 func benchStepExport(b *testing.B, export bool) {
 	const steps = 20
-	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text(a.Text), nil
-	})
-	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
-		n := 0
-		for _, m := range req.Messages {
-			if m.Role == model.RoleAssistant {
-				n++
-			}
-		}
-		if n >= steps-1 {
-			return model.Response{Model: req.Model, Text: "done", Usage: model.Usage{InputTokens: 100, OutputTokens: 10}}, nil
-		}
-		return model.Response{Model: req.Model, Usage: model.Usage{InputTokens: 100, OutputTokens: 10},
-			ToolCalls: []model.ToolCall{{ID: fmt.Sprint("c", n), Name: "echo", Arguments: json.RawMessage(`{"text":"hello"}`)}}}, nil
-	})
+	echo, p := stepRig(steps)
 	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
 	ctx := context.Background()
 	var x *telemetry.Exporter
