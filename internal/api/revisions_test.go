@@ -18,6 +18,12 @@ import (
 )
 
 func selfFile(t *testing.T, initial string) (*remember.File, string) {
+	f, path, _ := selfFileIn(t, initial)
+	return f, path
+}
+
+// selfFileIn is selfFile with the workspace it lives in.
+func selfFileIn(t *testing.T, initial string) (*remember.File, string, *workspace.Root) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "DELTA.md"), []byte(initial), 0o644); err != nil {
@@ -32,7 +38,7 @@ func selfFile(t *testing.T, initial string) (*remember.File, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return remember.New(remember.Options{Files: ws, Store: st}), filepath.Join(dir, "DELTA.md")
+	return remember.New(remember.Options{Files: ws, Store: st}), filepath.Join(dir, "DELTA.md"), ws
 }
 
 func serveLocal(h http.Handler, method, path string) (int, map[string]any) {
@@ -129,20 +135,7 @@ func errMsg(body map[string]any) string {
 func TestSavingDeltaMDThroughFilesKeepsARevision(t *testing.T) {
 	const before = "# Persona\n\nMeridian.\n"
 	const after = "# Persona\n\nMeridian, edited by the operator.\n"
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "DELTA.md"), []byte(before), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	f := remember.New(remember.Options{Files: ws, Store: st})
+	f, path, ws := selfFileIn(t, before)
 	h := api.New(api.Options{SelfFile: f, Files: ws, InspectWrite: true})
 	put := func(path, content string) int {
 		b, _ := json.Marshal(map[string]string{"content": content})
@@ -158,7 +151,7 @@ func TestSavingDeltaMDThroughFilesKeepsARevision(t *testing.T) {
 	if code := put("DELTA.md", after); code != 200 {
 		t.Fatalf("save DELTA.md = %d", code)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "DELTA.md")); string(b) != after {
+	if b, _ := os.ReadFile(path); string(b) != after {
 		t.Fatalf("DELTA.md on disk = %q", b)
 	}
 	_, body := serveLocal(h, "GET", "/v1/dev/revisions")
