@@ -70,9 +70,9 @@ const fixtures = path.join(here, "fixtures");
 // benchmark and the tests measure the same bytes.
 const repo = path.join(here, "..", "..");
 const shared = {
-  "catalog.html": path.join(repo, "internal", "snapshot", "testdata", "catalog.html"),
-  "signup.html": path.join(repo, "internal", "gateway", "testdata", "signup.html"),
-  "welcome.html": path.join(repo, "internal", "gateway", "testdata", "welcome.html"),
+  "catalog.html": path.join(repo, "internal", "bobby", "snapshot", "testdata", "catalog.html"),
+  "signup.html": path.join(repo, "internal", "bobby", "gateway", "testdata", "signup.html"),
+  "welcome.html": path.join(repo, "internal", "bobby", "gateway", "testdata", "welcome.html"),
 };
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, "http://x");

@@ -8,7 +8,7 @@ import (
 
 // TestDeps keeps bobby free of the harness: bobby is a browser runtime and
 // must build without delta's configuration, model types, store or engine,
-// SQLite or any model SDK. bobby's own configuration is internal/bobbyconf.
+// SQLite or any model SDK. bobby's own configuration is internal/bobby/config.
 func TestDeps(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -36,7 +36,7 @@ func TestDeps(t *testing.T) {
 	for _, need := range []string{
 		"github.com/chromedp/chromedp",
 		"github.com/modelcontextprotocol/go-sdk/mcp",
-		"github.com/deltaharness/delta/internal/bobbyconf",
+		"github.com/deltaharness/delta/internal/bobby/config",
 	} {
 		found := false
 		for _, d := range deps {

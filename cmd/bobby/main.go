@@ -10,14 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/deltaharness/delta/internal/bobbyconf"
-	"github.com/deltaharness/delta/internal/gateway"
+	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/gateway"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := gateway.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, bobbyconf.ReadEnv()); err != nil {
+	if err := gateway.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, config.ReadEnv()); err != nil {
 		fmt.Fprintln(os.Stderr, "bobby:", err)
 		os.Exit(1)
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/deltaharness/delta/internal/browser/browsertest"
+	"github.com/deltaharness/delta/internal/bobby/browser/browsertest"
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/daemon"

@@ -24,7 +24,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/deltaharness/delta/internal/bobbyconf"
+	"github.com/deltaharness/delta/internal/bobby/config"
 	"github.com/deltaharness/delta/internal/mcp/mcptest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 )
@@ -40,11 +40,11 @@ var (
 // browser pay nothing. Without Chromium it skips locally and fails in CI.
 func needBobby(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(bobbyconf.DefaultBrowserPath); err != nil {
+	if _, err := os.Stat(config.DefaultBrowserPath); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but Chromium is missing at %s: bobby needs it (apt-get install -y chromium)", bobbyconf.DefaultBrowserPath)
+			t.Fatalf("CI is set but Chromium is missing at %s: bobby needs it (apt-get install -y chromium)", config.DefaultBrowserPath)
 		}
-		t.Skipf("Chromium is missing at %s (apt-get install -y chromium): the delta+bobby tests need a real browser", bobbyconf.DefaultBrowserPath)
+		t.Skipf("Chromium is missing at %s (apt-get install -y chromium): the delta+bobby tests need a real browser", config.DefaultBrowserPath)
 	}
 	bobbyOnce.Do(func() {
 		bin := filepath.Join(filepath.Dir(deltaBin), "bobby")
@@ -88,10 +88,10 @@ func bobbyServersIn(t *testing.T, bin, phase string) string {
 		"name":    "bobby",
 		"command": []string{bin, "stdio"},
 		"env": map[string]string{
-			bobbyconf.EnvConfig:                path,
-			bobbyconf.EnvBootstrapPrincipal:    "delta-agent",
-			bobbyconf.EnvBootstrapCapabilities: "browser:mutate,page:read,artifact:capture,artifact:read",
-			"TMPDIR":                           dir,
+			config.EnvConfig:                path,
+			config.EnvBootstrapPrincipal:    "delta-agent",
+			config.EnvBootstrapCapabilities: "browser:mutate,page:read,artifact:capture,artifact:read",
+			"TMPDIR":                        dir,
 		},
 	}})
 	if err != nil {

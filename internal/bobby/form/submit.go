@@ -1,0 +1,309 @@
+package form
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/deltaharness/delta/internal/bobby/snapshot"
+	"github.com/deltaharness/delta/internal/clip"
+)
+
+//go:embed js/submit.js
+var submitJS string
+
+// What a submit waits for.
+const (
+	WaitNetworkQuiet = "networkQuiet" // navigation, or the network going quiet (default)
+	WaitNavigation   = "navigation"   // only a navigation counts
+)
+
+// Submission statuses.
+const (
+	// SubmitVerified: the expectations of Verify hold; or, without any, a
+	// cross-document navigation committed with a 2xx/3xx document, or the
+	// requests the submit started were answered 2xx/3xx.
+	SubmitVerified = "verified"
+	// SubmitBlocked: validation stopped the submit, the browser's own or
+	// the page's (fields it marks aria-invalid, alerts it writes while
+	// sending nothing); FormValidation lists the issues, value-free.
+	SubmitBlocked = "blocked"
+	// SubmitUnverified: the submit ran but did not show the expected effect
+	// (no navigation and no request, a fragment-only change, a request
+	// answered 4xx/5xx or failed, an expectation failed, a timeout).
+	SubmitUnverified = "unverified"
+)
+
+// Defaults of Verify.
+const (
+	DefaultSubmitTimeout = 10 * time.Second
+	DefaultQuietFor      = 500 * time.Millisecond
+)
+
+// Verify says what a successful submit looks like.
+type Verify struct {
+	// WaitFor is WaitNetworkQuiet (default) or WaitNavigation.
+	WaitFor string `json:"waitFor,omitempty"`
+	// URLContains and TextContains, when set, must hold after the submit:
+	// the page URL contains the one, the body text the other.
+	URLContains  string `json:"urlContains,omitempty"`
+	TextContains string `json:"textContains,omitempty"`
+	// Timeout bounds the wait (DefaultSubmitTimeout); QuietFor is how long
+	// the network must stay idle (DefaultQuietFor).
+	Timeout  time.Duration `json:"-"`
+	QuietFor time.Duration `json:"-"`
+}
+
+func (v Verify) withDefaults() (Verify, error) {
+	switch v.WaitFor {
+	case "":
+		v.WaitFor = WaitNetworkQuiet
+	case WaitNetworkQuiet, WaitNavigation:
+	default:
+		return v, fmt.Errorf("%w: waitFor %q, want %s or %s", ErrInvalidAction, v.WaitFor, WaitNetworkQuiet, WaitNavigation)
+	}
+	if v.Timeout <= 0 {
+		v.Timeout = DefaultSubmitTimeout
+	}
+	if v.QuietFor <= 0 {
+		v.QuietFor = DefaultQuietFor
+	}
+	return v, nil
+}
+
+// Issue is one field the browser's validation rejected, or one error the
+// page rendered itself (constraint ariaInvalid or pageAlert). It never
+// carries the submitted value.
+type Issue struct {
+	Target snapshot.Target `json:"target"`
+	// Name is the field's name attribute (else its id, else its label).
+	Name       string `json:"name"`
+	Message    string `json:"message"`
+	Constraint string `json:"constraint"`
+}
+
+// Submission is the outcome of SubmitAndVerify.
+type Submission struct {
+	Status    string `json:"status"`
+	Navigated bool   `json:"navigated"`
+	URL       string `json:"url"`
+	// Requests counts the network requests the submit started; Responses
+	// lists those that carry a submit (documents, fetch, XHR) and how each
+	// ended.
+	Requests       int        `json:"requests"`
+	Responses      []Response `json:"responses,omitempty"`
+	FormValidation []Issue    `json:"formValidation,omitempty"`
+	Reason         string     `json:"reason,omitempty"`
+}
+
+// SubmitAndVerify submits through the target — a native click on a submit
+// button, or requestSubmit on a form target — then waits for navigation or
+// network quiet and judges the outcome (see the Submit* statuses): a request
+// is proof only when it was answered 2xx/3xx, and a fragment-only change is
+// no navigation. When validation blocks the submit — the browser's (the
+// invalid event fires) or the page's own (aria-invalid fields, new alert
+// text while nothing was sent) — it returns status blocked with value-free
+// FormValidation issues for the repair loop. An error means the submit could
+// not be attempted; an outcome that is not verified is a Submission, not an
+// error.
+func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submission, error) {
+	v, err := v.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	if err := checkPage(ctx); err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	defer releaseObjects(ctx)
+	el, err := resolveElement(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	handle, err := callRef(ctx, el.obj, pageFunc("op", submitJS), "arm")
+	if err != nil {
+		return nil, fmt.Errorf("submit: arm validation watch: %w", err)
+	}
+	var info struct {
+		Form       bool `json:"form"`
+		IsForm     bool `json:"isForm"`
+		NoValidate bool `json:"noValidate"`
+	}
+	if err := callOn(ctx, handle, pageFunc("op", submitJS), &info, "info"); err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil || ft.FrameTree == nil || ft.FrameTree.Frame == nil {
+		return nil, fmt.Errorf("submit: get main frame: %v", err)
+	}
+	w := watch(ctx, ft.FrameTree.Frame.ID)
+	defer w.stop()
+
+	if info.IsForm {
+		err = callOn(ctx, handle, pageFunc("op", submitJS), nil, "submitForm")
+	} else {
+		err = click(ctx, el, false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	w.clicked()
+
+	blocked, timedOut, err := w.wait(ctx, v, func() int {
+		if !info.Form || info.NoValidate {
+			return 0
+		}
+		var n int
+		if callOn(ctx, handle, pageFunc("op", submitJS), &n, "count") != nil {
+			return 0 // the handle died with its document: a navigation
+		}
+		return n
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	st := w.snapshot()
+	out := &Submission{Navigated: st.navigated, Requests: st.requests}
+	if blocked {
+		issues, err := readIssues(ctx, handle, "issues")
+		if err != nil {
+			return nil, fmt.Errorf("submit: read validation issues: %w", err)
+		}
+		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
+		out.Status = SubmitBlocked
+		out.FormValidation = issues
+		out.URL = evidenceURL(currentURL(ctx))
+		out.Reason = "client-side validation blocked the submit; fix the listed fields and submit again"
+		return out, nil
+	}
+	out.Responses = responses(st)
+	var pageIssues []Issue
+	if !st.navigated {
+		// The handle's document is still the page: read what it wrote.
+		if pageIssues, err = readIssues(ctx, handle, "pageIssues"); err != nil {
+			return nil, fmt.Errorf("submit: read the page's own errors: %w", err)
+		}
+		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
+	}
+	full := currentURL(ctx)
+	out.URL = evidenceURL(full)
+	f := facts{v: v, st: st, timedOut: timedOut, issues: pageIssues}
+	if v.URLContains != "" || v.TextContains != "" {
+		f.expect = true
+		f.expectFailed = expectFailure(ctx, v, full)
+	}
+	var withIssues bool
+	out.Status, out.Reason, withIssues = judge(f)
+	if withIssues {
+		out.FormValidation = pageIssues
+	}
+	return out, nil
+}
+
+// expectFailure checks Verify's expectations; "" when they hold.
+func expectFailure(ctx context.Context, v Verify, url string) string {
+	if v.URLContains != "" && !strings.Contains(url, v.URLContains) {
+		return "the page URL does not contain the expected text"
+	}
+	if v.TextContains != "" {
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
+		if err != nil || !strings.Contains(text, v.TextContains) {
+			return "the page text does not contain the expected text"
+		}
+	}
+	return ""
+}
+
+// currentURL reads the page URL; empty when the page is mid-navigation.
+func currentURL(ctx context.Context) string {
+	u, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	if err != nil {
+		return ""
+	}
+	return u
+}
+
+// evidenceURL is the page address as a submit's evidence shows it: without
+// its query string, fragment or user info, which after a GET form hold the
+// values just submitted (a password among them). A dropped query is marked.
+func evidenceURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	s := withoutQuery(raw)
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?…"
+	}
+	return s
+}
+
+// callRef runs a function on an object and returns its result by reference.
+func callRef(ctx context.Context, obj runtime.RemoteObjectID, fn string, args ...any) (runtime.RemoteObjectID, error) {
+	cargs, err := packArgs(args)
+	if err != nil {
+		return "", err
+	}
+	res, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: fn,
+		ObjectID:            obj,
+		Arguments:           cargs,
+		ObjectGroup:         objectGroup,
+	})
+	if err != nil {
+		return "", fmt.Errorf("call into page: %w", err)
+	}
+	if res.ExceptionDetails != nil {
+		return "", fmt.Errorf("call into page: %s", exceptionText(res.ExceptionDetails))
+	}
+	if res.Result == nil || res.Result.ObjectID == "" {
+		return "", errors.New("call into page: no object returned")
+	}
+	return res.Result.ObjectID, nil
+}
+
+// readIssues turns the elements an op reports (the invalid controls the
+// browser flagged, or the errors the page rendered) into value-free issues.
+func readIssues(ctx context.Context, handle runtime.RemoteObjectID, op string) ([]Issue, error) {
+	ids, data, err := callDeep(ctx, handle, pageFunc("op", submitJS), op)
+	if err != nil {
+		return nil, err
+	}
+	var raw []struct {
+		Name       string `json:"name"`
+		Label      string `json:"label"`
+		Role       string `json:"role"`
+		Constraint string `json:"constraint"`
+		Message    string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(data), &raw); err != nil {
+		return nil, fmt.Errorf("decode issues: %w", err)
+	}
+	ax, err := snapshot.Describe(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	issues := make([]Issue, 0, len(raw))
+	for i, r := range raw {
+		var id cdp.BackendNodeID
+		if i < len(ids) {
+			id = ids[i]
+		}
+		issues = append(issues, Issue{
+			Target:     semanticTarget(ax, id, r.Role, r.Label),
+			Name:       clip.Runes(r.Name, maxLabelRunes),
+			Message:    r.Message,
+			Constraint: r.Constraint,
+		})
+	}
+	return issues, nil
+}

@@ -1,0 +1,129 @@
+package form
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/deltaharness/delta/internal/bobby/snapshot"
+)
+
+// TestSubmitVerdicts covers submits that look done but are not: verified
+// needs a request answered 2xx/3xx, a committed (not fragment-only)
+// navigation, or an expectation that holds.
+func TestSubmitVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		target    snapshot.Target
+		fill      map[string]any
+		status    string
+		navigated bool
+		says      string // in Reason
+		seen      int    // a response with this status is listed
+	}{
+		{"native post answered 500", snapshot.Target{Role: "button", Name: "Send order"}, nil, SubmitUnverified, true, "HTTP 500", 500},
+		{"fetch answered 500", snapshot.Target{Role: "button", Name: "Send feedback"}, map[string]any{"Feedback": "slow shipping"}, SubmitUnverified, false, "HTTP 500", 500},
+		{"fetch answered 200", snapshot.Target{Role: "button", Name: "Send rating"}, nil, SubmitVerified, false, "", 200},
+		{"fragment-only link", snapshot.Target{Role: "link", Name: "Send message"}, nil, SubmitUnverified, false, "no navigation", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := openPage(t, "/verify.html")
+			if tt.fill != nil {
+				if _, err := Fill(ctx, FieldsFromMap(tt.fill), Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sub, err := SubmitAndVerify(ctx, tt.target, Verify{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sub.Status != tt.status || sub.Navigated != tt.navigated || !strings.Contains(sub.Reason, tt.says) {
+				t.Fatalf("submission = %+v, want %s navigated=%v saying %q", sub, tt.status, tt.navigated, tt.says)
+			}
+			if tt.seen != 0 {
+				found := false
+				for _, r := range sub.Responses {
+					found = found || r.Status == tt.seen
+				}
+				if !found {
+					t.Errorf("responses %+v lack status %d", sub.Responses, tt.seen)
+				}
+			}
+			if tt.name == "fetch answered 500" {
+				// The page's own alert comes back too, without the typed text.
+				raw, _ := json.Marshal(sub)
+				if !strings.Contains(string(raw), "Could not send your feedback") || strings.Contains(string(raw), "slow shipping") {
+					t.Errorf("formValidation = %s", raw)
+				}
+			}
+		})
+	}
+}
+
+// TestGetFormSubmitNeverEchoesWhatWasTyped: after a GET form the page's
+// address holds the submitted values; the evidence shows it without them.
+func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) {
+	ctx := openPage(t, "/verify.html")
+	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Login name": "ada", "Login password": "hunter2-secret"}), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Log in"}, Verify{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(sub)
+	if sub.Status != SubmitVerified || !strings.HasSuffix(sub.URL, "/submitted.html?…") {
+		t.Fatalf("submission = %s, want verified at /submitted.html with its query left out", raw)
+	}
+	if strings.Contains(string(raw), "hunter2-secret") || strings.Contains(string(raw), "ada") {
+		t.Fatalf("the evidence echoes a typed value: %s", raw)
+	}
+}
+
+// TestSubmitPageValidation: a novalidate form that writes its own errors
+// (aria-invalid, role=alert) blocks like the browser's validation would,
+// with value-free issues.
+func TestSubmitPageValidation(t *testing.T) {
+	ctx := openPage(t, "/verify.html")
+	const typed = "ada-at-example"
+	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Signup email": typed}), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Sign up"}, Verify{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(sub)
+	if sub.Status != SubmitBlocked || sub.Navigated || sub.Requests != 0 {
+		t.Fatalf("submission = %s", raw)
+	}
+	if strings.Contains(string(raw), typed) {
+		t.Errorf("formValidation echoes the typed value: %s", raw)
+	}
+	var field, summary *Issue
+	for i, is := range sub.FormValidation {
+		switch {
+		case is.Name == "signupEmail":
+			field = &sub.FormValidation[i]
+		case strings.Contains(is.Message, "Please fix 1 error"):
+			summary = &sub.FormValidation[i]
+		}
+	}
+	if field == nil || field.Constraint != "ariaInvalid" || !strings.Contains(field.Message, "is not an email address") || field.Target.Ref == "" {
+		t.Errorf("field issue = %+v in %s", field, raw)
+	}
+	if summary == nil {
+		t.Errorf("the page's summary alert is missing: %s", raw)
+	}
+	// Repaired, the same form sends and is verified by the 200.
+	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Signup email": "ada@example.com"}), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Sign up"}, Verify{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != SubmitVerified {
+		t.Errorf("after repair: %+v", again)
+	}
+}

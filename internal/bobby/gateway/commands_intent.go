@@ -1,0 +1,150 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/deltaharness/delta/internal/bobby/form"
+)
+
+// fieldOutcomeError turns the first unfilled field of a fill into the
+// command's error; every field's outcome stays in the evidence.
+func fieldOutcomeError(outs []form.FieldOutcome) *toolError {
+	for _, o := range outs {
+		switch o.Status {
+		case form.StatusFilled:
+			continue
+		case form.StatusNotFound:
+			return errorf(CodeTargetNotFound, "no control matches field %q; take a form_snapshot", o.Field)
+		case form.StatusAmbiguous:
+			return errorf(CodeTargetAmbiguous, "several controls match field %q; pass its target", o.Field)
+		case form.StatusHidden:
+			return errorf(CodeNotInteractable, "the control of field %q is not shown", o.Field)
+		case form.StatusRefused:
+			return errorf(CodeInvalidRequest, "field %q is a file input: use control_action setFiles (needs file:upload)", o.Field)
+		default:
+			return errorf(CodeNotVerified, "field %q: %s", o.Field, o.Error)
+		}
+	}
+	return nil
+}
+
+func (x *execCtx) doForm(ctx context.Context, fn func(pctx context.Context) error) error {
+	return x.page.Do(ctx, fn)
+}
+
+func runIntentFill(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+	var fields []form.FieldValue
+	b, _ := json.Marshal(x.input["fields"])
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, nil, errorf(CodeInvalidRequest, "fields: %v", err)
+	}
+	for _, f := range fields {
+		if f.Field == "" && f.Target == nil {
+			return nil, nil, errorf(CodeInvalidRequest, "each field needs field (a label or name) or target")
+		}
+	}
+	var outs []form.FieldOutcome
+	err := x.doForm(ctx, func(pctx context.Context) error {
+		var err error
+		outs, err = form.Fill(pctx, fields, form.Options{})
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := map[string]any{"fields": outs}
+	if te := fieldOutcomeError(outs); te != nil {
+		return ev, nil, te
+	}
+	return ev, nil, nil
+}
+
+func runIntentCompleteForm(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+	values, _ := x.input["values"].(map[string]any)
+	plain := map[string]any{}
+	b, _ := json.Marshal(values) // json.Number → plain JSON numbers
+	_ = json.Unmarshal(b, &plain)
+	opts := form.Options{}
+	if _, has := x.input["form"]; has {
+		t, ok, err := targetOf(map[string]any{"target": x.input["form"]})
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			opts.Target = &t
+		}
+	}
+	var c *form.Completion
+	err := x.doForm(ctx, func(pctx context.Context) error {
+		var err error
+		c, err = form.CompleteForm(pctx, form.FieldsFromMap(plain), opts)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Compact evidence keeps revealedControls: their targets are usable at once.
+	ev := map[string]any{"fields": c.Fields, "revealedControls": c.RevealedControls, "invalidControls": c.InvalidControls}
+	if te := fieldOutcomeError(c.Fields); te != nil {
+		return ev, nil, te
+	}
+	return ev, nil, nil
+}
+
+func runIntentSubmitAndVerify(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+	t, ok, err := targetOf(map[string]any{"target": x.input["target"]})
+	if _, has := x.input["target"]; has && err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		// Default: the first form's submit button (else the form itself).
+		fs, err := x.formSnapshot(ctx, form.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(fs.Forms) == 0 {
+			return nil, nil, errorf(CodeTargetNotFound, "the page has no form; pass target (a submit button or form)")
+		}
+		t = fs.Forms[0].Target
+		if len(fs.Forms[0].Submit) > 0 {
+			t = fs.Forms[0].Submit[0]
+		}
+	}
+	v := form.Verify{WaitFor: argString(x.input, "waitFor")}
+	if e, ok := x.input["expect"].(map[string]any); ok {
+		v.URLContains, v.TextContains = argString(e, "urlContains"), argString(e, "textContains")
+	}
+	if d, ok := ctx.Deadline(); ok {
+		v.Timeout = max(0, time.Until(d)-time.Second)
+	}
+	var sub *form.Submission
+	err = x.doForm(ctx, func(pctx context.Context) error {
+		var err error
+		sub, err = form.SubmitAndVerify(pctx, t, v)
+		return err
+	})
+	if err != nil {
+		if errorsIs(err, form.ErrInvalidAction) {
+			return nil, nil, errorf(CodeInvalidRequest, "%v", err)
+		}
+		return nil, nil, err
+	}
+	ev := map[string]any{"submission": sub, "submitTarget": t, "page": pageState(x.page)}
+	if len(sub.FormValidation) > 0 {
+		ev["formValidation"] = sub.FormValidation
+	}
+	switch sub.Status {
+	case form.SubmitVerified:
+		return ev, nil, nil
+	case form.SubmitBlocked:
+		if sub.Reason != "" && !strings.HasPrefix(sub.Reason, "client-side validation") {
+			return ev, nil, errorf(CodeFormValidation, "validation blocked the submit: %s", sub.Reason)
+		}
+		return ev, nil, errorf(CodeFormValidation, "client-side validation blocked the submit: %d invalid control(s)", len(sub.FormValidation))
+	default:
+		return ev, nil, errorf(CodeNotVerified, "the submit was not verified: %s", sub.Reason)
+	}
+}

@@ -1,0 +1,195 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/bobby/policy"
+)
+
+// tokenInfoPrincipal is the TokenInfo.Extra key holding the policy.Principal.
+const tokenInfoPrincipal = "bobby.principal"
+
+// MCPPath is the streamable HTTP endpoint.
+const MCPPath = "/v1/mcp"
+
+type slotKey struct{}
+
+// serverSlot makes the SDK's two getServer calls of one HTTP request agree:
+// the first (a protocol-version check) gets a bare template server, the
+// second (a new MCP session) gets that session's own server.
+type serverSlot struct {
+	mu    sync.Mutex
+	calls int
+	cs    *clientSession
+}
+
+// HTTPHandler serves POST/GET/DELETE /v1/mcp (bearer auth required) and
+// GET /healthz.
+func (g *Gateway) HTTPHandler() http.Handler {
+	g.reaper.enable(g)
+	template := mcp.NewServer(&mcp.Implementation{Name: "bobby", Version: Version}, &mcp.ServerOptions{
+		SupportedProtocolVersions: protocolVersions, Logger: g.log,
+	})
+	streamable := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		slot, _ := r.Context().Value(slotKey{}).(*serverSlot)
+		p, ok := principalFromRequest(r)
+		if slot == nil || !ok || r.Header.Get("Mcp-Session-Id") != "" {
+			return template
+		}
+		slot.mu.Lock()
+		defer slot.mu.Unlock()
+		slot.calls++
+		if slot.calls == 1 {
+			return template
+		}
+		if slot.cs == nil {
+			slot.cs = g.newClientSession(p)
+		}
+		return slot.cs.server
+	}, &mcp.StreamableHTTPOptions{
+		Logger:              g.log,
+		MaxRequestBodyBytes: MaxHTTPBodyBytes,
+		// An MCP session idle this long is closed, like a browser session.
+		SessionTimeout: g.cfg.HTTP.IdleTimeout,
+	})
+	withSlot := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuseBeforeInitialize(w, r) {
+			return
+		}
+		slot := &serverSlot{}
+		streamable.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, slot)))
+		// A new MCP server whose initialize did not succeed is dropped.
+		if slot.cs != nil && !slot.cs.initialized() {
+			g.removeClient(slot.cs)
+		}
+	})
+	verifier := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		p, err := g.principals.Authenticate(token, g.now())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		if p, err = narrowPrincipal(p, r.Header); err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		return &auth.TokenInfo{UserID: p.Name, Scopes: p.Capabilities.Strings(), Extra: map[string]any{tokenInfoPrincipal: p}}, nil
+	}
+	protected := auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(withSlot)
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, protected)
+	mux.HandleFunc("GET /healthz", g.healthz)
+	return mux
+}
+
+// narrowPrincipal applies the bootstrap headers a bridge sends: the token
+// must belong to the named principal, and the capabilities listed narrow
+// the principal's set (a capability it lacks is never granted).
+func narrowPrincipal(p policy.Principal, h http.Header) (policy.Principal, error) {
+	if name := h.Get(HeaderPrincipal); name != "" && name != p.Name {
+		return p, fmt.Errorf("the token does not belong to principal %q", name)
+	}
+	vals, ok := h[http.CanonicalHeaderKey(HeaderCapabilities)]
+	if !ok {
+		return p, nil
+	}
+	var names []string
+	for _, c := range strings.Split(strings.Join(vals, ","), ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			names = append(names, c)
+		}
+	}
+	narrow, err := policy.ParseSet(names)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", HeaderCapabilities, err)
+	}
+	p.Capabilities = p.Capabilities.Intersect(narrow)
+	return p, nil
+}
+
+// refuseBeforeInitialize answers a POSTed request that has no
+// Mcp-Session-Id and is not initialize (or ping) with HTTP 400 and a
+// JSON-RPC -32600 naming the fix; the SDK would answer it with code 0. It
+// reports whether it answered.
+func refuseBeforeInitialize(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxHTTPBodyBytes+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil {
+		return false
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &head) != nil || len(head.ID) == 0 || string(head.ID) == "null" {
+		return false // a batch, a notification or not JSON: the SDK answers
+	}
+	switch head.Method {
+	case "", "initialize", "ping", "server/discover":
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = writeRPCError(w, head.ID, rpcInvalidRequest,
+		methodName(head.Method)+" without an MCP session: send initialize first and pass the Mcp-Session-Id it returns", CodeNotInitialized)
+	return true
+}
+
+func principalFromRequest(r *http.Request) (policy.Principal, bool) {
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil {
+		return policy.Principal{}, false
+	}
+	p, ok := ti.Extra[tokenInfoPrincipal].(policy.Principal)
+	return p, ok
+}
+
+func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	status := "ok"
+	if !g.rt.Healthy() {
+		status = "degraded" // the next session relaunches the browser
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "browserHealthy": g.rt.Healthy(), "version": Version})
+}
+
+// Serve serves HTTPHandler on l until ctx ends, then shuts down gracefully.
+func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           g.HTTPHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	g.forEachClient(func(cs *clientSession) { cs.closeMCP() })
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown http: %w", err)
+	}
+	return nil
+}

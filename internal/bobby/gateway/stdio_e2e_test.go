@@ -1,0 +1,228 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/bobby/config"
+)
+
+// stdioCmd runs the built bobby binary with a clean environment plus env.
+func stdioCmd(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bobbyBin, "stdio")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}, env...)
+	return cmd
+}
+
+func connectStdio(t *testing.T, cmd *exec.Cmd, listChanged chan<- struct{}) *mcp.ClientSession {
+	t.Helper()
+	opts := &mcp.ClientOptions{}
+	if listChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { listChanged <- struct{}{} }
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, opts)
+	cs, err := client.Connect(testCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to bobby stdio: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestStdioBinary(t *testing.T) {
+	changed := make(chan struct{}, 4)
+	cs := connectStdio(t, stdioCmd(t,
+		config.EnvBootstrapPrincipal+"=agent",
+		config.EnvBootstrapCapabilities+"=browser:mutate,page:read"), changed)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("negotiated %s, want 2025-11-25", v)
+	}
+	names := toolNames(t, cs)
+	if !names["navigate"] || names["screenshot"] {
+		t.Errorf("stdio tools for browser:mutate+page:read: %v", names)
+	}
+	info := mustOK(t, cs, "runtime_info", nil)
+	if info["principal"] != "agent" || get(info, "browser", "version") == nil {
+		t.Errorf("runtime_info = %s", dump(info))
+	}
+	start := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/index.html"})
+	snap := mustOK(t, cs, "a11y_snapshot", map[string]any{"workflowHandle": start["workflowHandle"], "interesting": true})
+	if !strings.Contains(asStr(get(snap, "evidence", "accessibility", "text")), `button "Go"`) {
+		t.Errorf("snapshot over stdio = %s", dump(snap))
+	}
+	mustOK(t, cs, "toolset_select", map[string]any{"phase": "verify"})
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed over stdio")
+	}
+	if n := toolNames(t, cs); !n["inspect"] || n["navigate"] {
+		t.Errorf("verify tools: %v", n)
+	}
+}
+
+// TestStdioFrames drives the binary with raw frames: an oversize frame and a
+// garbage line get JSON-RPC errors and the session keeps answering.
+func TestStdioFrames(t *testing.T) {
+	cmd := stdioCmd(t)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	lines := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+		close(lines)
+	}()
+	next := func() map[string]any {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatalf("bobby exited; stderr: %s", stderr.String())
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer")
+		}
+		return nil
+	}
+	send := func(s string) {
+		if _, err := stdin.Write([]byte(s + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := next(); m["id"] != 1.0 || m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_list","arguments":{"pad":"` + strings.Repeat("x", MaxStdioFrameBytes) + `"}}}`)
+	if m := next(); m["id"] != 2.0 || get(m, "error", "code") != -32600.0 || get(m, "error", "data", "reason") != CodeFrameTooLarge {
+		t.Fatalf("oversize frame answer: %v", m)
+	}
+	send(`this is not json`)
+	if m := next(); get(m, "error", "code") != -32700.0 {
+		t.Fatalf("garbage answer: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_list","arguments":{}}}`)
+	if m := next(); m["id"] != 3.0 || get(m, "result", "structuredContent", "status") != "completed" {
+		t.Fatalf("session still usable? %v", m)
+	}
+}
+
+func TestStdioPrincipal(t *testing.T) {
+	cfg := testConfig()
+	now := time.Now()
+	for _, tt := range []struct {
+		name     string
+		cfg      config.Config
+		env      map[string]string
+		wantName string
+		wantCaps string
+		wantErr  string
+	}{
+		{"defaults", config.Default(), nil, "local", "browser:mutate,page:read,artifact:capture,artifact:read", ""},
+		{"explicit caps", config.Default(), map[string]string{config.EnvBootstrapPrincipal: "bot", config.EnvBootstrapCapabilities: "page:read"}, "bot", "page:read", ""},
+		{"unknown cap", config.Default(), map[string]string{config.EnvBootstrapCapabilities: "root"}, "", "", "unknown capability"},
+		{"configured needs token", cfg, nil, "", "", config.EnvBootstrapToken},
+		{"configured token", cfg, map[string]string{config.EnvBootstrapToken: "reader-token"}, "reader", "page:read", ""},
+		{"token of another principal", cfg, map[string]string{config.EnvBootstrapToken: "reader-token", config.EnvBootstrapPrincipal: "alice"}, "", "", "does not belong"},
+		{"narrowed", cfg, map[string]string{config.EnvBootstrapToken: "alice-token", config.EnvBootstrapCapabilities: "page:read,file:upload"}, "alice", "page:read,file:upload", ""},
+		{"expired", cfg, map[string]string{config.EnvBootstrapToken: "old-token"}, "", "", "expired"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := config.EnvFrom(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			p, err := StdioPrincipal(tt.cfg, env, now)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || p.Name != tt.wantName || strings.Join(p.Capabilities.Strings(), ",") != tt.wantCaps {
+				t.Errorf("principal = %s %v, %v; want %s %s", p.Name, p.Capabilities.Strings(), err, tt.wantName, tt.wantCaps)
+			}
+		})
+	}
+}
+
+// TestBridge runs `bobby stdio` as a bridge to a `bobby serve`-style HTTP
+// gateway (AUTOMATION_RUNTIME_BOOTSTRAP_URL), including notifications.
+func TestBridge(t *testing.T) {
+	_, base := httpGateway(t)
+	changed := make(chan struct{}, 4)
+	cs := connectStdio(t, stdioCmd(t,
+		config.EnvBootstrapURL+"="+base+MCPPath,
+		config.EnvBootstrapToken+"=alice-token"), changed)
+	if info := mustOK(t, cs, "runtime_info", nil); info["principal"] != "alice" {
+		t.Errorf("bridged principal = %v", info["principal"])
+	}
+	mustOK(t, cs, "toolset_select", map[string]any{"phase": "intent"})
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed through the bridge")
+	}
+	mustFail(t, cs, "session_create", map[string]any{}, CodeSchemaViolation)
+	bad := connectStdioErr(t, stdioCmd(t, config.EnvBootstrapURL+"="+base+MCPPath, config.EnvBootstrapToken+"=wrong"))
+	if bad == nil {
+		t.Error("bridge with a bad token connected")
+	}
+}
+
+func connectStdioErr(t *testing.T, cmd *exec.Cmd) error {
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err == nil {
+		cs.Close()
+	}
+	return err
+}
+
+func TestMainCommands(t *testing.T) {
+	var out, errb bytes.Buffer
+	ctx := context.Background()
+	if err := Main(ctx, []string{"version"}, nil, &out, &errb, config.Env{}); err != nil || !strings.HasPrefix(out.String(), "bobby ") {
+		t.Errorf("version: %q %v", out.String(), err)
+	}
+	if err := Main(ctx, []string{"fly"}, nil, &out, &errb, config.Env{}); err == nil {
+		t.Error("unknown command accepted")
+	}
+	if err := Main(ctx, nil, nil, &out, &errb, config.Env{}); err == nil {
+		t.Error("no command accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("[http]\nlisten = \"0.0.0.0:1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Main(ctx, []string{"serve", "--config", bad}, nil, &out, &errb, config.Env{}); err == nil || !strings.Contains(err.Error(), "http.listen") {
+		t.Errorf("serve with a non-loopback listen: %v", err)
+	}
+	if err := Main(ctx, []string{"serve"}, nil, &out, &errb, config.Env{}); err == nil || !strings.Contains(err.Error(), "principal") {
+		t.Errorf("serve without principals: %v", err)
+	}
+}
