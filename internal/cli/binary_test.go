@@ -109,6 +109,38 @@ func TestBinaryExitCodes(t *testing.T) {
 	}
 }
 
+// A PostgreSQL URL in DELTA_DB stops `delta serve` at boot with a clear
+// error, instead of creating a folder named "postgres:" and serving from an
+// empty local database.
+func TestServeRefusesDatabaseURL(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(deltaBin, "serve")
+	cmd.Dir = dir
+	cmd.Env = cleanEnv("DELTA_DB=postgres://delta:pw@127.0.0.1:1/delta", "PORT=0", "DELTA_WORKSPACE="+filepath.Join(dir, "ws"))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("delta serve with a database URL did not exit")
+	}
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(errb.String(), "DELTA_DB") || !strings.Contains(errb.String(), "SQLite") {
+		t.Fatalf("exit %d, stderr %q: want a non-zero exit naming DELTA_DB and SQLite", cmd.ProcessState.ExitCode(), errb.String())
+	}
+	if strings.Contains(errb.String(), "pw@") {
+		t.Fatalf("stderr echoes the database URL: %q", errb.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("delta serve left %v in its working directory", entries)
+	}
+}
+
 func TestInitBinary(t *testing.T) {
 	t.Run("fresh directory gets all five files", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "my-agent")

@@ -173,6 +173,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_COMPACT_AT_TOKENS", "1000", "from 4000"},
 		{"DELTA_TRUST_REVIEW_METADATA", "sure", "boolean"},
 		{"DELTA_REFLECT", "sure", "boolean"},
+		{"DELTA_DB", "postgres://delta:hunter2@db.internal:5432/delta", "only in SQLite"},
+		{"DELTA_DB", "sqlite://data/delta.db", "file path"},
 	} {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			c, err := Load(mapLookup(map[string]string{tt.name: tt.value}))
@@ -193,6 +195,24 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 				t.Fatalf("Config on error is not zero: %+v", c)
 			}
 		})
+	}
+}
+
+// A database URL in DELTA_DB is refused without echoing it: it usually
+// carries a password, and the error ends up in logs.
+func TestLoadRefusesDatabaseURLWithoutEchoingIt(t *testing.T) {
+	_, err := Load(mapLookup(map[string]string{"DELTA_DB": "postgres://delta:hunter2@db.internal/delta"}))
+	if err == nil {
+		t.Fatal("Load accepted a PostgreSQL URL as DELTA_DB")
+	}
+	if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "db.internal") {
+		t.Fatalf("error echoes the database URL: %q", msg)
+	}
+	for _, path := range []string{"data/delta.db", "/data/delta.db", "./postgres.db", "C:/state/delta.db"} {
+		c, err := Load(mapLookup(map[string]string{"DELTA_DB": path}))
+		if err != nil || c.DB != path {
+			t.Fatalf("DELTA_DB=%q: got %q, %v; want the path kept", path, c.DB, err)
+		}
 	}
 }
 

@@ -56,7 +56,7 @@ type Entrypoint struct {
 func LoadEntrypoint(lookup func(string) (string, bool)) (Entrypoint, error) {
 	l := &loader{lookup: lookup}
 	e := Entrypoint{
-		DB:         absPath(l.str("DELTA_DB", DefaultDB)),
+		DB:         absPath(l.dbPath("DELTA_DB", DefaultDB)),
 		Workspace:  absPath(l.str("DELTA_WORKSPACE", DefaultWorkspace)),
 		ReplicaURL: l.str("LITESTREAM_REPLICA_URL", ""),
 		Bootstrap:  l.boolean("DELTA_BOOTSTRAP"),

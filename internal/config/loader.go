@@ -365,3 +365,20 @@ func validToolName(s string) bool {
 	}
 	return true
 }
+
+// dbURLScheme matches a URL-shaped value ("postgres://…", "mysql://…").
+var dbURLScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// dbPath reads the SQLite database path. A URL-shaped value is refused: the
+// daemon would otherwise create a folder named after the scheme ("postgres:")
+// in the working directory and run on an empty local database the operator
+// never asked for. The value is not echoed, since a database URL usually
+// carries a password.
+func (l *loader) dbPath(name, def string) string {
+	v := l.str(name, def)
+	if m := dbURLScheme.FindString(v); m != "" {
+		l.fail(name, "", "%s is a database URL, but this build stores its state only in SQLite: set %s to a file path (default %s)", strings.TrimSuffix(m, "://")+"://…", name, def)
+		return ""
+	}
+	return v
+}
