@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,7 +117,7 @@ func TestServeRefusesDatabaseURL(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(deltaBin, "serve")
 	cmd.Dir = dir
-	cmd.Env = cleanEnv("DELTA_DB=postgres://delta:pw@127.0.0.1:1/delta", "PORT=0", "DELTA_WORKSPACE="+filepath.Join(dir, "ws"))
+	cmd.Env = cleanEnv("DELTA_DB=postgres://delta:pw@127.0.0.1:1/delta", "PORT="+loopbackPort(t), "DELTA_WORKSPACE="+filepath.Join(dir, "ws"))
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	done := make(chan error, 1)
@@ -126,7 +127,7 @@ func TestServeRefusesDatabaseURL(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatal("delta serve with a database URL did not exit")
 	}
@@ -420,7 +421,7 @@ func TestDevSendBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("delta dev after SIGTERM: %v\nstderr:\n%s", err, dev.stderr.String())
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(20 * time.Second):
 		t.Fatal("delta dev did not exit after SIGTERM")
 	}
 	if _, err := healthz(port); err == nil {
@@ -452,4 +453,14 @@ func TestDevKilledLauncherTakesDaemonDown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// loopbackPort returns a loopback port that was free a moment ago.
+func loopbackPort(t *testing.T) string {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(p)
 }
