@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,8 +36,16 @@ func echoThenAnswer(_ context.Context, req model.Request, _ model.Stream) (model
 			return model.Response{Model: req.Model, Text: "echoed: " + m.Content, Usage: model.Usage{InputTokens: 50, OutputTokens: 4}}, nil
 		}
 	}
+	args := json.RawMessage(`{"text":"ping"}`)
+	for _, m := range req.Messages {
+		// "echo back: X" makes the model pass X to the tool, so X lands in
+		// the tool.call event's arguments.
+		if rest, ok := strings.CutPrefix(m.Content, "echo back: "); ok && m.Role == model.RoleUser {
+			args, _ = json.Marshal(map[string]string{"text": rest})
+		}
+	}
 	return model.Response{Model: req.Model, Usage: model.Usage{InputTokens: 40, OutputTokens: 6},
-		ToolCalls: []model.ToolCall{{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"ping"}`)}}}, nil
+		ToolCalls: []model.ToolCall{{ID: "c1", Name: "echo", Arguments: args}}}, nil
 }
 
 type cockpit struct {
@@ -366,4 +375,59 @@ func otherThan(s, a, b string) string {
 		return b
 	}
 	return a
+}
+
+// /v1/dev/stream redacts on read like every inspection route: the replay
+// from the table and the live frames alike.
+func TestDevStreamIsRedacted(t *testing.T) {
+	c := newCockpit(t, api.Options{}, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.url+"/v1/dev/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	frames := make(chan string, 256)
+	go func() {
+		defer close(frames)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			frames <- sc.Text()
+		}
+	}()
+	id := c.submit(t, "", "echo back: kb-secret-value-42 and sk-live0123456789abcdefXYZ")
+	check := func(how string, lines []string) {
+		t.Helper()
+		all := strings.Join(lines, "\n")
+		if strings.Contains(all, "kb-secret-value-42") || strings.Contains(all, "sk-live0123456789abcdefXYZ") {
+			t.Fatalf("%s stream leaks a secret: %.600s", how, all)
+		}
+		if !strings.Contains(all, "[vault:KB_TOKEN]") || !strings.Contains(all, "event: run.finished") {
+			t.Fatalf("%s stream lacks the redacted text or the run's end: %s", how, all)
+		}
+	}
+	var live []string
+	for done := false; !done; {
+		select {
+		case l, ok := <-frames:
+			if !ok {
+				t.Fatalf("live stream ended early: %v", live)
+			}
+			live = append(live, l)
+			done = l == "event: run.finished"
+		case <-ctx.Done():
+			t.Fatalf("no run.finished on the live stream: %v", live)
+		}
+	}
+	check("live", live)
+	resp2, err := http.Get(c.url + "/v1/dev/stream?live=0&since=0&run=" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	check("replayed", strings.Split(string(body), "\n"))
 }

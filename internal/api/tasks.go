@@ -235,7 +235,7 @@ func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 		if e.ID != 0 && e.ID <= replayed {
 			return true // already replayed
 		}
-		sse.sendID(e.ID, e.Name, e)
+		sse.sendID(e.ID, e.Name, s.o.Service.InspectEvent(e))
 		last = max(last, e.ID)
 		return true
 	})

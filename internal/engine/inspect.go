@@ -70,11 +70,36 @@ func (s *Service) InspectJournal(ctx context.Context, runID string) ([]store.Jou
 	return rows, err
 }
 
+// InspectEvents reads stored events of every owner matching f, redacted.
+// Only for routes behind the inspection gate.
+func (s *Service) InspectEvents(ctx context.Context, f store.EventFilter) ([]event.Event, error) {
+	evs, err := s.store.Events(ctx, f)
+	for i := range evs {
+		evs[i] = s.InspectEvent(evs[i])
+	}
+	return evs, err
+}
+
+// InspectFollow subscribes to live events of every owner accepted by filter
+// (nil = all). Only for routes behind the inspection gate; the caller passes
+// each event through InspectEvent before it leaves the process.
+func (s *Service) InspectFollow(buf int, filter func(event.Event) bool) *Live {
+	return s.subscribe(buf, filter)
+}
+
+// InspectEvent is e with its data redacted as every inspection read is. A
+// streamed text delta is redacted piece by piece, so a secret split across
+// two deltas can pass; the stored events it adds up to are redacted whole.
+func (s *Service) InspectEvent(e event.Event) event.Event {
+	e.Data = s.redactRaw(e.Data)
+	return e
+}
+
 // InspectRunEvents reads a run's stored events after since, redacted.
 func (s *Service) InspectRunEvents(ctx context.Context, runID string, since int64, limit int) ([]event.Event, error) {
 	evs, err := s.store.Events(ctx, store.EventFilter{RunID: runID, Since: since, Limit: limit})
 	for i := range evs {
-		evs[i].Data = s.redactRaw(evs[i].Data)
+		evs[i] = s.InspectEvent(evs[i])
 	}
 	return evs, err
 }

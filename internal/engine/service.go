@@ -200,10 +200,12 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, erro
 	if !s.queue.Cancel(id) {
 		// Not executing: finish it here. If the dispatcher starts it in the
 		// meantime, the engine sees cancel_requested, and the store lets only
-		// one of the two write the terminal state.
-		s.engine.finish(ctx, nil, id, store.StatusCancelled, "", "cancelled by request")
+		// one of the two write the terminal state. The write outlives the
+		// request: a client that hangs up right after asking must not
+		// leave the run cancel-requested but never finished.
+		s.engine.finish(context.WithoutCancel(ctx), nil, id, store.StatusCancelled, "", "cancelled by request")
 	}
-	return s.store.Run(ctx, id)
+	return s.store.Run(context.WithoutCancel(ctx), id)
 }
 
 // Wait blocks until the owner's run is terminal or ctx ends.
@@ -275,18 +277,6 @@ func (s *Service) InspectRun(ctx context.Context, id string) (store.Run, error) 
 	r, err := s.store.Run(ctx, id)
 	r.Request, r.Result, r.Error = s.redactRaw(r.Request), s.redactRaw(r.Result), s.engine.redactRead(r.Error)
 	return r, err
-}
-
-// InspectEvents reads stored events of every owner matching f. Only for
-// routes behind the inspection gate.
-func (s *Service) InspectEvents(ctx context.Context, f store.EventFilter) ([]event.Event, error) {
-	return s.store.Events(ctx, f)
-}
-
-// InspectFollow subscribes to live events of every owner accepted by filter
-// (nil = all). Only for routes behind the inspection gate.
-func (s *Service) InspectFollow(buf int, filter func(event.Event) bool) *Live {
-	return s.subscribe(buf, filter)
 }
 
 // IsNotFound reports whether err means an unknown (or foreign) id.

@@ -167,6 +167,11 @@ func (s *Store) rewriteCallArgs(ctx context.Context, tx *sql.Tx, tr ToolResult) 
 			}
 		}
 	}
+	// A cursor that stopped on an error (not at the end) must not read as
+	// "the call is not there": that would keep the unbounded arguments.
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find call %s: %w", tr.CallID, err)
+	}
 	if err := rows.Close(); err != nil {
 		return fmt.Errorf("find call %s: %w", tr.CallID, err)
 	}
