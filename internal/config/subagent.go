@@ -20,6 +20,7 @@ const MaxSubagentDepth = 8
 // the Exa key, control and inspect tokens, the broker, fallback providers,
 // MODEL_HEADERS, custom prices, reasoning settings, the code CLI and the
 // agent ID. A broker-only parent therefore cannot power a child.
+// DELTA_SKILLS is local when the parent's is, off otherwise.
 func (c Config) SubagentEnv() []string {
 	ws := c.Workspace
 	if abs, err := filepath.Abs(ws); err == nil {
@@ -42,6 +43,17 @@ func (c Config) SubagentEnv() []string {
 	add("DELTA_MODEL_TIMEOUT_MS", strconv.FormatInt(c.ModelTimeout.Milliseconds(), 10))
 	if c.ToolResultMaxBytes > 0 {
 		add("DELTA_TOOL_RESULT_MAX_BYTES", strconv.Itoa(c.ToolResultMaxBytes))
+	}
+	// The child reads the same DELTA.md and POLICY.md from the shared
+	// workspace: it shows them within the same limits as the parent.
+	add("DELTA_SELF_MAX_TOKENS", strconv.Itoa(c.SelfMaxTokens))
+	add("DELTA_POLICY_MAX_TOKENS", strconv.Itoa(c.PolicyMaxTokens))
+	// Local skills live in the shared workspace, so the child can read them
+	// too; the MCP registry needs the MCP servers a child never gets.
+	if c.Skills == SkillsLocal {
+		add("DELTA_SKILLS", SkillsLocal)
+	} else {
+		add("DELTA_SKILLS", SkillsOff)
 	}
 	// Always defined, even empty, so the child never falls back to an
 	// OPENROUTER_API_KEY of its own.

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,6 +23,7 @@ func TestSubagentEnvIsDefaultDeny(t *testing.T) {
 	vars := map[string]string{
 		"MODEL_API_KEY": "the-primary-key", "MODEL_BASE_URL": "http://127.0.0.1:9/v1", "MODEL_API": "responses",
 		"DELTA_MODEL_PRIMARY": "p/model", "DELTA_MODEL_FALLBACKS": "f/one, f/two", "DELTA_WORKSPACE": "/srv/ws",
+		"DELTA_SELF_MAX_TOKENS": "800", "DELTA_SKILLS": "local",
 	}
 	for k, v := range canaries {
 		vars[k] = v
@@ -47,6 +50,7 @@ func TestSubagentEnvIsDefaultDeny(t *testing.T) {
 		"DELTA_MODEL_PRIMARY": "p/model", "DELTA_MODEL": "p/model", "DELTA_MODEL_FALLBACKS": "f/one,f/two",
 		"DELTA_WORKSPACE": "/srv/ws", "DELTA_PROFILE": "trusted", "DELTA_UTILITY_MODEL": DefaultUtilityModel,
 		"DELTA_MODEL_TIMEOUT_MS": "300000", "DELTA_TOOL_RESULT_MAX_BYTES": "20000",
+		"DELTA_SELF_MAX_TOKENS": "800", "DELTA_POLICY_MAX_TOKENS": strconv.Itoa(DefaultPolicyMaxTokens), "DELTA_SKILLS": "local",
 	}
 	for k, v := range want {
 		if env[k] != v {
@@ -76,5 +80,22 @@ func TestSubagentDepth(t *testing.T) {
 		if (err != nil) != tc.wantErr || (err == nil && cfg.SubagentDepth != tc.want) {
 			t.Errorf("DELTA_SUBAGENT_DEPTH=%q: depth %d, err %v", tc.val, cfg.SubagentDepth, err)
 		}
+	}
+}
+
+// A parent on the MCP skill registry gives its child no skills backend: the
+// child never gets the MCP servers the registry lives on.
+func TestSubagentEnvSkillsOffUnlessLocal(t *testing.T) {
+	cfg, err := Load(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range cfg.SubagentEnv() {
+		if v, ok := strings.CutPrefix(kv, "DELTA_SKILLS="); ok && v != SkillsOff {
+			t.Fatalf("child DELTA_SKILLS = %q under the MCP default, want off", v)
+		}
+	}
+	if !slices.Contains(cfg.SubagentEnv(), "DELTA_SKILLS="+SkillsOff) {
+		t.Fatal("child env lacks DELTA_SKILLS=off")
 	}
 }
