@@ -43,6 +43,7 @@ const (
 	DefaultCompactAtTokens    = 120000
 	DefaultPolicyMaxTokens    = 800
 	DefaultSelfMaxTokens      = 800
+	DefaultPromoteMinRuns     = 2
 	DefaultMaxBodyBytes       = 1 << 20
 	DefaultLeaseTTL           = 30 * time.Second
 	MinLeaseTTL               = 5 * time.Second
@@ -57,7 +58,7 @@ const (
 
 // Skills backends selected by DELTA_SKILLS.
 const (
-	SkillsMCP   = "mcp"   // the skill-registry MCP tools (default; planned, not built)
+	SkillsMCP   = "mcp"   // the skill-registry MCP tools (default)
 	SkillsLocal = "local" // skills/<name>/SKILL.md in the workspace
 	SkillsOff   = "off"   // no skills, no skill tools, no mention
 )
@@ -213,9 +214,14 @@ type Config struct {
 	// Skills is the skills backend (DELTA_SKILLS): SkillsLocal reads
 	// skills/<name>/SKILL.md from the workspace, SkillsOff offers no skills
 	// and says nothing about them, and SkillsMCP (the default) is the
-	// skill-registry MCP backend, which is planned: until it is built it
-	// offers no skills either. Any other value refuses to boot.
+	// skill-registry MCP backend: a connected server's skill tools, bound
+	// only when a skill create, update or propose tool exists. Any other
+	// value refuses to boot.
 	Skills string `env:"DELTA_SKILLS"`
+	// PromoteMinRuns is how many distinct runs the same normalized lesson
+	// must come from before it is promoted to the product
+	// (DELTA_PROMOTE_MIN_RUNS, default 2, 1–100).
+	PromoteMinRuns int `env:"DELTA_PROMOTE_MIN_RUNS"`
 
 	// ControlToken is the bearer required on run-driving endpoints
 	// (DELTA_CONTROL_TOKEN; empty = open).
@@ -389,6 +395,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		MemoryNamespace:      l.str("DELTA_MEMORY_NAMESPACE", ""),
 		Reflect:              l.boolean("DELTA_REFLECT"),
 		Skills:               l.oneOf("DELTA_SKILLS", SkillsMCP, SkillsLocal, SkillsOff),
+		PromoteMinRuns:       l.intRange("DELTA_PROMOTE_MIN_RUNS", DefaultPromoteMinRuns, 1, 100),
 		ControlToken:         l.str("DELTA_CONTROL_TOKEN", ""),
 		InspectToken:         l.str("DELTA_INSPECT_TOKEN", ""),
 		Inspect:              l.inspect("DELTA_INSPECT"),
@@ -425,8 +432,6 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.Skills == "" {
 		c.Skills = SkillsMCP
-	} else if c.Skills == SkillsMCP {
-		c.Warnings = append(c.Warnings, "DELTA_SKILLS=mcp: the skill-registry MCP backend is not built yet; no skills are offered (DELTA_SKILLS=local reads skills/ from the workspace)")
 	}
 	var pw []string
 	c.Providers, pw = l.providers("DELTA_PROVIDERS")

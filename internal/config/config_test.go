@@ -31,7 +31,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxConcurrency: 8, ModelBaseURL: "https://openrouter.ai/api/v1", ModelAPI: APIChat,
 		ModelPrimary: "anthropic/claude-sonnet-4.5", UtilityModel: "anthropic/claude-haiku-4.5",
 		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000, CompactAtTokens: 120000,
-		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true, Skills: SkillsMCP,
+		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true, Skills: SkillsMCP, PromoteMinRuns: 2,
 		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", LeaseTTL: 30 * time.Second, Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
 		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30,
 	}
@@ -113,7 +113,9 @@ func TestLoadValues(t *testing.T) {
 		{"skills local", map[string]string{"DELTA_SKILLS": " Local "}, func(c Config) any { return c.Skills }, SkillsLocal},
 		{"skills off", map[string]string{"DELTA_SKILLS": "off"}, func(c Config) any { return c.Skills }, SkillsOff},
 		{"skills empty is the default", map[string]string{"DELTA_SKILLS": ""}, func(c Config) any { return c.Skills }, SkillsMCP},
-		{"skills mcp warns it is not built", map[string]string{"DELTA_SKILLS": "mcp"}, func(c Config) any { return len(c.Warnings) == 1 && strings.Contains(c.Warnings[0], "not built") }, true},
+		{"skills mcp is quiet", map[string]string{"DELTA_SKILLS": "mcp"}, func(c Config) any { return len(c.Warnings) }, 0},
+		{"promote min runs default", map[string]string{}, func(c Config) any { return c.PromoteMinRuns }, 2},
+		{"promote min runs set", map[string]string{"DELTA_PROMOTE_MIN_RUNS": "3"}, func(c Config) any { return c.PromoteMinRuns }, 3},
 		{"vocab raw", map[string]string{"DELTA_VOCAB": `{"writeNoun":"crm"}`}, func(c Config) any { return c.Vocab }, `{"writeNoun":"crm"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package crashpoint is fault injection for the crash-matrix test: a Hit
 // call marks a named point on the durable path (queue insert, ack, model
 // call, tool intent, tool execution, tool result, compaction, final reply,
-// finish). In an ordinary build Hit is an empty function the compiler
+// finish, the answer of a promotion call). In an ordinary build Hit is an empty function the compiler
 // removes. Built with `-tags crashtest`, the process exits with code 137 — what a SIGKILL
 // looks like to a supervisor — the first time it reaches the point named by
 // DELTA_CRASH_AT, so a test can restart it and check the recovery outcome.
@@ -43,9 +43,12 @@ const (
 	// AfterFinish: a successful run's terminal state and its reflection
 	// outbox row are committed, the reflection not yet drained.
 	AfterFinish = "engine.after-finish"
+	// PromotionAfterCall: the product's tool has answered a promotion; the
+	// outcome is not recorded, so the outbox row is still claimed.
+	PromotionAfterCall = "memory.promotion-after-call"
 )
 
 // Points lists every named point, for tests that walk the matrix.
 func Points() []string {
-	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish, AfterFinish}
+	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish, AfterFinish, PromotionAfterCall}
 }

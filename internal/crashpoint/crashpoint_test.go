@@ -22,11 +22,11 @@ func TestPointsAreDistinctAndNamespaced(t *testing.T) {
 			t.Fatalf("duplicate point %q", p)
 		}
 		seen[p] = true
-		if !strings.HasPrefix(p, "api.") && !strings.HasPrefix(p, "engine.") {
+		if !strings.HasPrefix(p, "api.") && !strings.HasPrefix(p, "engine.") && !strings.HasPrefix(p, "memory.") {
 			t.Fatalf("point %q names no layer", p)
 		}
 	}
-	if len(seen) != 10 {
-		t.Fatalf("got %d points, want the 10 of the matrix", len(seen))
+	if len(seen) != 11 {
+		t.Fatalf("got %d points, want the 11 of the matrix", len(seen))
 	}
 }

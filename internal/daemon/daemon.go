@@ -51,9 +51,10 @@ type parts struct {
 	workspace string // absolute path, for uploads
 	files     *workspace.Root
 	images    *vision.Registry
-	self      *remember.File // DELTA.md and its revisions (restorable in safe mode too)
-	skills    *skills.Index  // DELTA_SKILLS=local outside safe mode; nil otherwise
-	memory    *memoryRail    // nil in safe mode
+	self      *remember.File   // DELTA.md and its revisions (restorable in safe mode too)
+	skills    *skills.Index    // DELTA_SKILLS=local outside safe mode; nil otherwise
+	registry  *skills.Registry // DELTA_SKILLS=mcp with a bound skill registry; nil otherwise
+	memory    *memoryRail      // nil in safe mode
 	queue     *queue.Queue
 	service   *engine.Service
 	redact    func(string) string // vault values out of any text
@@ -139,7 +140,6 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.skills = addSkills(ctx, cfg, ws.Dir(), reg, tools, recordEvent(st, broker, logger), logger)
 	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
 	p.memory = newMemoryRail(cfg, b.Vocab().Namespace(), st, judge(provider, prices), broker, logger)
-	p.closers.add("reflector", p.memory.start(ctx))
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.
@@ -177,6 +177,19 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		}
 	}
 	prompt.bindTools(reg.Names())
+	// The learning rail binds to the product's tools connected at boot: the
+	// skill registry (DELTA_SKILLS=mcp) and the promotion adapters. Its
+	// loops start only then, so a reflection drained at start can stage a
+	// promotion and a promotion owed since before a crash is sent.
+	var mcpTools []string
+	if p.mcp != nil {
+		for _, t := range p.mcp.Tools() {
+			mcpTools = append(mcpTools, t.Spec().Name)
+		}
+	}
+	p.registry = bindRegistry(cfg, mcpTools, reg, logger)
+	p.memory.bindPromotion(cfg, b.Vocab(), mcpTools, p.registry, reg, broker, logger)
+	p.closers.add("reflector", p.memory.start(ctx))
 	p.status = func() any { return statusView(cfg, provider, tools, p) }
 
 	eng := engine.New(engine.Options{

@@ -55,12 +55,17 @@ func addSkills(ctx context.Context, cfg config.Config, dir string, reg *tool.Reg
 }
 
 // skillBlocks is the engine's once-per-attempt blocks: the local skills
-// directory ranked by the task, then, on a session's first run, the
-// recalled memory.
+// directory ranked by the task or the skill registry's capability block,
+// then, on a session's first run, the recalled memory.
 func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) []string {
 	var out []string
 	if p.skills != nil {
 		if b := p.skills.Block(ctx, runID, sessionID, task); b != "" {
+			out = append(out, b)
+		}
+	}
+	if p.registry != nil {
+		if b := p.registry.Block(ctx, runID, sessionID, task); b != "" {
 			out = append(out, b)
 		}
 	}
@@ -75,8 +80,11 @@ func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) 
 func skillsStatus(cfg config.Config, p *parts) map[string]any {
 	out := map[string]any{"backend": cfg.Skills}
 	switch {
+	case cfg.Skills == config.SkillsMCP && p.registry == nil:
+		out["state"] = "unbound: no connected MCP server has a skill create, update or propose tool"
 	case cfg.Skills == config.SkillsMCP:
-		out["state"] = "planned: the skill-registry MCP backend is not built; no skills are offered"
+		out["state"] = "on"
+		out["server"], out["tools"] = p.registry.Family(), p.registry.Tools()
 	case cfg.Skills == config.SkillsLocal && p.skills == nil:
 		out["state"] = "off: DELTA_SAFE_MODE=1"
 	case cfg.Skills == config.SkillsLocal:

@@ -21,12 +21,15 @@ import (
 // model-written text that reaches the prompt.
 type memoryRail struct {
 	st         *store.Store
-	reflector  *memory.Reflector
+	reflector  *memory.Reflector // nil without a utility lane
+	promoter   *memory.Promoter  // nil until bindPromotion
+	promotion  promotionBinding
 	namespace  string
 	agentID    string
 	reflectAll bool
 	record     func(context.Context, event.Event)
 	logger     *slog.Logger
+	reflectOpt memory.ReflectorOptions
 }
 
 func newMemoryRail(cfg config.Config, namespace string, st *store.Store,
@@ -41,21 +44,32 @@ func newMemoryRail(cfg config.Config, namespace string, st *store.Store,
 	m := &memoryRail{st: st, namespace: namespace, agentID: cfg.AgentID, reflectAll: cfg.Reflect,
 		record: recordEvent(st, broker, logger), logger: logger}
 	if utility != nil {
-		m.reflector = memory.NewReflector(memory.ReflectorOptions{Store: st, Utility: utility, Namespace: namespace,
-			AgentID: cfg.AgentID, TrustReview: cfg.TrustReviewMetadata, Publish: broker.Publish, Logger: logger})
+		m.reflectOpt = memory.ReflectorOptions{Store: st, Utility: utility, Namespace: namespace,
+			AgentID: cfg.AgentID, TrustReview: cfg.TrustReviewMetadata, Publish: broker.Publish, Logger: logger}
+		m.reflector = memory.NewReflector(m.reflectOpt)
 	}
 	return m
 }
 
-// start runs the reflector until the returned stop is called; stop waits
-// for it. An owed reflection cut short stays owed for the next start.
+// start runs the reflector and the promoter until the returned stop is
+// called; stop waits for both. An owed reflection or a promotion cut short
+// stays owed for the next start. It is called once the promotion adapters
+// are bound, so a reflection drained at start stages its promotion.
 func (m *memoryRail) start(ctx context.Context) func(context.Context) error {
 	if m == nil || m.reflector == nil {
 		return func(context.Context) error { return nil }
 	}
+	if m.promoter != nil {
+		o := m.reflectOpt
+		o.Stage, o.Reflected = m.promoter.Stage, m.promoter.Notify
+		m.reflector = memory.NewReflector(o)
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { m.reflector.Run(ctx) })
+	if m.promoter != nil {
+		wg.Go(func() { m.promoter.Run(ctx) })
+	}
 	return func(context.Context) error { cancel(); wg.Wait(); return nil }
 }
 
@@ -141,5 +155,6 @@ func (m *memoryRail) status(ctx context.Context) (reflect, mem map[string]any) {
 	if rows, held, owed, err := m.st.MemoryCounts(ctx); err == nil {
 		mem["rows"], mem["held"], reflect["owed"] = rows, held, owed
 	}
+	mem["promotion"] = m.promotionStatus(ctx)
 	return reflect, mem
 }

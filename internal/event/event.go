@@ -75,6 +75,19 @@ const (
 	// MemoryRecalled is the recall block given to a session's first run
 	// (data memory_ids, candidates).
 	MemoryRecalled = "memory.recalled"
+	// PromotionStaged is a recurring lesson entering the promotion outbox
+	// (data promotion_id, memory_id, target, adapter, kind, runs), written
+	// with the memory change that made it recur.
+	PromotionStaged = "promotion.staged"
+	// PromotionSent is a promotion the product's tool accepted (data
+	// promotion_id, target, adapter, attempts).
+	PromotionSent = "promotion.sent"
+	// PromotionFailed is a failed attempt that a later successful
+	// reflection or a restart retries (data promotion_id, attempts, error).
+	PromotionFailed = "promotion.failed"
+	// PromotionTerminal is a promotion given up after its last attempt
+	// (data promotion_id, attempts, error).
+	PromotionTerminal = "promotion.terminal"
 )
 
 // Log attribute keys shared by every package that logs about runs.
@@ -142,6 +155,7 @@ const (
 	KeyConfidence           = "confidence"
 	KeyRuns                 = "runs"
 	KeyHeld                 = "held"
+	KeyPromotionID          = "promotion_id"
 	KeyIntents              = "intents"
 	KeyErrorType            = "error.type"
 	KeyErrorMessage         = "error.message"

@@ -185,7 +185,7 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 			return s.errorResult("MCP server %s is not connected: %v", s.cfg.Name, err)
 		}
 		at := &attempt{}
-		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Name: name, Arguments: args})
+		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Meta: callMeta(ctx), Name: name, Arguments: args})
 		if err == nil {
 			if relist && announcesToolChanges(sess) {
 				// A call that can change state can change the server's tool

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/tool"
 )
@@ -256,4 +258,21 @@ func runTokenLost(ctx context.Context) bool {
 func runToken(ctx context.Context) string {
 	s, _ := ctx.Value(runTokenKey{}).(string)
 	return s
+}
+
+type callMetaKey struct{}
+
+// WithCallMeta returns ctx whose MCP calls carry meta as the request's
+// _meta object (Delta's promotions send their idempotency key this way,
+// for a product that deduplicates on it).
+func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
+	if len(meta) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callMetaKey{}, meta)
+}
+
+func callMeta(ctx context.Context) sdk.Meta {
+	m, _ := ctx.Value(callMetaKey{}).(map[string]any)
+	return sdk.Meta(m)
 }

@@ -37,6 +37,13 @@ type ReflectorOptions struct {
 	// from an earlier configuration from being trusted).
 	TrustReview bool
 	Publish     func(event.Event) // live delivery of the recorded events (nil = none)
+	// Stage decides whether a stored lesson now recurs enough to be
+	// promoted (Promoter.Stage; nil = never). It runs inside the
+	// transaction that records the reflection.
+	Stage func(store.MemoryWrite, store.MemoryPut) *store.PromotionStage
+	// Reflected is told after each successful reflection is recorded (the
+	// promoter drains then; nil = nothing).
+	Reflected func()
 	Logger      *slog.Logger
 	Now         func() time.Time
 }
@@ -156,7 +163,7 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		return ctx.Err() // shutting down: the row stays owed and is drained after restart
 	}
 	data := map[string]any{"rubric": rubricOf(id)}
-	rec := store.Reflection{RunID: runID, Usage: resp.Usage}
+	rec := store.Reflection{RunID: runID, Usage: resp.Usage, Stage: r.o.Stage}
 	if err != nil {
 		data["outcome"], data[event.KeyError] = "failed", err.Error()
 	} else if a, ok := parseArtifact(resp.Text); !ok {
@@ -191,6 +198,9 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		for _, e := range evs {
 			r.o.Publish(e)
 		}
+	}
+	if data["outcome"] != "failed" && r.o.Reflected != nil {
+		r.o.Reflected()
 	}
 	return nil
 }

@@ -329,6 +329,10 @@ type Reflection struct {
 	Usage  model.Usage  // the reflection call's, added to the run's totals
 	Write  *MemoryWrite // nil when nothing is stored
 	Events []event.Event
+	// Stage decides, from the write and the row it left, whether the
+	// lesson now recurs enough to be promoted and where to (nil = no
+	// promotion). A stage whose key is staged already changes nothing.
+	Stage func(MemoryWrite, MemoryPut) *PromotionStage
 }
 
 // ErrNotOwed means the run's reflection was already recorded (or never owed).
@@ -336,7 +340,8 @@ var ErrNotOwed = errors.New("reflection not owed")
 
 // CompleteReflection records r in one transaction: the usage added to the
 // finished run's row, the memory write (and its memory.stored or
-// memory.confirmed event after r.Events), and the outbox row deleted. A
+// memory.confirmed event after r.Events), the promotion r.Stage decides on
+// (and its promotion.staged event), and the outbox row deleted. A
 // reflection recorded already gives ErrNotOwed and changes nothing, so a
 // reflection redone after a crash is recorded once.
 func (s *Store) CompleteReflection(ctx context.Context, r Reflection) (*MemoryPut, []event.Event, error) {
@@ -376,6 +381,17 @@ func (s *Store) CompleteReflection(ctx context.Context, r Reflection) (*MemoryPu
 					event.KeyMemoryID: p.Memory.ID, event.KeyScope: p.Memory.Scope, event.KeyKind: p.Memory.Kind,
 					event.KeyConfidence: p.Memory.Confidence, event.KeyRuns: p.Memory.Runs, event.KeyHeld: p.Memory.Held(),
 				}))
+			}
+			if r.Stage != nil {
+				if st := r.Stage(*r.Write, p); st != nil {
+					e, err := s.stagePromotion(ctx, tx, p.Memory, r.RunID, *st, r.Write.At)
+					if err != nil {
+						return err
+					}
+					if e != nil {
+						evs = append(evs, *e)
+					}
+				}
 			}
 		}
 		for i := range evs {

@@ -35,11 +35,13 @@ func TestCrashMatrix(t *testing.T) {
 		{crashpoint.AfterFinal, true, false, true, 2},
 		{crashpoint.BeforeFinish, true, false, true, 2},
 	}
-	// The compaction point needs a run long enough to compact, and the
-	// point after a reflecting finish needs reflection on: each has a test
-	// of its own (TestCrashMidCompaction, TestCrashAfterFinishReflectsOnce).
-	if len(cases)+2 != len(crashpoint.Points()) {
-		t.Fatalf("the matrix covers %d points and its own tests two, crashpoint names %d", len(cases), len(crashpoint.Points()))
+	// The compaction point needs a run long enough to compact, the point
+	// after a reflecting finish needs reflection on, and the promotion
+	// point a recurring lesson and a product: each has a test of its own
+	// (TestCrashMidCompaction, TestCrashAfterFinishReflectsOnce,
+	// TestCrashDuringPromotionPromotesOnce).
+	if len(cases)+3 != len(crashpoint.Points()) {
+		t.Fatalf("the matrix covers %d points and its own tests three, crashpoint names %d", len(cases), len(crashpoint.Points()))
 	}
 	for _, tc := range cases {
 		t.Run(tc.point, func(t *testing.T) {

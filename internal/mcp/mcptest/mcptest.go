@@ -7,8 +7,9 @@
 // next to bytes that only claim to be an image), structured
 // content without text, error results, a tool that reflects the request's
 // Authorization header inside an error, counters that show whether a call
-// was replayed, a tool that crashes the process mid-call, a slow tool, and
-// any number of generated tools.
+// was replayed, a tool that crashes the process mid-call, a slow tool, any
+// number of generated tools, and optionally a product (product.go): a
+// curated write tool and a skill registry that record every call.
 package mcptest
 
 import (
@@ -50,6 +51,9 @@ type Options struct {
 	// ProposeChange adds a reviewed-write tool, propose_change, which only
 	// records that a proposal was made.
 	ProposeChange bool
+	// Product, when set, adds the product's tools (learning_write and the
+	// skill registry) over that shared state.
+	Product *Product
 }
 
 // Counters records how many times each counted tool ran, to prove whether a
@@ -203,6 +207,9 @@ func NewServer(o Options, counters *Counters) *sdk.Server {
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return textResult("proposal #" + strconv.Itoa(counters.add("propose_change")) + " awaits review"), nil
 			})
+	}
+	if o.Product != nil {
+		addProduct(s, o.Product)
 	}
 	for i := range o.Tools {
 		name := fmt.Sprintf("gen_%03d", i)
