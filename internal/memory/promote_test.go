@@ -203,8 +203,8 @@ func TestPromotionOutboxStagesOnceAndSendsOnce(t *testing.T) {
 	}
 	c := g.calls[0]
 	want := map[string]any{
-		"summary": "Reflection (pitfall) from run " + second,
-		"details": "Post-task reflection: a pitfall learned in 2 distinct run(s) of task type jd-generation, confidence 0.85.",
+		"summary":    "Reflection (pitfall) from run " + second,
+		"details":    "Post-task reflection: a pitfall learned in 2 distinct run(s) of task type jd-generation, confidence 0.85.",
 		"provenance": map[string]any{"key": "run_ref", "value": second},
 		"items": []any{map[string]any{"kind": "note", "source_kind": "pitfall", "content": "Lead with the role's scope; cut adjectives.",
 			"confidence": 0.85}},

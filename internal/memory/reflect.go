@@ -44,8 +44,8 @@ type ReflectorOptions struct {
 	// Reflected is told after each successful reflection is recorded (the
 	// promoter drains then; nil = nothing).
 	Reflected func()
-	Logger      *slog.Logger
-	Now         func() time.Time
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Reflector drains the reflection outbox: one reflection at a time, each
