@@ -163,7 +163,7 @@ func TestLearningRailPromotesARecurringLessonOnce(t *testing.T) {
 		"summary":    "Reflection (pitfall) from run " + second["id"].(string),
 		"details":    "Post-task reflection: a pitfall learned in 2 distinct run(s) of task type jd-generation, confidence 0.85.",
 		"provenance": map[string]any{"key": "run_ref", "value": second["id"]},
-		"items": []any{map[string]any{"kind": "note", "source_kind": "pitfall", "content": jdLesson, "confidence": 0.85}},
+		"items":      []any{map[string]any{"kind": "note", "source_kind": "pitfall", "content": jdLesson, "confidence": 0.85}},
 	}
 	if !reflect.DeepEqual(calls[0].Args, want) {
 		t.Fatalf("promotion arguments\n%#v\nwant\n%#v", calls[0].Args, want)
