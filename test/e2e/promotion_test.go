@@ -223,3 +223,38 @@ func TestLearningRailPromotesARecurringLessonOnce(t *testing.T) {
 		t.Fatalf("promotion events %v", names)
 	}
 }
+
+// TestAmbiguousWriteSuffixPromotesNothing: two connected servers both end
+// with writeVerbSuffix. The daemon warns at boot, reports why in
+// /v1/status, and a recurring lesson is proposed to neither server rather
+// than to the first one: it stays in local memory only.
+func TestAmbiguousWriteSuffixPromotesNothing(t *testing.T) {
+	a, b := mcptest.NewProduct(), mcptest.NewProduct()
+	srvA := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: a}))
+	srvB := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: b}))
+	t.Cleanup(srvA.Close)
+	t.Cleanup(srvB.Close)
+	servers, _ := json.Marshal([]map[string]any{{"name": "crm", "url": srvA.URL}, {"name": "hr", "url": srvB.URL}})
+	script := &learningScript{}
+	fake := startScript(t, script.reply)
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), `DELTA_VOCAB={"writeVerbSuffix":"learning_write"}`, "DELTA_SKILLS=off")
+	d.as("", jdJob("LESSON draft the JD for a billing engineer"))
+	d.as("", jdJob("LESSON draft the JD for a data engineer"))
+	mem := d.drained()
+	if mem["rows"] != float64(1) {
+		t.Fatalf("memory %v, want the lesson kept locally", mem)
+	}
+	p := mem["promotion"].(map[string]any)
+	if p["curated_tool"] != "" || !strings.Contains(fmt.Sprint(p["curated_warning"]), "matches 2 tools") {
+		t.Fatalf("promotion status %v, want no curated tool and the ambiguity named", p)
+	}
+	if out := p["outbox"].(map[string]any); out["staged"] != float64(0) || out["sent"] != float64(0) {
+		t.Fatalf("outbox %v, want nothing staged", out)
+	}
+	if !strings.Contains(d.logText(), "matches 2 tools (crm__learning_write, hr__learning_write)") {
+		t.Fatalf("no boot warning about the ambiguous suffix; log:\n%s", d.logText())
+	}
+	if n, m := len(a.Calls("learning_write")), len(b.Calls("learning_write")); n != 0 || m != 0 {
+		t.Fatalf("learning_write calls: crm %d, hr %d; want none", n, m)
+	}
+}
