@@ -11,60 +11,21 @@ import (
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
-// kindRequired are the required input fields of each kind (flat tools and
-// command_execute envelopes share them).
-var kindRequired = map[string][]string{
-	"navigate":             {"url"},
-	"type_text":            {"text"},
-	"wait_for":             {"condition"},
-	"control_action":       {"target", "action"},
-	"evaluate_javascript":  {"expression"},
-	"dialog":               {"accept"},
-	"intent_locate":        {"description"},
-	"intent_fill":          {"fields"},
-	"intent_complete_form": {"values"},
+// targetArgs are the two ways an element command names its element.
+type targetArgs struct {
+	Target   *snapshot.Target `json:"target"`
+	Selector string           `json:"selector"`
 }
 
-// commandSpecs is the table of command kinds.
-var commandSpecs map[string]commandSpec
-
-func init() {
-	commandSpecs = map[string]commandSpec{
-		"navigate":                 {mutates: true, timeout: 45 * time.Second, run: runNavigate},
-		"click":                    {mutates: true, timeout: 20 * time.Second, run: runClick},
-		"type_text":                {mutates: true, timeout: 20 * time.Second, run: runTypeText},
-		"wait_for":                 {readOnly: true, waits: true, run: runWaitFor},
-		"screenshot":               {readOnly: true, timeout: 20 * time.Second, run: runScreenshot},
-		"inspect":                  {readOnly: true, timeout: 15 * time.Second, run: runInspect},
-		"extract_structured":       {readOnly: true, timeout: 20 * time.Second, run: runExtract},
-		"evaluate_javascript":      {mutates: true, timeout: 20 * time.Second, run: runEvaluate},
-		"dialog":                   {mutates: true, timeout: 10 * time.Second, run: runDialog},
-		"page_activate":            {readOnly: true, timeout: 10 * time.Second, run: runActivate},
-		"a11y_snapshot":            {readOnly: true, timeout: 20 * time.Second, run: runA11ySnapshot},
-		"form_snapshot":            {readOnly: true, timeout: 20 * time.Second, run: runFormSnapshot},
-		"control_action":           {mutates: true, timeout: 20 * time.Second, run: runControlAction},
-		"intent_locate":            {readOnly: true, timeout: 20 * time.Second, run: runIntentLocate},
-		"intent_fill":              {mutates: true, timeout: 30 * time.Second, run: runIntentFill},
-		"intent_complete_form":     {mutates: true, timeout: 60 * time.Second, run: runIntentCompleteForm},
-		"intent_submit_and_verify": {mutates: true, timeout: 60 * time.Second, run: runIntentSubmitAndVerify},
-	}
-}
-
-// targetOf reads "target" or "selector" from an input map. ok is false
-// when neither is present.
-func targetOf(in map[string]any) (t snapshot.Target, ok bool, err error) {
-	tm, hasT := in["target"].(map[string]any)
-	sel, hasS := in["selector"].(string)
+// pick returns the target or selector. ok is false when neither is given.
+func (ta targetArgs) pick() (t snapshot.Target, ok bool, err error) {
 	switch {
-	case hasT && hasS:
+	case ta.Target != nil && ta.Selector != "":
 		return t, false, errorf(CodeInvalidRequest, "give target or selector, not both")
-	case hasS:
-		t = snapshot.Target{Selector: sel}
-	case hasT:
-		b, _ := json.Marshal(tm)
-		if err := json.Unmarshal(b, &t); err != nil {
-			return t, false, errorf(CodeInvalidRequest, "target: %v", err)
-		}
+	case ta.Selector != "":
+		t = snapshot.Target{Selector: ta.Selector}
+	case ta.Target != nil:
+		t = *ta.Target
 	default:
 		return t, false, nil
 	}
@@ -72,6 +33,11 @@ func targetOf(in map[string]any) (t snapshot.Target, ok bool, err error) {
 		return t, false, errorf(CodeInvalidRequest, "%v", err)
 	}
 	return t, true, nil
+}
+
+// targetOnly is a target argument alone (no selector alternative).
+func targetOnly(t *snapshot.Target) (snapshot.Target, bool, error) {
+	return targetArgs{Target: t}.pick()
 }
 
 // resolve turns a semantic target or selector into a node of the page.
@@ -88,9 +54,9 @@ func (x *execCtx) resolve(ctx context.Context, t snapshot.Target) (browser.NodeR
 	return browser.NodeRef{BackendNodeID: nr.BackendNodeID, FrameID: nr.FrameID}, nr.Ref(), nil
 }
 
-// requireTarget reads and resolves the target of an element command.
-func (x *execCtx) requireTarget(ctx context.Context) (browser.NodeRef, string, error) {
-	t, ok, err := targetOf(x.input)
+// requireTarget resolves the target of an element command.
+func (x *execCtx) requireTarget(ctx context.Context, ta targetArgs) (browser.NodeRef, string, error) {
+	t, ok, err := ta.pick()
 	if err != nil {
 		return browser.NodeRef{}, "", err
 	}
@@ -102,8 +68,12 @@ func (x *execCtx) requireTarget(ctx context.Context) (browser.NodeRef, string, e
 
 func pageState(p *browser.Page) browser.PageState { return p.State() }
 
-func runNavigate(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	out := x.page.Navigate(ctx, argString(x.input, "url"))
+type navigateArgs struct {
+	URL string `json:"url"`
+}
+
+func runNavigate(ctx context.Context, x *execCtx, in navigateArgs) (map[string]any, map[string]any, error) {
+	out := x.page.Navigate(ctx, in.URL)
 	ev := map[string]any{"navigationOutcome": out, "page": pageState(x.page)}
 	if out.OK() {
 		return ev, nil, nil
@@ -141,19 +111,19 @@ func (x *execCtx) settle(ctx context.Context) map[string]any {
 	return map[string]any{"networkQuiet": quiet, "page": pageState(x.page)}
 }
 
-func runClick(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	ref, refName, err := x.requireTarget(ctx)
+type clickArgs struct {
+	targetArgs
+	Modifiers  []string `json:"modifiers"`
+	Button     string   `json:"button"`
+	ClickCount int      `json:"clickCount"`
+}
+
+func runClick(ctx context.Context, x *execCtx, in clickArgs) (map[string]any, map[string]any, error) {
+	ref, refName, err := x.requireTarget(ctx, in.targetArgs)
 	if err != nil {
 		return nil, nil, err
 	}
-	var opts browser.ClickOptions
-	if mods, ok := x.input["modifiers"].([]any); ok {
-		for _, m := range mods {
-			opts.Modifiers = append(opts.Modifiers, fmt.Sprint(m))
-		}
-	}
-	opts.Button = argString(x.input, "button")
-	opts.ClickCount = argInt(x.input, "clickCount")
+	opts := browser.ClickOptions{Modifiers: in.Modifiers, Button: in.Button, ClickCount: in.ClickCount}
 	res, err := x.page.Click(ctx, ref, opts)
 	ev := map[string]any{"ref": refName}
 	if res.Dialog != nil {
@@ -171,35 +141,45 @@ func runClick(ctx context.Context, x *execCtx) (map[string]any, map[string]any, 
 	return ev, map[string]any{"x": res.X, "y": res.Y}, nil
 }
 
-func runTypeText(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	ref, refName, err := x.requireTarget(ctx)
+type typeTextArgs struct {
+	targetArgs
+	Text  string `json:"text"`
+	Clear bool   `json:"clear"`
+}
+
+func runTypeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]any, map[string]any, error) {
+	ref, refName, err := x.requireTarget(ctx, in.targetArgs)
 	if err != nil {
 		return nil, nil, err
 	}
-	text := argString(x.input, "text")
-	if err := x.page.TypeText(ctx, ref, text, argBool(x.input, "clear")); err != nil {
+	if err := x.page.TypeText(ctx, ref, in.Text, in.Clear); err != nil {
 		return map[string]any{"ref": refName}, nil, err
 	}
 	// The text itself is never echoed: it may be a password.
-	return map[string]any{"ref": refName, "typedChars": len([]rune(text)), "cleared": argBool(x.input, "clear")}, nil, nil
+	return map[string]any{"ref": refName, "typedChars": len([]rune(in.Text)), "cleared": in.Clear}, nil, nil
 }
 
-func runWaitFor(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	cm, _ := x.input["condition"].(map[string]any)
-	c := browser.Condition{
-		Kind:       argString(cm, "kind"),
-		ReadyState: argString(cm, "readyState"),
-		State:      argString(cm, "state"),
-		IdleMs:     argInt(cm, "idleMs"),
-	}
-	if m, ok := cm["matcher"].(map[string]any); ok {
-		c.Matcher = &browser.TextMatch{Kind: argString(m, "kind"), Value: argString(m, "value")}
-	}
+// waitForArgs are wait_for's arguments; condition is one of the kinds of
+// waitConditionSchema.
+type waitForArgs struct {
+	Condition struct {
+		targetArgs
+		Kind       string             `json:"kind"`
+		Matcher    *browser.TextMatch `json:"matcher"`
+		ReadyState string             `json:"readyState"`
+		State      string             `json:"state"`
+		IdleMs     int                `json:"idleMs"`
+	} `json:"condition"`
+}
+
+func runWaitFor(ctx context.Context, x *execCtx, in waitForArgs) (map[string]any, map[string]any, error) {
+	cm := in.Condition
+	c := browser.Condition{Kind: cm.Kind, ReadyState: cm.ReadyState, State: cm.State, IdleMs: cm.IdleMs, Matcher: cm.Matcher}
 	// The wait is the caller's timeoutMs; the command deadline leaves
 	// waitOverhead beyond it, so an unmet condition is reported as such,
 	// not as a cut-off command.
 	c.TimeoutMs = int(x.wait / time.Millisecond)
-	t, hasTarget, err := targetOf(cm)
+	t, hasTarget, err := cm.pick()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,9 +274,14 @@ func isTargetMissing(err error) bool {
 	return err != nil && (errorsIs(err, snapshot.ErrTargetNotFound) || errorsIs(err, browser.ErrNodeNotFound))
 }
 
-func runScreenshot(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	opts := browser.ScreenshotOptions{FullPage: argBool(x.input, "fullPage")}
-	if t, ok, err := targetOf(x.input); err != nil {
+type screenshotArgs struct {
+	targetArgs
+	FullPage bool `json:"fullPage"`
+}
+
+func runScreenshot(ctx context.Context, x *execCtx, in screenshotArgs) (map[string]any, map[string]any, error) {
+	opts := browser.ScreenshotOptions{FullPage: in.FullPage}
+	if t, ok, err := in.pick(); err != nil {
 		return nil, nil, err
 	} else if ok {
 		ref, _, err := x.resolve(ctx, t)
@@ -326,8 +311,8 @@ const pageSummaryJS = `(() => {
 		headings: heads, textLength: (document.body && document.body.innerText || "").length};
 })()`
 
-func runInspect(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	t, ok, err := targetOf(x.input)
+func runInspect(ctx context.Context, x *execCtx, in targetArgs) (map[string]any, map[string]any, error) {
+	t, ok, err := in.pick()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -369,12 +354,18 @@ const extractJS = `((o) => {
 	return {items, total: roots.length, truncated: roots.length > o.limit};
 })(%s)`
 
-func runExtract(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	limit := argInt(x.input, "limit")
+type extractArgs struct {
+	Selector string            `json:"selector"`
+	Fields   map[string]string `json:"fields"`
+	Limit    int               `json:"limit"`
+}
+
+func runExtract(ctx context.Context, x *execCtx, in extractArgs) (map[string]any, map[string]any, error) {
+	limit := in.Limit
 	if limit == 0 {
 		limit = 100
 	}
-	params, _ := json.Marshal(map[string]any{"selector": argString(x.input, "selector"), "fields": x.input["fields"], "limit": limit})
+	params, _ := json.Marshal(map[string]any{"selector": in.Selector, "fields": in.Fields, "limit": limit})
 	raw, err := x.page.Evaluate(ctx, fmt.Sprintf(extractJS, params))
 	if err != nil {
 		if strings.Contains(err.Error(), "SyntaxError") || strings.Contains(err.Error(), "is not a valid selector") {
@@ -387,11 +378,15 @@ func runExtract(ctx context.Context, x *execCtx) (map[string]any, map[string]any
 
 const maxEvalResult = 64 << 10
 
-func runEvaluate(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+type evaluateArgs struct {
+	Expression string `json:"expression"`
+}
+
+func runEvaluate(ctx context.Context, x *execCtx, in evaluateArgs) (map[string]any, map[string]any, error) {
 	if !x.sess.Policy().JavaScriptEvaluation {
 		return nil, nil, errorf(CodePolicyDenied, "this session's executionPolicy.javascriptEvaluation is false")
 	}
-	raw, err := x.page.Evaluate(ctx, argString(x.input, "expression"))
+	raw, err := x.page.Evaluate(ctx, in.Expression)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -401,40 +396,45 @@ func runEvaluate(ctx context.Context, x *execCtx) (map[string]any, map[string]an
 	return map[string]any{"value": json.RawMessage(raw)}, nil, nil
 }
 
-func runDialog(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+type dialogArgs struct {
+	Accept     bool   `json:"accept"`
+	PromptText string `json:"promptText"`
+}
+
+func runDialog(ctx context.Context, x *execCtx, in dialogArgs) (map[string]any, map[string]any, error) {
 	d := x.page.PendingDialog()
 	if d == nil {
 		return nil, nil, errorf(CodeNoDialog, "no JavaScript dialog is open on this page")
 	}
-	accept := argBool(x.input, "accept")
-	if err := x.page.HandleDialog(ctx, accept, argString(x.input, "promptText")); err != nil {
+	if err := x.page.HandleDialog(ctx, in.Accept, in.PromptText); err != nil {
 		return nil, nil, err
 	}
-	return map[string]any{"dialog": map[string]any{"type": d.Type, "message": d.Message}, "accepted": accept, "page": pageState(x.page)}, nil, nil
+	return map[string]any{"dialog": map[string]any{"type": d.Type, "message": d.Message}, "accepted": in.Accept, "page": pageState(x.page)}, nil, nil
 }
 
-func runActivate(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+func runActivate(ctx context.Context, x *execCtx, _ struct{}) (map[string]any, map[string]any, error) {
 	if err := x.page.Activate(ctx); err != nil {
 		return nil, nil, err
 	}
 	return map[string]any{"page": pageState(x.page), "activePageId": x.sess.ActivePageID()}, nil, nil
 }
 
+type a11ySnapshotArgs struct {
+	Target      *snapshot.Target `json:"target"`
+	MaxNodes    int              `json:"maxNodes"`
+	MaxBytes    int              `json:"maxBytes"`
+	Interesting bool             `json:"interesting"`
+}
+
 // snapshotOptions reads a11y_snapshot's bounds.
-func snapshotOptions(in map[string]any) (snapshot.Options, error) {
-	opts := snapshot.Options{
-		MaxNodes:    argInt(in, "maxNodes"),
-		MaxBytes:    argInt(in, "maxBytes"),
-		Interesting: argBool(in, "interesting"),
+func snapshotOptions(in a11ySnapshotArgs) (snapshot.Options, error) {
+	opts := snapshot.Options{MaxNodes: in.MaxNodes, MaxBytes: in.MaxBytes, Interesting: in.Interesting}
+	t, ok, err := targetOnly(in.Target)
+	if err != nil {
+		return opts, err
 	}
-	t, ok, err := targetOf(map[string]any{"target": in["target"]})
-	if _, has := in["target"]; has {
-		if err != nil {
-			return opts, err
-		}
-		if ok {
-			opts.Target = &t
-		}
+	if ok {
+		opts.Target = &t
 	}
 	return opts, nil
 }
@@ -479,8 +479,8 @@ func snapshotEvidence(s *snapshot.Snapshot, full bool) map[string]any {
 	return ev
 }
 
-func runA11ySnapshot(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	opts, err := snapshotOptions(x.input)
+func runA11ySnapshot(ctx context.Context, x *execCtx, in a11ySnapshotArgs) (map[string]any, map[string]any, error) {
+	opts, err := snapshotOptions(in)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,23 +2,25 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
+type formSnapshotArgs struct {
+	Target      *snapshot.Target `json:"target"`
+	MaxControls int              `json:"maxControls"`
+}
+
 // formOptions reads form_snapshot's arguments.
-func formOptions(in map[string]any) (form.Options, error) {
-	opts := form.Options{MaxControls: argInt(in, "maxControls")}
-	if _, has := in["target"]; has {
-		t, ok, err := targetOf(map[string]any{"target": in["target"]})
-		if err != nil {
-			return opts, err
-		}
-		if ok {
-			opts.Target = &t
-		}
+func formOptions(in formSnapshotArgs) (form.Options, error) {
+	opts := form.Options{MaxControls: in.MaxControls}
+	t, ok, err := targetOnly(in.Target)
+	if err != nil {
+		return opts, err
+	}
+	if ok {
+		opts.Target = &t
 	}
 	return opts, nil
 }
@@ -33,8 +35,8 @@ func (x *execCtx) formSnapshot(ctx context.Context, opts form.Options) (*form.Fo
 	return fs, err
 }
 
-func runFormSnapshot(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	opts, err := formOptions(x.input)
+func runFormSnapshot(ctx context.Context, x *execCtx, in formSnapshotArgs) (map[string]any, map[string]any, error) {
+	opts, err := formOptions(in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,16 +47,17 @@ func runFormSnapshot(ctx context.Context, x *execCtx) (map[string]any, map[strin
 	return map[string]any{"formSnapshot": fs}, nil, nil
 }
 
-func runControlAction(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	t, _, err := targetOf(map[string]any{"target": x.input["target"]})
+type controlActionArgs struct {
+	Target *snapshot.Target `json:"target"`
+	Action form.Action      `json:"action"`
+}
+
+func runControlAction(ctx context.Context, x *execCtx, in controlActionArgs) (map[string]any, map[string]any, error) {
+	t, _, err := targetOnly(in.Target)
 	if err != nil {
 		return nil, nil, err
 	}
-	var a form.Action
-	b, _ := json.Marshal(x.input["action"])
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, nil, errorf(CodeInvalidRequest, "action: %v", err)
-	}
+	a := in.Action
 	var ev *form.Evidence
 	err = x.page.Do(ctx, func(pctx context.Context) error {
 		var err error
@@ -78,17 +81,23 @@ func runControlAction(ctx context.Context, x *execCtx) (map[string]any, map[stri
 
 // runIntentLocate finds the element a description names, from a fresh
 // snapshot (which also refreshes the retained context).
-func runIntentLocate(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
+type intentLocateArgs struct {
+	Description string `json:"description"`
+	Role        string `json:"role"`
+}
+
+func runIntentLocate(ctx context.Context, x *execCtx, in intentLocateArgs) (map[string]any, map[string]any, error) {
 	opts := snapshot.Options{MaxNodes: snapshot.MaxMaxNodes, Interesting: true}
-	if role := argString(x.input, "role"); role != "" {
+	question := in.Description
+	if in.Role != "" {
 		// The role narrows the question; Ask scores role words too.
-		x.input["description"] = role + " " + argString(x.input, "description")
+		question = in.Role + " " + in.Description
 	}
 	snap, err := x.takeSnapshot(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	ans, ok := snapshot.Ask(snap, argString(x.input, "description"))
+	ans, ok := snapshot.Ask(snap, question)
 	if !ok {
 		return map[string]any{"located": nil}, nil, errorf(CodeTargetNotFound,
 			"no single element matches the description clearly (ambiguous, partial or below confidence %.1f); take an a11y_snapshot and pick a ref", snapshot.ConfidenceFloor)

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/form"
+	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 // fieldOutcomeError turns the first unfilled field of a fill into the
@@ -35,12 +35,12 @@ func (x *execCtx) doForm(ctx context.Context, fn func(pctx context.Context) erro
 	return x.page.Do(ctx, fn)
 }
 
-func runIntentFill(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	var fields []form.FieldValue
-	b, _ := json.Marshal(x.input["fields"])
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, nil, errorf(CodeInvalidRequest, "fields: %v", err)
-	}
+type intentFillArgs struct {
+	Fields []form.FieldValue `json:"fields"`
+}
+
+func runIntentFill(ctx context.Context, x *execCtx, in intentFillArgs) (map[string]any, map[string]any, error) {
+	fields := in.Fields
 	for _, f := range fields {
 		if f.Field == "" && f.Target == nil {
 			return nil, nil, errorf(CodeInvalidRequest, "each field needs field (a label or name) or target")
@@ -62,23 +62,27 @@ func runIntentFill(ctx context.Context, x *execCtx) (map[string]any, map[string]
 	return ev, nil, nil
 }
 
-func runIntentCompleteForm(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	values, _ := x.input["values"].(map[string]any)
-	plain := map[string]any{}
-	b, _ := json.Marshal(values) // json.Number → plain JSON numbers
-	_ = json.Unmarshal(b, &plain)
+type intentCompleteFormArgs struct {
+	// Values are plain JSON values (numbers decode as float64).
+	Values map[string]any   `json:"values"`
+	Form   *snapshot.Target `json:"form"`
+}
+
+func runIntentCompleteForm(ctx context.Context, x *execCtx, in intentCompleteFormArgs) (map[string]any, map[string]any, error) {
+	plain := in.Values
+	if plain == nil {
+		plain = map[string]any{}
+	}
 	opts := form.Options{}
-	if _, has := x.input["form"]; has {
-		t, ok, err := targetOf(map[string]any{"target": x.input["form"]})
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok {
-			opts.Target = &t
-		}
+	t, ok, err := targetOnly(in.Form)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		opts.Target = &t
 	}
 	var c *form.Completion
-	err := x.doForm(ctx, func(pctx context.Context) error {
+	err = x.doForm(ctx, func(pctx context.Context) error {
 		var err error
 		c, err = form.CompleteForm(pctx, form.FieldsFromMap(plain), opts)
 		return err
@@ -94,9 +98,18 @@ func runIntentCompleteForm(ctx context.Context, x *execCtx) (map[string]any, map
 	return ev, nil, nil
 }
 
-func runIntentSubmitAndVerify(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
-	t, ok, err := targetOf(map[string]any{"target": x.input["target"]})
-	if _, has := x.input["target"]; has && err != nil {
+type submitAndVerifyArgs struct {
+	Target *snapshot.Target `json:"target"`
+	Expect *struct {
+		URLContains  string `json:"urlContains"`
+		TextContains string `json:"textContains"`
+	} `json:"expect"`
+	WaitFor string `json:"waitFor"`
+}
+
+func runIntentSubmitAndVerify(ctx context.Context, x *execCtx, in submitAndVerifyArgs) (map[string]any, map[string]any, error) {
+	t, ok, err := targetOnly(in.Target)
+	if err != nil {
 		return nil, nil, err
 	}
 	if !ok {
@@ -113,9 +126,9 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx) (map[string]any, 
 			t = fs.Forms[0].Submit[0]
 		}
 	}
-	v := form.Verify{WaitFor: argString(x.input, "waitFor")}
-	if e, ok := x.input["expect"].(map[string]any); ok {
-		v.URLContains, v.TextContains = argString(e, "urlContains"), argString(e, "textContains")
+	v := form.Verify{WaitFor: in.WaitFor}
+	if e := in.Expect; e != nil {
+		v.URLContains, v.TextContains = e.URLContains, e.TextContains
 	}
 	if d, ok := ctx.Deadline(); ok {
 		v.Timeout = max(0, time.Until(d)-time.Second)

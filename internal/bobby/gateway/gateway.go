@@ -121,14 +121,7 @@ func New(opts Options) (*Gateway, error) {
 			Logger:     log,
 		})
 	}
-	g.tools = buildTools()
-	g.toolByName = make(map[string]*toolDef, len(g.tools))
-	for _, t := range g.tools {
-		if _, dup := g.toolByName[t.name]; dup {
-			panic("gateway: duplicate tool " + t.name)
-		}
-		g.toolByName[t.name] = t
-	}
+	g.tools, g.toolByName = toolTable, toolIndex
 	return g, nil
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -32,6 +33,14 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
+// flagRun is the -test.run pattern ("" when all tests run).
+func flagRun() string {
+	if f := flag.Lookup("test.run"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
 func runMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "gateway-test-")
 	if err != nil {
@@ -58,6 +67,21 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	// TestOutputParity, in effect: every result the tests produced matches
+	// the output schemas its tool advertises. Only a full run has them all.
+	if code == 0 && !testing.Short() && flagRun() == "" {
+		n, failures := checkOutputParity()
+		if testing.Verbose() {
+			fmt.Fprintf(os.Stderr, "output schema parity: %d results validated\n", n)
+		}
+		if len(failures) > 0 {
+			fmt.Fprintln(os.Stderr, "output schema parity failed:")
+			for _, f := range failures {
+				fmt.Fprintln(os.Stderr, " ", f)
+			}
+			code = 1
+		}
+	}
 	if err := sharedRT.Close(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "close shared runtime:", err)
 		code = 1
@@ -202,6 +226,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.
 	if err != nil {
 		t.Fatalf("%s structured content: %v", name, err)
 	}
+	recordResult(name, b)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		t.Fatalf("%s: structuredContent is not an object: %s", name, b)

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/policy"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
@@ -85,35 +83,36 @@ var scopeKeys = map[string]bool{
 	"evidenceDetail": true, "timeoutMs": true, "idempotencyKey": true,
 }
 
-func argString(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-
-func argInt(m map[string]any, k string) int {
-	if n, ok := m[k].(json.Number); ok {
-		i, err := n.Int64()
-		if err == nil {
-			return int(i)
-		}
-		f, _ := n.Float64()
-		return int(f)
-	}
-	return 0
+// scopeArgs are the scope fields of a command tool's arguments.
+type scopeArgs struct {
+	WorkflowHandle string `json:"workflowHandle"`
+	SessionID      string `json:"sessionId"`
+	PageID         string `json:"pageId"`
+	WorkflowID     string `json:"workflowId"`
+	EvidenceDetail string `json:"evidenceDetail"`
+	TimeoutMs      int    `json:"timeoutMs"`
+	IdempotencyKey string `json:"idempotencyKey"`
 }
 
-func argBool(m map[string]any, k string) bool { b, _ := m[k].(bool); return b }
+func (s scopeArgs) scope() workflow.ScopeArgs {
+	return workflow.ScopeArgs{Handle: s.WorkflowHandle, SessionID: s.SessionID, PageID: s.PageID, WorkflowID: s.WorkflowID}
+}
 
 // flatCommand is the handler of a flat or intent tool: it builds the
-// envelope from the tool arguments and runs it.
+// envelope from the tool arguments (the scope fields, and the rest as the
+// kind's input) and runs it.
 func flatCommand(kind string) func(ctx context.Context, c *call) (any, error) {
 	return func(ctx context.Context, c *call) (any, error) {
+		var sa scopeArgs
+		if err := c.decode(&sa); err != nil {
+			return nil, err
+		}
 		env := envelope{
-			Kind: kind,
-			Scope: workflow.ScopeArgs{
-				Handle: argString(c.args, "workflowHandle"), SessionID: argString(c.args, "sessionId"),
-				PageID: argString(c.args, "pageId"), WorkflowID: argString(c.args, "workflowId"),
-			},
-			TimeoutMs:      argInt(c.args, "timeoutMs"),
-			Detail:         argString(c.args, "evidenceDetail"),
-			IdempotencyKey: argString(c.args, "idempotencyKey"),
+			Kind:           kind,
+			Scope:          sa.scope(),
+			TimeoutMs:      sa.TimeoutMs,
+			Detail:         sa.EvidenceDetail,
+			IdempotencyKey: sa.IdempotencyKey,
 			Input:          map[string]any{},
 		}
 		for k, v := range c.args {
@@ -125,23 +124,35 @@ func flatCommand(kind string) func(ctx context.Context, c *call) (any, error) {
 	}
 }
 
-// kindSchema is the schema of a kind's input inside command_execute.
-func kindSchema(kind string) *jsonschema.Schema {
-	return object(kindProps[kind], kindRequired[kind]...)
+// commandExecuteArgs are command_execute's arguments.
+type commandExecuteArgs struct {
+	Envelope struct {
+		Kind           string `json:"kind"`
+		SessionID      string `json:"sessionId"`
+		PageID         string `json:"pageId"`
+		WorkflowID     string `json:"workflowId"`
+		WorkflowHandle string `json:"workflowHandle"`
+		TimeoutMs      int    `json:"timeoutMs"`
+		EvidenceDetail string `json:"evidenceDetail"`
+		// Input is kept as JSON values: it is validated against the kind's
+		// schema here, then decoded into the kind's arguments.
+		Input map[string]any `json:"input"`
+	} `json:"envelope"`
+	IdempotencyKey string `json:"idempotencyKey"`
 }
 
 // handleCommandExecute runs an explicit envelope.
-func handleCommandExecute(ctx context.Context, c *call) (any, error) {
-	raw, _ := c.args["envelope"].(map[string]any)
-	kind := argString(raw, "kind")
-	input, _ := raw["input"].(map[string]any)
+func handleCommandExecute(ctx context.Context, c *call, args commandExecuteArgs) (*Outcome, error) {
+	raw := args.Envelope
+	kind := raw.Kind
+	input := raw.Input
 	if input == nil {
 		input = map[string]any{}
 	}
 	pointer := "/envelope/input"
 	if kind == "intent" {
-		ik := argString(input, "kind")
-		tool, ok := intentKinds[ik]
+		ik, _ := input["kind"].(string)
+		tool, ok := intentKinds()[ik]
 		if !ok {
 			if _, present := input["kind"]; !present {
 				return nil, schemaErr(pointer+"/kind", "required", "an intent envelope needs input.kind: locate, fill, complete_form or submit_and_verify")
@@ -157,25 +168,25 @@ func handleCommandExecute(ctx context.Context, c *call) (any, error) {
 		}
 		input = rest
 	}
-	if _, ok := kindProps[kind]; !ok {
+	t, ok := toolIndex[kind]
+	if !ok || t.cmd == nil {
 		return nil, schemaErr("/envelope/kind", "enum", "unknown envelope kind")
 	}
-	if v := validate(kindSchema(kind), input); v != nil {
+	if v := validate(t.kindSchema(), input); v != nil {
 		return nil, schemaErr(pointer+v.Pointer, v.Constraint, "envelope input: "+v.Error())
 	}
-	handle := argString(raw, "workflowHandle")
-	if handle != "" && !workflow.AcceptsHandle(kind) {
+	if raw.WorkflowHandle != "" && !t.handle {
 		return nil, schemaErr("/envelope/workflowHandle", "additionalProperties", kind+" does not accept a workflowHandle")
 	}
 	env := envelope{
 		Kind: kind,
 		Scope: workflow.ScopeArgs{
-			Handle: handle, SessionID: argString(raw, "sessionId"),
-			PageID: argString(raw, "pageId"), WorkflowID: argString(raw, "workflowId"),
+			Handle: raw.WorkflowHandle, SessionID: raw.SessionID,
+			PageID: raw.PageID, WorkflowID: raw.WorkflowID,
 		},
-		TimeoutMs:      argInt(raw, "timeoutMs"),
-		Detail:         argString(raw, "evidenceDetail"),
-		IdempotencyKey: argString(c.args, "idempotencyKey"),
+		TimeoutMs:      raw.TimeoutMs,
+		Detail:         raw.EvidenceDetail,
+		IdempotencyKey: args.IdempotencyKey,
 		Input:          input,
 	}
 	return c.g.execute(ctx, c, env)
@@ -192,7 +203,11 @@ type commandSpec struct {
 	// deadline; the deadline adds waitOverhead on top.
 	waits   bool
 	timeout time.Duration
-	run     func(ctx context.Context, x *execCtx) (evidence, diag map[string]any, err error)
+	// run decodes the kind's typed arguments and runs it (see command).
+	run func(ctx context.Context, x *execCtx) (evidence, diag map[string]any, err error)
+	// needs returns the capabilities the input requires on top of the
+	// kind's own (see needing).
+	needs func(input map[string]any) []policy.Capability
 }
 
 // A waiting command waits exactly what the caller asked for: its deadline is
@@ -226,7 +241,7 @@ type execCtx struct {
 	principal policy.Principal
 	sess      *browser.Session
 	page      *browser.Page
-	input     map[string]any
+	input     map[string]any // the kind's input as JSON values (see command)
 	detail    string
 	deadline  time.Time
 	// wait is how long a waiting command waits (see commandSpec.budget).
@@ -262,11 +277,9 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	if missing := c.principal.Capabilities.Missing(tool.capabilities()...); len(missing) > 0 {
 		return nil, errorf(CodeCapabilityDenied, "%s requires %s", env.Kind, capList(missing))
 	}
-	if env.Kind == "control_action" {
-		if a, _ := env.Input["action"].(map[string]any); argString(a, "kind") == "setFiles" {
-			if te := c.require(policy.FileUpload); te != nil {
-				return nil, te
-			}
+	if spec.needs != nil {
+		if te := c.require(spec.needs(env.Input)...); te != nil {
+			return nil, te
 		}
 	}
 	sess, page, terr := g.page(c.principal.Name, scope.SessionID, scope.PageID)

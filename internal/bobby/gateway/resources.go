@@ -78,10 +78,8 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 	rows := []map[string]any{}
 	for _, t := range tools {
 		var phases []string
-		for _, p := range Phases {
-			if inPhase(t.name, p) {
-				phases = append(phases, string(p))
-			}
+		for _, p := range t.phases {
+			phases = append(phases, string(p))
 		}
 		cap := string(t.capability)
 		if cap == "" {
@@ -89,7 +87,7 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 		}
 		rows = append(rows, map[string]any{
 			"tool": t.name, "capability": cap, "dynamic": t.dynamic, "phases": phases,
-			"readOnlyHint": t.readOnly, "destructiveHint": t.destructive, "idempotentHint": t.idempotent, "openWorldHint": t.openWorld,
+			"readOnlyHint": t.ann.ReadOnly, "destructiveHint": t.ann.Destructive, "idempotentHint": t.ann.Idempotent, "openWorldHint": t.ann.OpenWorld,
 		})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["tool"].(string) < rows[j]["tool"].(string) })
@@ -111,24 +109,26 @@ func schemasDoc(cs *clientSession) map[string]any {
 		tools[t.name] = map[string]any{"input": withDefs(t.input(cs.principal)), "output": t.outputFull()}
 	}
 	kinds := map[string]any{}
-	for _, k := range commandKinds() {
+	for _, k := range commandKinds(toolTable) {
 		if k == "intent" {
 			intents := map[string]any{}
-			for ik, tool := range intentKinds {
-				intents[ik] = kindSchema(tool)
+			for ik, tool := range intentKinds() {
+				intents[ik] = withDefs(toolIndex[tool].kindSchema())
 			}
 			kinds[k] = map[string]any{"input.kind": intents}
 			continue
 		}
-		kinds[k] = kindSchema(k)
+		kinds[k] = withDefs(toolIndex[k].kindSchema())
 	}
 	return map[string]any{
 		"uri":          ResourceSchemas,
 		"tools":        tools,
 		"envelopeKind": kinds,
+		"rejected":     rejectionOutput,
 		"notes": []string{
 			"Argument names are camelCase.",
-			"tools/list advertises abridged schemas: no length/range/count bounds, a semantic target as one object, a bare {type:object} output, and in the explore phase no workflowId/evidenceDetail/timeoutMs/idempotencyKey. These schemas are the full ones, and every call is validated against them.",
+			"tools/list advertises abridged schemas: no length/range/count bounds, a semantic target as one object, an output schema of the top-level properties and their types (in the explore phase {type:object} only), and in the explore phase no workflowId/evidenceDetail/timeoutMs/idempotencyKey. These schemas are the full ones, and every call is validated against them.",
+			"output is the shape of a call that ran (completed or failed); a call refused before it ran (status rejected) has the shape of rejected.",
 			"Violations return {reason:\"schemaViolation\", pointer, constraint}: the pointer is the argument's location in the schema, the constraint its keyword; the submitted value is never echoed.",
 		},
 	}

@@ -148,7 +148,7 @@ func TestToolMetadata(t *testing.T) {
 		}
 		names[td.name] = true
 	}
-	for _, want := range append(append([]string{}, alwaysTools...), "navigate", "click", "type_text", "a11y_snapshot", "form_snapshot",
+	for _, want := range append(alwaysTools(), "navigate", "click", "type_text", "a11y_snapshot", "form_snapshot",
 		"control_action", "wait_for", "screenshot", "inspect", "extract_structured", "context_ask", "evaluate_javascript", "dialog",
 		"intent_locate", "intent_fill", "intent_complete_form", "intent_submit_and_verify", "command_execute") {
 		if !names[want] {
@@ -157,14 +157,14 @@ func TestToolMetadata(t *testing.T) {
 	}
 	for _, destructive := range []string{"session_close", "page_close", "intent_submit_and_verify"} {
 		for _, td := range buildTools() {
-			if td.name == destructive && !td.destructive {
+			if td.name == destructive && !td.ann.Destructive {
 				t.Errorf("%s must be destructiveHint", destructive)
 			}
 		}
 	}
 	for _, ro := range []string{"inspect", "a11y_snapshot", "form_snapshot", "session_list", "page_list", "runtime_info"} {
 		for _, td := range buildTools() {
-			if td.name == ro && !td.readOnly {
+			if td.name == ro && !td.ann.ReadOnly {
 				t.Errorf("%s must be readOnlyHint", ro)
 			}
 		}
@@ -177,12 +177,12 @@ func TestPhaseTable(t *testing.T) {
 		tools[td.name] = true
 	}
 	for _, p := range Phases {
-		for _, name := range phaseTools[p] {
+		for _, name := range phaseTools(p) {
 			if !tools[name] {
 				t.Errorf("phase %s names unknown tool %s", p, name)
 			}
 		}
-		for _, a := range alwaysTools {
+		for _, a := range alwaysTools() {
 			if !inPhase(a, p) {
 				t.Errorf("%s missing from phase %s", a, p)
 			}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -346,11 +347,12 @@ func structuredResult(tool string, v any, full bool) *mcp.CallToolResult {
 // fullDetail reports whether the call asked for evidenceDetail "full", as
 // a tool argument or inside command_execute's envelope.
 func fullDetail(args map[string]any) bool {
-	if argString(args, "evidenceDetail") == "full" {
+	if d, _ := args["evidenceDetail"].(string); d == "full" {
 		return true
 	}
 	env, _ := args["envelope"].(map[string]any)
-	return argString(env, "evidenceDetail") == "full"
+	d, _ := env["evidenceDetail"].(string)
+	return d == "full"
 }
 
 // errorResult is the result of a call refused before or outside a command.
@@ -395,19 +397,19 @@ type call struct {
 	req       *mcp.CallToolRequest
 }
 
-// decode unmarshals the (validated) arguments into v.
+// decode unmarshals the (validated) arguments into v. Numbers in untyped
+// values stay exact (json.Number).
 func (c *call) decode(v any) error {
-	if len(c.raw) == 0 {
+	if len(bytes.TrimSpace(c.raw)) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(c.raw, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(c.raw))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
 		return errorf(CodeInvalidRequest, "decode %s arguments: %v", c.tool.name, err)
 	}
 	return nil
 }
-
-// has reports whether the caller passed the named argument.
-func (c *call) has(name string) bool { _, ok := c.args[name]; return ok }
 
 // require checks a dynamic capability (one that depends on the arguments).
 func (c *call) require(caps ...policy.Capability) *toolError {

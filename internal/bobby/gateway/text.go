@@ -77,16 +77,20 @@ func resultText(tool string, v any) string {
 	w.header(status, tool, ids)
 	w.errorOf(m["error"])
 	delete(m, "error")
-	if raw, ok := v.(statusMap); ok {
+	if r, ok := v.(*observeResult); ok {
 		// workflow_observe: the observation's snapshot reads as a11y_snapshot's
 		// does (page and bounds on the header, the text last); the rest of
 		// that outcome (its kind, a completed status) says nothing new.
-		if o, ok := raw["observationOutcome"].(*Outcome); ok && !o.failed() {
+		if o := r.ObservationOutcome; o != nil && !o.failed() {
 			if acc, _ := toMap(o.Evidence)["accessibility"].(map[string]any); acc != nil {
 				w.snapshotHeader(acc)
 				w.snapshotBody(acc)
 				delete(m, "observationOutcome")
 			}
+		}
+		raw := map[string]any{}
+		if r.FormSnapshot != nil {
+			raw["formSnapshot"] = r.FormSnapshot
 		}
 		w.lines = append(w.lines, formEvidenceText(m, raw)...)
 	}

@@ -118,20 +118,19 @@ func (g *Gateway) closeSession(ctx context.Context, s *browser.Session) error {
 	return nil
 }
 
-func merge(status string, fields any) map[string]any {
-	m := toMap(fields)
-	m["status"] = status
-	return m
+// sessionCreateArgs are session_create's arguments.
+type sessionCreateArgs struct {
+	Profile         string      `json:"profile"`
+	ExecutionPolicy *policyArgs `json:"executionPolicy"`
 }
 
-func handleSessionCreate(ctx context.Context, c *call) (any, error) {
-	var args struct {
-		Profile         string      `json:"profile"`
-		ExecutionPolicy *policyArgs `json:"executionPolicy"`
-	}
-	if err := c.decode(&args); err != nil {
-		return nil, err
-	}
+// sessionResult is a session's state and the call's status.
+type sessionResult struct {
+	Status string `json:"status"`
+	browser.SessionState
+}
+
+func handleSessionCreate(ctx context.Context, c *call, args sessionCreateArgs) (*sessionResult, error) {
 	ep, te := c.g.checkSessionRequest(c.principal, args.Profile, args.ExecutionPolicy)
 	if te != nil {
 		return nil, te
@@ -140,7 +139,7 @@ func handleSessionCreate(ctx context.Context, c *call) (any, error) {
 	if te != nil {
 		return nil, te
 	}
-	return merge(StatusCompleted, s.State()), nil
+	return &sessionResult{Status: StatusCompleted, SessionState: s.State()}, nil
 }
 
 // ownedSessions returns the principal's live sessions, oldest first.
@@ -154,21 +153,42 @@ func (g *Gateway) ownedSessions(principal string) []*browser.Session {
 	return out
 }
 
-func handleSessionList(ctx context.Context, c *call) (any, error) {
-	sessions := []any{}
-	for _, s := range c.g.ownedSessions(c.principal.Name) {
-		st := toMap(s.State())
-		if err := s.Err(); err != nil {
-			st["error"] = lifecycleError("session", err).info()
-		}
-		sessions = append(sessions, st)
-	}
-	return map[string]any{"status": StatusCompleted, "sessions": sessions}, nil
+// sessionListResult is session_list's result.
+type sessionListResult struct {
+	Status   string         `json:"status"`
+	Sessions []sessionEntry `json:"sessions"`
 }
 
-func handleSessionClose(ctx context.Context, c *call) (any, error) {
-	id := argString(c.args, "sessionId")
-	s, te := c.g.session(c.principal.Name, id)
+// sessionEntry is one listed session; error is set for a broken one.
+type sessionEntry struct {
+	browser.SessionState
+	Error *ErrorInfo `json:"error,omitempty"`
+}
+
+func handleSessionList(ctx context.Context, c *call, _ struct{}) (*sessionListResult, error) {
+	res := &sessionListResult{Status: StatusCompleted, Sessions: []sessionEntry{}}
+	for _, s := range c.g.ownedSessions(c.principal.Name) {
+		e := sessionEntry{SessionState: s.State()}
+		if err := s.Err(); err != nil {
+			e.Error = lifecycleError("session", err).info()
+		}
+		res.Sessions = append(res.Sessions, e)
+	}
+	return res, nil
+}
+
+type sessionIDArgs struct {
+	SessionID string `json:"sessionId"`
+}
+
+type sessionCloseResult struct {
+	Status      string `json:"status"`
+	SessionID   string `json:"sessionId"`
+	ClosedPages int    `json:"closedPages"`
+}
+
+func handleSessionClose(ctx context.Context, c *call, args sessionIDArgs) (*sessionCloseResult, error) {
+	s, te := c.g.session(c.principal.Name, args.SessionID)
 	if te != nil {
 		return nil, te
 	}
@@ -176,17 +196,31 @@ func handleSessionClose(ctx context.Context, c *call) (any, error) {
 	if err := c.g.closeSession(ctx, s); err != nil {
 		return nil, lifecycleError("close session", err)
 	}
-	return map[string]any{"status": StatusCompleted, "sessionId": id, "closedPages": n}, nil
+	return &sessionCloseResult{Status: StatusCompleted, SessionID: args.SessionID, ClosedPages: n}, nil
 }
 
-func handlePageOpen(ctx context.Context, c *call) (any, error) {
-	url := argString(c.args, "url")
-	if c.has("url") {
+type pageOpenArgs struct {
+	SessionID string  `json:"sessionId"`
+	URL       *string `json:"url"`
+}
+
+// pageOpenResult is the new page's state; with url, the navigation too.
+type pageOpenResult struct {
+	Status string `json:"status"`
+	browser.PageState
+	NavigationOutcome *browser.NavigationOutcome `json:"navigationOutcome,omitempty"`
+	Error             *ErrorInfo                 `json:"error,omitempty"`
+}
+
+func (r *pageOpenResult) failed() bool { return r.Status != StatusCompleted }
+
+func handlePageOpen(ctx context.Context, c *call, args pageOpenArgs) (*pageOpenResult, error) {
+	if args.URL != nil {
 		if te := c.require(policy.BrowserMutate); te != nil {
 			return nil, te
 		}
 	}
-	s, te := c.g.session(c.principal.Name, argString(c.args, "sessionId"))
+	s, te := c.g.session(c.principal.Name, args.SessionID)
 	if te != nil {
 		return nil, te
 	}
@@ -194,30 +228,30 @@ func handlePageOpen(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, lifecycleError("open page", err)
 	}
-	if !c.has("url") {
-		return merge(StatusCompleted, p.State()), nil
+	res := &pageOpenResult{Status: StatusCompleted}
+	if args.URL == nil {
+		res.PageState = p.State()
+		return res, nil
 	}
-	nav := p.Navigate(ctx, url)
+	nav := p.Navigate(ctx, *args.URL)
 	c.g.retained.Invalidate(p.ID)
-	res := merge(StatusCompleted, p.State())
-	res["navigationOutcome"] = nav
+	res.PageState = p.State()
+	res.NavigationOutcome = &nav
 	if !nav.OK() {
-		res["status"] = StatusFailed
-		res["error"] = navError(nav).info()
+		res.Status = StatusFailed
+		res.Error = navError(nav).info()
 	}
-	return statusMap(res), nil
+	return res, nil
 }
 
-// statusMap is a result map whose "status" decides isError.
-type statusMap map[string]any
+type pageCloseResult struct {
+	Status    string `json:"status"`
+	PageID    string `json:"pageId"`
+	SessionID string `json:"sessionId"`
+}
 
-func (m statusMap) failed() bool { s, _ := m["status"].(string); return s != StatusCompleted }
-
-func handlePageClose(ctx context.Context, c *call) (any, error) {
-	scope, err := c.cs.wf.BindScope(workflow.ScopeArgs{
-		Handle: argString(c.args, "workflowHandle"), SessionID: argString(c.args, "sessionId"),
-		PageID: argString(c.args, "pageId"), WorkflowID: argString(c.args, "workflowId"),
-	})
+func handlePageClose(ctx context.Context, c *call, args scopeArgs) (*pageCloseResult, error) {
+	scope, err := c.cs.wf.BindScope(args.scope())
 	if err != nil {
 		return nil, scopeError(err)
 	}
@@ -230,30 +264,45 @@ func handlePageClose(ctx context.Context, c *call) (any, error) {
 	}
 	c.g.retained.Forget(p.ID)
 	c.g.forEachClient(func(cs *clientSession) { cs.wf.EvictPage(p.ID) })
-	return map[string]any{"status": StatusCompleted, "pageId": p.ID, "sessionId": p.SessionID()}, nil
+	return &pageCloseResult{Status: StatusCompleted, PageID: p.ID, SessionID: p.SessionID()}, nil
 }
 
-func handlePageList(ctx context.Context, c *call) (any, error) {
-	s, te := c.g.session(c.principal.Name, argString(c.args, "sessionId"))
+type pageListResult struct {
+	Status       string      `json:"status"`
+	SessionID    string      `json:"sessionId"`
+	Pages        []pageEntry `json:"pages"`
+	ActivePageID *string     `json:"activePageId"`
+}
+
+// pageEntry is one listed page: its opener and any open dialog too.
+type pageEntry struct {
+	browser.PageState
+	OpenerID string       `json:"opener_id,omitempty"`
+	Dialog   *dialogBrief `json:"dialog,omitempty"`
+}
+
+type dialogBrief struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+func handlePageList(ctx context.Context, c *call, args sessionIDArgs) (*pageListResult, error) {
+	s, te := c.g.session(c.principal.Name, args.SessionID)
 	if te != nil {
 		return nil, te
 	}
-	pages := []any{}
+	res := &pageListResult{Status: StatusCompleted, SessionID: s.ID, Pages: []pageEntry{}}
 	for _, p := range s.Pages() {
-		st := toMap(p.State())
-		if p.OpenerID != "" {
-			st["opener_id"] = p.OpenerID
-		}
+		e := pageEntry{PageState: p.State(), OpenerID: p.OpenerID}
 		if d := p.PendingDialog(); d != nil {
-			st["dialog"] = map[string]any{"type": d.Type, "message": d.Message}
+			e.Dialog = &dialogBrief{Type: d.Type, Message: d.Message}
 		}
-		pages = append(pages, st)
+		res.Pages = append(res.Pages, e)
 	}
-	var active any
 	if id := s.ActivePageID(); id != "" {
-		active = id
+		res.ActivePageID = &id
 	}
-	return map[string]any{"status": StatusCompleted, "sessionId": s.ID, "pages": pages, "activePageId": active}, nil
+	return res, nil
 }
 
 // runtimeFeatures are the configured runtime features runtime_info lists.
@@ -261,19 +310,58 @@ func handlePageList(ctx context.Context, c *call) (any, error) {
 // it is not in this version.
 var runtimeFeatures = []string{"chromium", "accessibility-snapshots", "semantic-targets", "forms", "dialogs", "popups", "network-quiet", "screenshots", "workflow-handles", "phases"}
 
-func handleRuntimeInfo(ctx context.Context, c *call) (any, error) {
-	var expires any
+// runtimeInfoResult is runtime_info's result.
+type runtimeInfoResult struct {
+	Status                string         `json:"status"`
+	Principal             string         `json:"principal"`
+	CredentialExpiresAt   *string        `json:"credentialExpiresAt"`
+	CredentialExpiresSoon bool           `json:"credentialExpiresSoon"`
+	Capabilities          []string       `json:"capabilities"`
+	GrantedCapabilities   []string       `json:"grantedCapabilities"`
+	Phase                 Phase          `json:"phase"`
+	Generation            uint64         `json:"generation"`
+	ProtocolVersion       string         `json:"protocolVersion"`
+	Server                serverInfo     `json:"server"`
+	Browser               browserInfo    `json:"browser"`
+	Profiles              []string       `json:"profiles"`
+	VisionNodes           []string       `json:"visionNodes"`
+	Sessions              map[string]any `json:"sessions"`
+	Limits                runtimeLimits  `json:"limits"`
+}
+
+type serverInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type browserInfo struct {
+	Healthy bool   `json:"healthy"`
+	Version string `json:"version,omitempty"`
+}
+
+type runtimeLimits struct {
+	MaxToolInputBytes    int   `json:"maxToolInputBytes"`
+	MaxStdioFrameBytes   int   `json:"maxStdioFrameBytes"`
+	MaxEventRecords      int   `json:"maxEventRecords"`
+	MaxDownloadBytes     int64 `json:"maxDownloadBytes"`
+	WorkflowHandles      int   `json:"workflowHandles"`
+	WorkflowReservations int   `json:"workflowReservations"`
+}
+
+func handleRuntimeInfo(ctx context.Context, c *call, _ struct{}) (*runtimeInfoResult, error) {
+	var expires *string
 	if !c.principal.ExpiresAt.IsZero() {
-		expires = c.principal.ExpiresAt.UTC().Format(time.RFC3339)
+		e := c.principal.ExpiresAt.UTC().Format(time.RFC3339)
+		expires = &e
 	}
-	browserInfo := map[string]any{"healthy": c.g.rt.Healthy()}
+	bi := browserInfo{Healthy: c.g.rt.Healthy()}
 	if c.g.ensureBrowser(ctx) == nil && c.g.rt.Healthy() {
-		browserInfo["healthy"] = true
+		bi.Healthy = true
 		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		v, err := c.g.rt.Version(vctx)
 		cancel()
 		if err == nil {
-			browserInfo["version"] = v
+			bi.Version = v
 		}
 	}
 	nodes := []string{}
@@ -292,40 +380,50 @@ func handleRuntimeInfo(ctx context.Context, c *call) (any, error) {
 			proto = ip.ProtocolVersion
 		}
 	}
-	warn := c.principal.ExpiresWithin(c.g.now(), credentialWarnAhead)
-	return map[string]any{
-		"status":                StatusCompleted,
-		"principal":             c.principal.Name,
-		"credentialExpiresAt":   expires,
-		"credentialExpiresSoon": warn,
-		"capabilities":          runtimeFeatures,
-		"grantedCapabilities":   c.principal.Capabilities.Strings(),
-		"phase":                 c.cs.currentPhase(),
-		"generation":            c.cs.wf.Generation(),
-		"protocolVersion":       proto,
-		"server":                map[string]any{"name": "bobby", "version": Version},
-		"browser":               browserInfo,
-		"profiles":              profiles,
-		"visionNodes":           nodes,
-		"sessions":              c.g.reaper.counts(c.g),
-		"limits": map[string]any{
-			"maxToolInputBytes": MaxToolInputBytes, "maxStdioFrameBytes": MaxStdioFrameBytes,
-			"maxEventRecords": MaxEventRecords, "maxDownloadBytes": c.g.cfg.HTTP.MaxDownloadBytes,
-			"workflowHandles": workflow.DefaultMaxCommitted, "workflowReservations": workflow.DefaultMaxReservations,
+	return &runtimeInfoResult{
+		Status:                StatusCompleted,
+		Principal:             c.principal.Name,
+		CredentialExpiresAt:   expires,
+		CredentialExpiresSoon: c.principal.ExpiresWithin(c.g.now(), credentialWarnAhead),
+		Capabilities:          runtimeFeatures,
+		GrantedCapabilities:   c.principal.Capabilities.Strings(),
+		Phase:                 c.cs.currentPhase(),
+		Generation:            c.cs.wf.Generation(),
+		ProtocolVersion:       proto,
+		Server:                serverInfo{Name: "bobby", Version: Version},
+		Browser:               bi,
+		Profiles:              profiles,
+		VisionNodes:           nodes,
+		Sessions:              c.g.reaper.counts(c.g),
+		Limits: runtimeLimits{
+			MaxToolInputBytes: MaxToolInputBytes, MaxStdioFrameBytes: MaxStdioFrameBytes,
+			MaxEventRecords: MaxEventRecords, MaxDownloadBytes: c.g.cfg.HTTP.MaxDownloadBytes,
+			WorkflowHandles: workflow.DefaultMaxCommitted, WorkflowReservations: workflow.DefaultMaxReservations,
 		},
 	}, nil
 }
 
-func handleToolsetSelect(ctx context.Context, c *call) (any, error) {
-	phase := Phase(argString(c.args, "phase"))
+type toolsetSelectArgs struct {
+	Phase Phase `json:"phase"`
+}
+
+type toolsetSelectResult struct {
+	Status        string   `json:"status"`
+	Phase         Phase    `json:"phase"`
+	PreviousPhase Phase    `json:"previousPhase"`
+	Changed       bool     `json:"changed"`
+	Tools         []string `json:"tools"`
+}
+
+func handleToolsetSelect(ctx context.Context, c *call, args toolsetSelectArgs) (*toolsetSelectResult, error) {
 	prev := c.cs.currentPhase()
-	changed := c.cs.setPhase(phase)
+	changed := c.cs.setPhase(args.Phase)
 	var tools []string
 	for _, t := range c.g.tools {
-		if t.advertisedTo(c.principal, phase) {
+		if t.advertisedTo(c.principal, args.Phase) {
 			tools = append(tools, t.name)
 		}
 	}
 	slices.Sort(tools)
-	return map[string]any{"status": StatusCompleted, "phase": phase, "previousPhase": prev, "changed": changed, "tools": tools}, nil
+	return &toolsetSelectResult{Status: StatusCompleted, Phase: args.Phase, PreviousPhase: prev, Changed: changed, Tools: tools}, nil
 }

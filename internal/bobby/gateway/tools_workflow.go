@@ -30,47 +30,64 @@ func toMap(v any) map[string]any {
 	return m
 }
 
-// startFailure is a terminal workflow_start failure: not a protocol error,
-// a result with the cleanup state.
-func startFailure(reason, msg string, s *browser.Session, p *browser.Page, pageClosed, sessionDeleted bool, cleanupErr error) statusMap {
-	res := statusMap{
-		"status":            StatusFailed,
-		"reason":            reason,
-		"workflowHandle":    nil,
-		"sessionId":         nil,
-		"pageId":            nil,
-		"workflowId":        nil,
-		"session":           nil,
-		"page":              nil,
-		"navigationOutcome": nil,
-		"pageClosed":        pageClosed,
-		"sessionDeleted":    sessionDeleted,
-		"cleanupErrorCode":  nil,
-		"error":             &ErrorInfo{Code: reason, Message: msg, Repair: repairFor(reason)},
+// workflowStartArgs are workflow_start's arguments.
+type workflowStartArgs struct {
+	Profile         string      `json:"profile"`
+	URL             *string     `json:"url"`
+	ExecutionPolicy *policyArgs `json:"executionPolicy"`
+}
+
+// workflowStartResult is workflow_start's result: the handle and what it
+// stands for, or (startFailed set) a terminal failure with the cleanup
+// state, which is a result, not a protocol error.
+type workflowStartResult struct {
+	Status            string                     `json:"status"`
+	WorkflowHandle    *string                    `json:"workflowHandle"`
+	SessionID         *string                    `json:"sessionId"`
+	PageID            *string                    `json:"pageId"`
+	WorkflowID        *string                    `json:"workflowId"`
+	Session           *browser.SessionState      `json:"session"`
+	Page              *browser.PageState         `json:"page"`
+	NavigationOutcome *browser.NavigationOutcome `json:"navigationOutcome"`
+	*startFailed
+}
+
+type startFailed struct {
+	Reason           string     `json:"reason"`
+	PageClosed       bool       `json:"pageClosed"`
+	SessionDeleted   bool       `json:"sessionDeleted"`
+	CleanupErrorCode *string    `json:"cleanupErrorCode"`
+	Error            *ErrorInfo `json:"error"`
+}
+
+func (r *workflowStartResult) failed() bool { return r.Status != StatusCompleted }
+
+// cleaned records what the cleanup of a failed start did.
+func (r *workflowStartResult) cleaned(pageClosed, sessionDeleted bool, cleanupErr error) *workflowStartResult {
+	r.PageClosed, r.SessionDeleted = pageClosed, sessionDeleted
+	r.CleanupErrorCode = nil
+	if cleanupErr != nil {
+		r.CleanupErrorCode = ptr(lifecycleError("cleanup", cleanupErr).Code)
+	}
+	return r
+}
+
+// startFailure is a terminal workflow_start failure.
+func startFailure(reason, msg string, s *browser.Session, p *browser.Page) *workflowStartResult {
+	res := &workflowStartResult{
+		Status:      StatusFailed,
+		startFailed: &startFailed{Reason: reason, Error: &ErrorInfo{Code: reason, Message: msg, Repair: repairFor(reason)}},
 	}
 	if s != nil {
-		res["sessionId"] = s.ID
-		res["session"] = s.State()
+		res.SessionID, res.Session = ptr(s.ID), ptr(s.State())
 	}
 	if p != nil {
-		res["pageId"] = p.ID
-		res["page"] = p.State()
-	}
-	if cleanupErr != nil {
-		res["cleanupErrorCode"] = lifecycleError("cleanup", cleanupErr).Code
+		res.PageID, res.Page = ptr(p.ID), ptr(p.State())
 	}
 	return res
 }
 
-func handleWorkflowStart(ctx context.Context, c *call) (any, error) {
-	var args struct {
-		Profile         string      `json:"profile"`
-		URL             *string     `json:"url"`
-		ExecutionPolicy *policyArgs `json:"executionPolicy"`
-	}
-	if err := c.decode(&args); err != nil {
-		return nil, err
-	}
+func handleWorkflowStart(ctx context.Context, c *call, args workflowStartArgs) (*workflowStartResult, error) {
 	ep, te := c.g.checkSessionRequest(c.principal, args.Profile, args.ExecutionPolicy)
 	if te != nil {
 		return nil, te
@@ -92,9 +109,9 @@ func handleWorkflowStart(ctx context.Context, c *call) (any, error) {
 	s, te := g.createSession(ctx, c.principal, args.Profile, ep)
 	if te != nil {
 		if te.Code == CodeBrowserCrashed || ctx.Err() != nil {
-			return startFailure(CodeWorkflowSupervisorLost, te.Message, nil, nil, false, false, nil), nil
+			return startFailure(CodeWorkflowSupervisorLost, te.Message, nil, nil), nil
 		}
-		return startFailure(CodePageOpenFailed, te.Message, nil, nil, false, false, nil), nil
+		return startFailure(CodePageOpenFailed, te.Message, nil, nil), nil
 	}
 	// cleanup closes what the start created; the page goes with its session.
 	cleanup := func(p *browser.Page) (bool, bool, error) {
@@ -111,8 +128,8 @@ func handleWorkflowStart(ctx context.Context, c *call) (any, error) {
 		if lost() {
 			reason = CodeWorkflowSupervisorLost
 		}
-		pc, sd, cerr := cleanup(nil)
-		return startFailure(reason, lifecycleError("open page", err).Message, s, nil, pc, sd, cerr), nil
+		state := startFailure(reason, lifecycleError("open page", err).Message, s, nil)
+		return state.cleaned(cleanup(nil)), nil
 	}
 	var nav *browser.NavigationOutcome
 	if args.URL != nil {
@@ -123,60 +140,77 @@ func handleWorkflowStart(ctx context.Context, c *call) (any, error) {
 			if lost() {
 				reason = CodeWorkflowSupervisorLost
 			}
-			state := startFailure(reason, navError(out).Message, s, p, false, false, nil)
-			pc, sd, cerr := cleanup(p)
-			state["pageClosed"], state["sessionDeleted"] = pc, sd
-			if cerr != nil {
-				state["cleanupErrorCode"] = lifecycleError("cleanup", cerr).Code
-			}
-			state["navigationOutcome"] = out
+			state := startFailure(reason, navError(out).Message, s, p)
+			state.cleaned(cleanup(p))
+			state.NavigationOutcome = &out
 			return state, nil
 		}
 	}
 	if !res.Current() {
-		state := startFailure(CodeWorkflowGenerationChanged, "a new initialize started a new generation during the start", s, p, false, false, nil)
-		pc, sd, cerr := cleanup(p)
-		state["pageClosed"], state["sessionDeleted"] = pc, sd
-		if cerr != nil {
-			state["cleanupErrorCode"] = lifecycleError("cleanup", cerr).Code
-		}
-		return state, nil
+		state := startFailure(CodeWorkflowGenerationChanged, "a new initialize started a new generation during the start", s, p)
+		return state.cleaned(cleanup(p)), nil
 	}
 	workflowID := newID()
 	b, _, err := res.Commit(workflow.Binding{SessionID: s.ID, PageID: p.ID, WorkflowID: workflowID, Principal: c.principal.Name})
 	committed = true
 	if err != nil {
-		state := startFailure(CodeWorkflowGenerationChanged, "a new initialize started a new generation during the start", s, p, false, false, nil)
-		pc, sd, cerr := cleanup(p)
-		state["pageClosed"], state["sessionDeleted"] = pc, sd
-		if cerr != nil {
-			state["cleanupErrorCode"] = lifecycleError("cleanup", cerr).Code
-		}
-		return state, nil
+		state := startFailure(CodeWorkflowGenerationChanged, "a new initialize started a new generation during the start", s, p)
+		return state.cleaned(cleanup(p)), nil
 	}
-	out := statusMap{
-		"status":            StatusCompleted,
-		"workflowHandle":    b.Handle,
-		"sessionId":         s.ID,
-		"pageId":            p.ID,
-		"workflowId":        workflowID,
-		"session":           s.State(),
-		"page":              p.State(),
-		"navigationOutcome": nil,
-	}
-	if nav != nil {
-		out["navigationOutcome"] = nav
-	}
-	return out, nil
+	return &workflowStartResult{
+		Status:            StatusCompleted,
+		WorkflowHandle:    ptr(b.Handle),
+		SessionID:         ptr(s.ID),
+		PageID:            ptr(p.ID),
+		WorkflowID:        ptr(workflowID),
+		Session:           ptr(s.State()),
+		Page:              ptr(p.State()),
+		NavigationOutcome: nav,
+	}, nil
 }
 
-func handleWorkflowObserve(ctx context.Context, c *call) (any, error) {
-	b, err := c.cs.wf.Resolve(argString(c.args, "workflowHandle"))
+// workflowObserveArgs are workflow_observe's arguments.
+type workflowObserveArgs struct {
+	WorkflowHandle string           `json:"workflowHandle"`
+	Goal           string           `json:"goal"`
+	IncludeForms   bool             `json:"includeForms"`
+	MaxNodes       int              `json:"maxNodes"`
+	MaxControls    int              `json:"maxControls"`
+	EvidenceDetail string           `json:"evidenceDetail"`
+	Target         *snapshot.Target `json:"target"`
+}
+
+// observeResult is workflow_observe's result: a retained answer, or a live
+// observation (an a11y_snapshot outcome), and the form snapshot when asked.
+type observeResult struct {
+	Status             string             `json:"status"`
+	Source             string             `json:"source"`
+	WorkflowHandle     string             `json:"workflowHandle"`
+	SessionID          string             `json:"sessionId"`
+	PageID             string             `json:"pageId"`
+	WorkflowID         string             `json:"workflowId"`
+	RetainedAnswer     *retainedAnswer    `json:"retainedAnswer"`
+	ObservationOutcome *Outcome           `json:"observationOutcome"`
+	FormSnapshot       *form.FormSnapshot `json:"formSnapshot"`
+	GoalAnswer         *snapshot.Answer   `json:"goalAnswer,omitempty"`
+	Error              *ErrorInfo         `json:"error,omitempty"`
+}
+
+type retainedAnswer struct {
+	Target        snapshot.Target `json:"target"`
+	Ref           string          `json:"ref"`
+	Confidence    float64         `json:"confidence"`
+	SnapshotAgeMs int64           `json:"snapshotAgeMs"`
+}
+
+func (r *observeResult) failed() bool { return r.Status != StatusCompleted }
+
+func handleWorkflowObserve(ctx context.Context, c *call, args workflowObserveArgs) (*observeResult, error) {
+	b, err := c.cs.wf.Resolve(args.WorkflowHandle)
 	if err != nil {
 		return nil, scopeError(err)
 	}
-	includeForms := argBool(c.args, "includeForms")
-	if includeForms {
+	if args.IncludeForms {
 		if te := c.require(policy.PageRead); te != nil {
 			return nil, te
 		}
@@ -185,70 +219,79 @@ func handleWorkflowObserve(ctx context.Context, c *call) (any, error) {
 	if te != nil {
 		return nil, te
 	}
-	goal := argString(c.args, "goal")
-	detail := argString(c.args, "evidenceDetail")
-	_, hasTarget := c.args["target"]
-	res := statusMap{
-		"status": StatusCompleted, "workflowHandle": b.Handle, "sessionId": b.SessionID,
-		"pageId": b.PageID, "workflowId": b.WorkflowID, "retainedAnswer": nil,
-		"observationOutcome": nil, "formSnapshot": nil,
+	goal, detail := args.Goal, args.EvidenceDetail
+	res := &observeResult{
+		Status: StatusCompleted, WorkflowHandle: b.Handle, SessionID: b.SessionID,
+		PageID: b.PageID, WorkflowID: b.WorkflowID,
 	}
-	if goal != "" && !hasTarget && c.principal.Capabilities.Has(policy.PageRead) {
+	if goal != "" && args.Target == nil && c.principal.Capabilities.Has(policy.PageRead) {
 		if rc, ok := c.g.retained.Get(p.ID); ok {
 			if ans, ok := snapshot.Ask(rc.snap, goal); ok {
-				res["source"] = "retained"
-				res["retainedAnswer"] = map[string]any{
-					"target": ans.Target, "ref": ans.Ref, "confidence": ans.Confidence,
-					"snapshotAgeMs": c.g.now().Sub(rc.takenAt).Milliseconds(),
+				res.Source = "retained"
+				res.RetainedAnswer = &retainedAnswer{
+					Target: ans.Target, Ref: ans.Ref, Confidence: ans.Confidence,
+					SnapshotAgeMs: c.g.now().Sub(rc.takenAt).Milliseconds(),
 				}
 			}
 		}
 	}
-	if res["source"] == nil {
-		res["source"] = "live"
+	if res.Source == "" {
+		res.Source = "live"
 		input := map[string]any{}
-		if v, ok := c.args["maxNodes"]; ok {
-			input["maxNodes"] = v
+		if args.MaxNodes != 0 {
+			input["maxNodes"] = args.MaxNodes
 		}
-		if v, ok := c.args["target"]; ok {
-			input["target"] = v
+		if args.Target != nil {
+			input["target"] = args.Target
 		}
+		spec := commandSpecs["a11y_snapshot"]
 		env := envelope{Kind: "a11y_snapshot", Input: input, Detail: detail}
-		out := c.g.runCommand(ctx, c.principal, commandSpecs["a11y_snapshot"], env, s, p, b.WorkflowID, commandSpecs["a11y_snapshot"].timeout)
-		res["observationOutcome"] = out
+		out := c.g.runCommand(ctx, c.principal, spec, env, s, p, b.WorkflowID, spec.timeout)
+		res.ObservationOutcome = out
 		if out.failed() {
-			res["status"] = out.Status
-			res["error"] = out.Error
+			res.Status, res.Error = out.Status, out.Error
 			return res, nil
 		}
 		if goal != "" {
 			if rc, ok := c.g.retained.Get(p.ID); ok {
 				if ans, ok := snapshot.Ask(rc.snap, goal); ok {
-					res["goalAnswer"] = ans
+					res.GoalAnswer = &ans
 				}
 			}
 		}
 	}
-	if includeForms {
+	if args.IncludeForms {
 		x := &execCtx{g: c.g, principal: c.principal, sess: s, page: p, input: map[string]any{}, detail: detail}
-		fctx, cancel := context.WithTimeout(ctx, commandSpecs["form_snapshot"].timeout)
-		fs, err := x.formSnapshot(fctx, form.Options{MaxControls: argInt(c.args, "maxControls")})
+		spec := commandSpecs["form_snapshot"]
+		fctx, cancel := context.WithTimeout(ctx, spec.timeout)
+		fs, err := x.formSnapshot(fctx, form.Options{MaxControls: args.MaxControls})
 		cancel()
 		if err != nil {
-			status, info := classify(err, commandSpecs["form_snapshot"], ctx)
-			res["status"], res["error"] = status, info
+			res.Status, res.Error = classify(err, spec, ctx)
 			return res, nil
 		}
-		res["formSnapshot"] = fs
+		res.FormSnapshot = fs
 	}
 	return res, nil
 }
 
-func handleContextAsk(ctx context.Context, c *call) (any, error) {
-	scope, err := c.cs.wf.BindScope(workflow.ScopeArgs{
-		Handle: argString(c.args, "workflowHandle"), SessionID: argString(c.args, "sessionId"),
-		PageID: argString(c.args, "pageId"), WorkflowID: argString(c.args, "workflowId"),
-	})
+type contextAskArgs struct {
+	scopeArgs
+	Question string `json:"question"`
+}
+
+// contextAskResult is an answer from the retained snapshot, or why none.
+type contextAskResult struct {
+	Status          string           `json:"status"`
+	Answer          *snapshot.Answer `json:"answer"`
+	Reason          string           `json:"reason,omitempty"`
+	Repair          *Repair          `json:"repair,omitempty"`
+	ConfidenceFloor *float64         `json:"confidenceFloor,omitempty"`
+	SnapshotAgeMs   *int64           `json:"snapshotAgeMs,omitempty"`
+}
+
+func handleContextAsk(ctx context.Context, c *call, args contextAskArgs) (*contextAskResult, error) {
+	scope, err := c.cs.wf.BindScope(args.scope())
 	if err != nil {
 		return nil, scopeError(err)
 	}
@@ -258,13 +301,13 @@ func handleContextAsk(ctx context.Context, c *call) (any, error) {
 	}
 	rc, ok := c.g.retained.Get(p.ID)
 	if !ok {
-		return map[string]any{"status": StatusCompleted, "answer": nil, "reason": "noRetainedContext",
-			"repair": map[string]any{"action": "takeSnapshot", "doc": TaxonomyURI + "#" + CodeTargetNotFound}}, nil
+		return &contextAskResult{Status: StatusCompleted, Reason: "noRetainedContext",
+			Repair: &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}}, nil
 	}
-	ans, ok := snapshot.Ask(rc.snap, argString(c.args, "question"))
+	ans, ok := snapshot.Ask(rc.snap, args.Question)
 	if !ok {
-		return map[string]any{"status": StatusCompleted, "answer": nil, "reason": "ambiguousPartialOrBelowFloor",
-			"confidenceFloor": snapshot.ConfidenceFloor}, nil
+		return &contextAskResult{Status: StatusCompleted, Reason: "ambiguousPartialOrBelowFloor",
+			ConfidenceFloor: ptr(snapshot.ConfidenceFloor)}, nil
 	}
-	return map[string]any{"status": StatusCompleted, "answer": ans, "snapshotAgeMs": c.g.now().Sub(rc.takenAt).Milliseconds()}, nil
+	return &contextAskResult{Status: StatusCompleted, Answer: &ans, SnapshotAgeMs: ptr(c.g.now().Sub(rc.takenAt).Milliseconds())}, nil
 }

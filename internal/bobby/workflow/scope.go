@@ -1,25 +1,6 @@
 package workflow
 
-import (
-	"errors"
-	"slices"
-)
-
-// HandleTools is the V1 allowlist: the tools where a workflowHandle may
-// replace the explicit sessionId/pageId/workflowId scope fields. Each of
-// them still accepts the explicit form.
-var HandleTools = []string{
-	"a11y_snapshot", "click", "click_and_wait_for_popup", "context_ask", "context_neighbors",
-	"control_action", "cookie_delete", "cookie_get", "cookie_set", "dialog", "download_url",
-	"emulate", "evaluate_javascript", "extract_structured", "form_snapshot", "inspect",
-	"intent_complete_form", "intent_dismiss_obstruction", "intent_extract", "intent_fill",
-	"intent_follow", "intent_locate", "intent_submit_and_verify", "intent_wait_for_state",
-	"navigate", "network_log", "page_activate", "page_close", "pdf", "screenshot", "type_text",
-	"upload_files", "wait_for",
-}
-
-// AcceptsHandle reports whether tool is on the handle allowlist.
-func AcceptsHandle(tool string) bool { return slices.Contains(HandleTools, tool) }
+import "errors"
 
 // ErrBindingConflict: a handle was given together with explicit scope fields.
 var ErrBindingConflict = errors.New("workflowHandle given together with explicit scope fields")
