@@ -57,6 +57,7 @@ type toolDef struct {
 	inputSchema *jsonschema.Schema // nil when inputFor is set
 	output      *jsonschema.Schema // generated from the result type
 	argsType    reflect.Type       // the typed arguments (a command kind's input)
+	kindInput   *jsonschema.Schema // a command kind's input (command_execute)
 	handler     func(ctx context.Context, c *call) (any, error)
 	// cmd is set for command kinds: flat tools that run through the
 	// envelope pipeline, reachable through command_execute too.
@@ -93,6 +94,7 @@ func command[A any](s toolSpec, spec commandSpec, run func(ctx context.Context, 
 	s.scoped = true
 	t := &toolDef{toolSpec: s, output: outputFor[*Outcome](), argsType: reflect.TypeFor[A]()}
 	t.inputSchema = t.buildInput()
+	t.kindInput = object(s.props, s.required...)
 	spec.run = func(ctx context.Context, x *execCtx) (map[string]any, map[string]any, error) {
 		var in A
 		if err := decodeInput(x.input, &in); err != nil {
@@ -148,7 +150,7 @@ func (t *toolDef) buildInput() *jsonschema.Schema {
 }
 
 // kindSchema is the schema of a command kind's input inside command_execute.
-func (t *toolDef) kindSchema() *jsonschema.Schema { return object(t.props, t.required...) }
+func (t *toolDef) kindSchema() *jsonschema.Schema { return t.kindInput }
 
 func (t *toolDef) inPhase(p Phase) bool { return slices.Contains(t.phases, p) }
 
@@ -407,6 +409,16 @@ func init() {
 		toolIndex[t.name] = t
 		if t.cmd != nil {
 			commandSpecs[t.name] = *t.cmd
+		}
+		// Resolve the static schemas now, not on the first call.
+		for _, s := range []*jsonschema.Schema{t.inputSchema, t.kindInput} {
+			if s != nil {
+				c, err := compile(s)
+				if err != nil {
+					panic("gateway: " + t.name + ": " + err.Error())
+				}
+				checkers.Store(s, c)
+			}
 		}
 	}
 }
