@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
 )
 
 // MaxScreenshotHeight bounds full-page screenshots (CSS pixels), so an
@@ -133,7 +134,7 @@ func (p *Page) Evaluate(ctx context.Context, expr string) (json.RawMessage, erro
 			return err
 		}
 		if res.ExceptionDetails != nil {
-			return &EvalError{Text: exceptionText(res.ExceptionDetails)}
+			return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
 		}
 		switch {
 		case res.Result == nil || res.Result.Type == runtime.RemoteObjectTypeUndefined:

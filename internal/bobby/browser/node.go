@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
 )
 
 // NodeRef names one element of a page: a backend node ID (what the snapshot
@@ -138,7 +140,7 @@ func querySelector(ctx context.Context, t *chromedp.Target, ref NodeRef, group s
 		return "", err
 	}
 	if res.ExceptionDetails != nil {
-		return "", invalidf("selector %q: %s", ref.Selector, exceptionText(res.ExceptionDetails))
+		return "", invalidf("selector %q: %s", ref.Selector, jsobject.ExceptionText(res.ExceptionDetails))
 	}
 	if res.Result == nil || res.Result.ObjectID == "" {
 		return "", fmt.Errorf("%s matches no element: %w", ref, ErrNodeNotFound)
@@ -149,38 +151,19 @@ func querySelector(ctx context.Context, t *chromedp.Target, ref NodeRef, group s
 // callOn calls a function with `this` bound to the object and decodes its
 // JSON result into out (nil to ignore it). args are passed by value.
 func callOn(ctx context.Context, t *chromedp.Target, obj runtime.RemoteObjectID, fn string, out any, args ...any) error {
-	params := runtime.CallFunctionOnParams{
-		FunctionDeclaration: fn,
-		ObjectID:            obj,
-		ReturnByValue:       new(true),
-		AwaitPromise:        new(true),
-	}
-	for _, a := range args {
-		switch a := a.(type) {
-		case runtime.RemoteObjectID:
-			params.Arguments = append(params.Arguments, &runtime.CallArgument{ObjectID: a})
-		default:
-			b, err := json.Marshal(a)
-			if err != nil {
-				return fmt.Errorf("encode argument: %w", err)
-			}
-			params.Arguments = append(params.Arguments, &runtime.CallArgument{Value: b})
-		}
-	}
-	res, err := cdp.Call(ctx, t, runtime.CallFunctionOn, params)
+	cargs, err := jsobject.Args(args...)
 	if err != nil {
-		if isProtocolError(err) {
-			return fmt.Errorf("call on node: %w: %w", ErrNodeNotFound, err)
-		}
 		return err
 	}
-	if res.ExceptionDetails != nil {
-		return &EvalError{Text: exceptionText(res.ExceptionDetails)}
+	err = jsobject.Call{Object: obj, Fn: fn, Args: cargs, Await: true}.Do(ctx, jsobject.On(t), out)
+	var exc *jsobject.Exception
+	switch {
+	case errors.As(err, &exc):
+		return &EvalError{Text: exc.Text}
+	case isProtocolError(err):
+		return fmt.Errorf("call on node: %w: %w", ErrNodeNotFound, err)
 	}
-	if out == nil || res.Result == nil {
-		return nil
-	}
-	return decodeValue(res.Result.Value, out)
+	return err
 }
 
 // evalValue evaluates an expression in the page's main world and decodes
@@ -195,7 +178,7 @@ func evalValue(ctx context.Context, t *chromedp.Target, expr string, out any) er
 		return err
 	}
 	if res.ExceptionDetails != nil {
-		return &EvalError{Text: exceptionText(res.ExceptionDetails)}
+		return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
 	}
 	if out == nil || res.Result == nil {
 		return nil
@@ -219,15 +202,6 @@ func (p *Page) release(group string) {
 func isProtocolError(err error) bool {
 	var pe *cdproto.Error
 	return errors.As(err, &pe)
-}
-
-// exceptionText renders a JavaScript exception.
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d.Exception != nil && d.Exception.Description != "" {
-		first, _, _ := strings.Cut(d.Exception.Description, "\n")
-		return first
-	}
-	return d.Text
 }
 
 // decodeValue decodes a CDP RemoteObject value (raw JSON) into v.

@@ -4,14 +4,15 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
@@ -91,35 +92,15 @@ func callOn(ctx context.Context, obj runtime.RemoteObjectID, fn string, out any,
 	if err != nil {
 		return err
 	}
-	res, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: fn,
-		ObjectID:            obj,
-		Arguments:           cargs,
-		ReturnByValue:       new(true),
-		AwaitPromise:        new(true),
-		ObjectGroup:         objectGroup,
-	})
+	err = jsobject.Call{Object: obj, Fn: fn, Args: cargs, Await: true, Group: objectGroup}.Do(ctx, jsobject.InContext, out)
+	var exc *jsobject.Exception
+	if errors.As(err, &exc) {
+		return fmt.Errorf("call into page: %s", exc.Text)
+	}
 	if err != nil {
 		return fmt.Errorf("call into page: %w", err)
 	}
-	if res.ExceptionDetails != nil {
-		return fmt.Errorf("call into page: %s", exceptionText(res.ExceptionDetails))
-	}
-	if out == nil || res.Result == nil || len(res.Result.Value) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal([]byte(res.Result.Value), out); err != nil {
-		return fmt.Errorf("decode page result: %w", err)
-	}
 	return nil
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d.Exception != nil && d.Exception.Description != "" {
-		first, _, _ := strings.Cut(d.Exception.Description, "\n")
-		return first
-	}
-	return d.Text
 }
 
 // deepValue is the shape of Runtime deep serialization.
@@ -204,7 +185,7 @@ func callDeep(ctx context.Context, obj runtime.RemoteObjectID, fn string, arg an
 		result, exc = res.Result, res.ExceptionDetails
 	}
 	if exc != nil {
-		return nil, "", fmt.Errorf("page function failed: %s", exceptionText(exc))
+		return nil, "", fmt.Errorf("page function failed: %s", jsobject.ExceptionText(exc))
 	}
 	if result == nil || result.DeepSerializedValue == nil {
 		return nil, "", fmt.Errorf("page function returned nothing")

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 	"github.com/deltaharness/delta/internal/clip"
 )
@@ -263,7 +264,7 @@ func callRef(ctx context.Context, obj runtime.RemoteObjectID, fn string, args ..
 		return "", fmt.Errorf("call into page: %w", err)
 	}
 	if res.ExceptionDetails != nil {
-		return "", fmt.Errorf("call into page: %s", exceptionText(res.ExceptionDetails))
+		return "", fmt.Errorf("call into page: %s", jsobject.ExceptionText(res.ExceptionDetails))
 	}
 	if res.Result == nil || res.Result.ObjectID == "" {
 		return "", errors.New("call into page: no object returned")

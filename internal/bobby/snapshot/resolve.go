@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
 )
 
 // Resolve finds the DOM node a target names on the page in ctx. A target
@@ -114,33 +115,15 @@ func frameOf(ctx context.Context, obj runtime.RemoteObjectID) (cdp.FrameID, erro
 // callOn runs a function without arguments on a remote object and decodes
 // its JSON result.
 func callOn(ctx context.Context, obj runtime.RemoteObjectID, fn string, out any) error {
-	res, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: fn,
-		ObjectID:            obj,
-		ReturnByValue:       new(true),
-		ObjectGroup:         objectGroup,
-	})
+	err := jsobject.Call{Object: obj, Fn: fn, Group: objectGroup}.Do(ctx, jsobject.InContext, out)
+	var exc *jsobject.Exception
+	if errors.As(err, &exc) {
+		return fmt.Errorf("call function on node: %s", exc.Text)
+	}
 	if err != nil {
 		return fmt.Errorf("call function on node: %w", err)
 	}
-	if res.ExceptionDetails != nil {
-		return fmt.Errorf("call function on node: %s", exceptionText(res.ExceptionDetails))
-	}
-	if out == nil || res.Result == nil || len(res.Result.Value) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal([]byte(res.Result.Value), out); err != nil {
-		return fmt.Errorf("decode result: %w", err)
-	}
 	return nil
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d.Exception != nil && d.Exception.Description != "" {
-		first, _, _ := strings.Cut(d.Exception.Description, "\n")
-		return first
-	}
-	return d.Text
 }
 
 // resolveSemantic matches role and name against the accessibility tree.
@@ -278,7 +261,7 @@ func resolveSelector(ctx context.Context, t Target) (NodeRef, error) {
 		return NodeRef{}, fmt.Errorf("evaluate selector: %w", err)
 	}
 	if res.ExceptionDetails != nil {
-		return NodeRef{}, fmt.Errorf("evaluate selector: %s", exceptionText(res.ExceptionDetails))
+		return NodeRef{}, fmt.Errorf("evaluate selector: %s", jsobject.ExceptionText(res.ExceptionDetails))
 	}
 	if res.Result == nil || res.Result.DeepSerializedValue == nil {
 		return NodeRef{}, fmt.Errorf("evaluate selector: empty result")
