@@ -68,14 +68,26 @@
 //
 // # Tool listing
 //
+// Every tool is one entry of the tool table (table.go): name, title,
+// annotations, capability, phases, argument schema, typed arguments and
+// typed result. The listing, the resources below, the workflowHandle
+// allowlist and command_execute's kinds are derived from it.
+//
 // tools/list advertises abridged schemas (see advertised): no length,
-// range or count bounds, a semantic target as one compact object, a bare
-// {"type":"object"} output schema, and in the explore phase no workflowId,
-// evidenceDetail, timeoutMs or idempotencyKey, and workflow_start's
-// executionPolicy pointing at session_create's. Every call is still
-// validated against the full schemas, which bobby://schemas publishes.
+// range or count bounds, a semantic target as one compact object, an
+// output schema of the result type's top-level properties and their types
+// ({"type":"object"} alone in the explore phase, the budgeted startup
+// listing), and in the explore phase no workflowId, evidenceDetail,
+// timeoutMs or idempotencyKey, and workflow_start's executionPolicy
+// pointing at session_create's. Every call is still validated against the
+// full schemas, which bobby://schemas publishes with the full output
+// schemas generated from the result types.
 //
 // # Results
+//
+// Arguments are validated with github.com/google/jsonschema-go against
+// schemas resolved at startup (validate.go says how its errors become
+// {pointer, constraint}).
 //
 // Command tools (the flat browser tools, intent_* and command_execute) build
 // an envelope with a server-generated commandId and deadline and return a
