@@ -37,6 +37,7 @@ func TestDeps(t *testing.T) {
 		"github.com/chromedp/chromedp",
 		"github.com/modelcontextprotocol/go-sdk/mcp",
 		"github.com/deltaharness/delta/internal/bobby/config",
+		"github.com/deltaharness/delta/internal/bobby/cmdline",
 	} {
 		found := false
 		for _, d := range deps {

@@ -28,7 +28,9 @@
 // # Capabilities
 //
 // Static requirements decide advertisement and are re-checked per call;
-// dynamic ones depend on the arguments. Served as bobby://capabilities.
+// dynamic ones depend on the arguments. Served as bobby://capabilities,
+// derived from the tool table (table.go), which is the authority; this
+// summary is for reading.
 //
 //	tool                      capability         dynamic                                  phases
 //	session_create            -                  fingerprint/humanize/zigzagzig caps      all

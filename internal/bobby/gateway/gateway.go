@@ -19,15 +19,17 @@ var Version = "dev"
 
 // Bounds.
 const (
-	MaxToolInputBytes   = 256 << 10
-	MaxStdioFrameBytes  = 1 << 20
-	MaxHTTPBodyBytes    = 1 << 20
-	MaxEventRecords     = 256
-	maxRetainedPages    = 256
-	maxIdempotencyKeys  = 1024
-	maxArtifacts        = 128
-	maxArtifactBytes    = 64 << 20
-	credentialWarnAhead = 7 * 24 * time.Hour
+	MaxToolInputBytes  = 256 << 10
+	MaxStdioFrameBytes = 1 << 20
+	MaxHTTPBodyBytes   = 1 << 20
+	MaxEventRecords    = 256
+	maxRetainedPages   = 256
+	maxIdempotencyKeys = 1024
+	maxArtifacts       = 128
+	maxArtifactBytes   = 64 << 20
+	// CredentialWarnAhead is how early runtime_info and doctor warn of
+	// a credential expiring.
+	CredentialWarnAhead = 7 * 24 * time.Hour
 )
 
 // Options configure a Gateway.
@@ -85,7 +87,7 @@ func New(opts Options) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new gateway: %w", err)
 	}
-	principals, err := principalsFromConfig(cfg)
+	principals, err := PrincipalsFromConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("new gateway: %w", err)
 	}
@@ -125,8 +127,8 @@ func New(opts Options) (*Gateway, error) {
 	return g, nil
 }
 
-// principalsFromConfig builds the bearer-token registry of [[principals]].
-func principalsFromConfig(cfg config.Config) (*policy.Registry, error) {
+// PrincipalsFromConfig builds the bearer-token registry of [[principals]].
+func PrincipalsFromConfig(cfg config.Config) (*policy.Registry, error) {
 	var ps []policy.Principal
 	for i, p := range cfg.Principals {
 		caps, err := policy.ParseSet(p.Capabilities)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,42 +131,6 @@ func TestStdioFrames(t *testing.T) {
 	}
 }
 
-func TestStdioPrincipal(t *testing.T) {
-	cfg := testConfig()
-	now := time.Now()
-	for _, tt := range []struct {
-		name     string
-		cfg      config.Config
-		env      map[string]string
-		wantName string
-		wantCaps string
-		wantErr  string
-	}{
-		{"defaults", config.Default(), nil, "local", "browser:mutate,page:read,artifact:capture,artifact:read", ""},
-		{"explicit caps", config.Default(), map[string]string{config.EnvBootstrapPrincipal: "bot", config.EnvBootstrapCapabilities: "page:read"}, "bot", "page:read", ""},
-		{"unknown cap", config.Default(), map[string]string{config.EnvBootstrapCapabilities: "root"}, "", "", "unknown capability"},
-		{"configured needs token", cfg, nil, "", "", config.EnvBootstrapToken},
-		{"configured token", cfg, map[string]string{config.EnvBootstrapToken: "reader-token"}, "reader", "page:read", ""},
-		{"token of another principal", cfg, map[string]string{config.EnvBootstrapToken: "reader-token", config.EnvBootstrapPrincipal: "alice"}, "", "", "does not belong"},
-		{"narrowed", cfg, map[string]string{config.EnvBootstrapToken: "alice-token", config.EnvBootstrapCapabilities: "page:read,file:upload"}, "alice", "page:read,file:upload", ""},
-		{"expired", cfg, map[string]string{config.EnvBootstrapToken: "old-token"}, "", "", "expired"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			env := config.EnvFrom(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
-			p, err := StdioPrincipal(tt.cfg, env, now)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || p.Name != tt.wantName || strings.Join(p.Capabilities.Strings(), ",") != tt.wantCaps {
-				t.Errorf("principal = %s %v, %v; want %s %s", p.Name, p.Capabilities.Strings(), err, tt.wantName, tt.wantCaps)
-			}
-		})
-	}
-}
-
 // TestBridge runs `bobby stdio` as a bridge to a `bobby serve`-style HTTP
 // gateway (AUTOMATION_RUNTIME_BOOTSTRAP_URL), including notifications.
 func TestBridge(t *testing.T) {
@@ -201,28 +164,4 @@ func connectStdioErr(t *testing.T, cmd *exec.Cmd) error {
 		cs.Close()
 	}
 	return err
-}
-
-func TestMainCommands(t *testing.T) {
-	var out, errb bytes.Buffer
-	ctx := context.Background()
-	if err := Main(ctx, []string{"version"}, nil, &out, &errb, config.Env{}); err != nil || !strings.HasPrefix(out.String(), "bobby ") {
-		t.Errorf("version: %q %v", out.String(), err)
-	}
-	if err := Main(ctx, []string{"fly"}, nil, &out, &errb, config.Env{}); err == nil {
-		t.Error("unknown command accepted")
-	}
-	if err := Main(ctx, nil, nil, &out, &errb, config.Env{}); err == nil {
-		t.Error("no command accepted")
-	}
-	bad := filepath.Join(t.TempDir(), "bad.toml")
-	if err := os.WriteFile(bad, []byte("[http]\nlisten = \"0.0.0.0:1\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := Main(ctx, []string{"serve", "--config", bad}, nil, &out, &errb, config.Env{}); err == nil || !strings.Contains(err.Error(), "http.listen") {
-		t.Errorf("serve with a non-loopback listen: %v", err)
-	}
-	if err := Main(ctx, []string{"serve"}, nil, &out, &errb, config.Env{}); err == nil || !strings.Contains(err.Error(), "principal") {
-		t.Errorf("serve without principals: %v", err)
-	}
 }

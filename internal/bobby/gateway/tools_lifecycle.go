@@ -384,7 +384,7 @@ func handleRuntimeInfo(ctx context.Context, c *call, _ struct{}) (*runtimeInfoRe
 		Status:                StatusCompleted,
 		Principal:             c.principal.Name,
 		CredentialExpiresAt:   expires,
-		CredentialExpiresSoon: c.principal.ExpiresWithin(c.g.now(), credentialWarnAhead),
+		CredentialExpiresSoon: c.principal.ExpiresWithin(c.g.now(), CredentialWarnAhead),
 		Capabilities:          runtimeFeatures,
 		GrantedCapabilities:   c.principal.Capabilities.Strings(),
 		Phase:                 c.cs.currentPhase(),

@@ -1,4 +1,8 @@
-package gateway
+// Package cmdline is bobby's command line: the stdio, serve, doctor and
+// version commands, and the principal of a stdio process from the
+// bootstrap variables. cmd/bobby calls Main; the MCP server itself is
+// package gateway.
+package cmdline
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/gateway"
 	"github.com/deltaharness/delta/internal/bobby/policy"
 )
 
@@ -40,7 +45,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "bobby %s (%s)\n", Version, runtime.Version())
+		fmt.Fprintf(stdout, "bobby %s (%s)\n", gateway.Version, runtime.Version())
 		return nil
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
@@ -91,7 +96,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // StdioPrincipal derives the principal of a stdio process from the
 // bootstrap variables (see package config for their contract).
 func StdioPrincipal(cfg config.Config, env config.Env, now time.Time) (policy.Principal, error) {
-	reg, err := principalsFromConfig(cfg)
+	reg, err := gateway.PrincipalsFromConfig(cfg)
 	if err != nil {
 		return policy.Principal{}, err
 	}
@@ -138,7 +143,7 @@ func runStdio(ctx context.Context, cfg config.Config, env config.Env, stdin io.R
 		if env.BootstrapToken == "" {
 			return fmt.Errorf("%s needs %s", config.EnvBootstrapURL, config.EnvBootstrapToken)
 		}
-		return Bridge(ctx, env.BootstrapURL, BridgeOptions{
+		return gateway.Bridge(ctx, env.BootstrapURL, gateway.BridgeOptions{
 			Token: env.BootstrapToken, Principal: env.BootstrapPrincipal,
 			Capabilities: env.BootstrapCapabilities, CapabilitiesSet: env.CapabilitiesSet(),
 		}, stdin, stdout, log)
@@ -147,7 +152,7 @@ func runStdio(ctx context.Context, cfg config.Config, env config.Env, stdin io.R
 	if err != nil {
 		return fmt.Errorf("stdio principal: %w", err)
 	}
-	g, err := New(Options{Config: cfg, Logger: log})
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -188,7 +193,7 @@ func runServe(ctx context.Context, cfg config.Config, env config.Env, stderr io.
 	if err != nil {
 		return err
 	}
-	g, err := New(Options{Config: cfg, Logger: log})
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -200,15 +205,15 @@ func runServe(ctx context.Context, cfg config.Config, env config.Env, stderr io.
 		l.Close()
 		return err
 	}
-	fmt.Fprintf(stderr, "bobby %s: MCP at http://%s%s (principals: %s)\n", Version, l.Addr(), MCPPath, principalNames(g))
+	fmt.Fprintf(stderr, "bobby %s: MCP at http://%s%s (principals: %s)\n", gateway.Version, l.Addr(), gateway.MCPPath, principalNames(g))
 	serveErr := g.Serve(ctx, l)
 	closeErr := g.Close(context.WithoutCancel(ctx))
 	return errors.Join(serveErr, closeErr)
 }
 
-func principalNames(g *Gateway) string {
+func principalNames(g *gateway.Gateway) string {
 	var names []string
-	for _, p := range g.principals.Principals() {
+	for _, p := range g.Principals().Principals() {
 		names = append(names, p.Name)
 	}
 	return strings.Join(names, ", ")

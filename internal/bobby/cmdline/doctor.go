@@ -1,8 +1,7 @@
-package gateway
+package cmdline
 
 import (
 	"context"
-
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/gateway"
 )
 
 // DoctorOptions configure Doctor.
@@ -63,7 +63,7 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 	}
 	cfg, err := config.Load(configPath)
 	if err == nil {
-		_, err = principalsFromConfig(cfg)
+		_, err = gateway.PrincipalsFromConfig(cfg)
 	}
 	if err != nil {
 		report("FAIL", "config", "%v", err)
@@ -108,7 +108,7 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 			report("ok", "credential", "%s: no expiry", p.Name)
 		case !now.Before(p.ExpiresAt):
 			report("FAIL", "credential", "%s expired at %s", p.Name, p.ExpiresAt.UTC().Format(time.RFC3339))
-		case p.ExpiresAt.Sub(now) < credentialWarnAhead:
+		case p.ExpiresAt.Sub(now) < gateway.CredentialWarnAhead:
 			report("warn", "credential", "%s expires in %s (at %s): rotate it", p.Name,
 				p.ExpiresAt.Sub(now).Round(time.Minute), p.ExpiresAt.UTC().Format(time.RFC3339))
 		default:
