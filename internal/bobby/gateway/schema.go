@@ -61,23 +61,6 @@ func array(desc string, items *jsonschema.Schema, maxItems int) *jsonschema.Sche
 	return &jsonschema.Schema{Type: "array", Description: desc, Items: items, MaxItems: ptr(maxItems)}
 }
 
-// outputObject is a permissive output schema: type object with the listed
-// properties typed, so clients can validate and render without the shapes
-// being frozen.
-func outputObject(props map[string]string) *jsonschema.Schema {
-	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
-	for name, typ := range props {
-		ps := &jsonschema.Schema{}
-		if strings.Contains(typ, "|") {
-			ps.Types = strings.Split(typ, "|")
-		} else if typ != "" {
-			ps.Type = typ
-		}
-		s.Properties[name] = ps
-	}
-	return s
-}
-
 // decodeArgs parses raw tool arguments into generic JSON values, keeping
 // numbers exact. Absent arguments are an empty object.
 func decodeArgs(raw json.RawMessage) (any, error) {

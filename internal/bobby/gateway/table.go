@@ -451,12 +451,6 @@ func intentKinds() map[string]string {
 	return m
 }
 
-// acceptsHandle reports whether a tool is on the workflowHandle allowlist.
-func acceptsHandle(tool string) bool {
-	t, ok := toolIndex[tool]
-	return ok && t.handle
-}
-
 // inPhase reports whether tool is advertised in phase.
 func inPhase(tool string, phase Phase) bool {
 	t, ok := toolIndex[tool]
