@@ -226,6 +226,11 @@ type Config struct {
 	// ControlToken is the bearer required on run-driving endpoints
 	// (DELTA_CONTROL_TOKEN; empty = open).
 	ControlToken string `env:"DELTA_CONTROL_TOKEN"`
+	// ControlURL is the scheduling control plane's base URL
+	// (DELTA_CONTROL_URL). With ControlToken set too, the daemon offers
+	// schedule_create, schedule_list and schedule_cancel against it,
+	// presenting ControlToken; with either missing it offers none.
+	ControlURL string `env:"DELTA_CONTROL_URL"`
 	// InspectToken is the bearer required on inspection endpoints
 	// (DELTA_INSPECT_TOKEN; empty = loopback clients only).
 	InspectToken string `env:"DELTA_INSPECT_TOKEN"`
@@ -397,6 +402,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Skills:               l.oneOf("DELTA_SKILLS", SkillsMCP, SkillsLocal, SkillsOff),
 		PromoteMinRuns:       l.intRange("DELTA_PROMOTE_MIN_RUNS", DefaultPromoteMinRuns, 1, 100),
 		ControlToken:         l.str("DELTA_CONTROL_TOKEN", ""),
+		ControlURL:           l.baseURL("DELTA_CONTROL_URL", ""),
 		InspectToken:         l.str("DELTA_INSPECT_TOKEN", ""),
 		Inspect:              l.inspect("DELTA_INSPECT"),
 		InspectWrite:         l.boolean("DELTA_INSPECT_WRITE"),
@@ -419,6 +425,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		c.TelemetryToken = c.ControlToken
 		c.Warnings = append(c.Warnings, "TELEMETRY_TOKEN is not set: the exporter presents DELTA_CONTROL_TOKEN to the collector, which sends a control credential off the box; give the collector a dedicated TELEMETRY_TOKEN")
 	}
+	c.Warnings = append(c.Warnings, controlWarnings(c.ControlURL, c.ControlToken)...)
 	c.AllowedTools, c.ToolFloor = l.toolList("DELTA_ALLOWED_TOOLS", &c.Warnings)
 	c.PinnedTools, _ = l.toolList("DELTA_PINNED_TOOLS", &c.Warnings)
 	if c.SafeMode {

@@ -293,8 +293,8 @@ func TestForeignProviderKeysNeverRead(t *testing.T) {
 }
 
 // TestVarsIsComplete keeps Vars the single source of truth: every Config
-// field's variables are documented, and Load, LoadEntrypoint and LoadSmoke
-// together read exactly what is documented.
+// field's variables are documented, and Load, LoadEntrypoint, LoadSmoke and
+// LoadScheduler together read exactly what is documented.
 func TestVarsIsComplete(t *testing.T) {
 	documented := map[string]VarDoc{}
 	for _, v := range Vars() {
@@ -330,6 +330,9 @@ func TestVarsIsComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := LoadSmoke(r.lookup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadScheduler(r.lookup); err != nil {
 		t.Fatal(err)
 	}
 	for name := range documented {

@@ -13,10 +13,10 @@ type VarDoc struct {
 }
 
 // Vars lists every variable Load reads, in Config field order, then those
-// only `delta entrypoint` (LoadEntrypoint) and `delta smoke` (LoadSmoke)
+// only `delta entrypoint` (LoadEntrypoint), `delta smoke` (LoadSmoke) and `delta scheduler` (LoadScheduler)
 // read. It is the single source of truth for the README's configuration
 // table; a test checks that every Config field's variables appear here and
-// that the three loaders together read exactly these.
+// that the loaders together read exactly these.
 func Vars() []VarDoc {
 	ms := func(d interface{ Milliseconds() int64 }) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return []VarDoc{
@@ -82,7 +82,8 @@ func Vars() []VarDoc {
 		{"DELTA_REFLECT", "off", "Boolean: reflect after every successful run (one lesson at most, on the utility lane, after the response is released; metadata.reflect:true does it for one run). Durable: owed reflections survive a crash."},
 		{"DELTA_SKILLS", SkillsMCP, "Skills backend: local reads skills/<name>/SKILL.md from the workspace (skill_search, skill_get, a directory block per attempt; found without a restart); off offers none and never mentions them; mcp binds a connected server's skill registry only when it has a skill create, update or propose tool (search {limit:25}, get {name}; a capability block per attempt, 20 s wait; reflected procedures are promoted to it). Any other value refuses to boot."},
 		{"DELTA_PROMOTE_MIN_RUNS", strconv.Itoa(DefaultPromoteMinRuns), "Distinct runs the same lowercased, whitespace-normalized lesson must come from before it is promoted to the product (facts, preferences, pitfalls to the writeVerbSuffix tool; procedures to the skill registry); 1–100. User memory is never promoted."},
-		{"DELTA_CONTROL_TOKEN", "", "Bearer token required on run-driving endpoints; empty = open."},
+		{"DELTA_CONTROL_TOKEN", "", "Bearer token required on run-driving endpoints; empty = open. Also the bearer the schedule tools present to DELTA_CONTROL_URL, and the one delta scheduler requires."},
+		{"DELTA_CONTROL_URL", "", "Scheduling control plane base URL (e.g. delta scheduler's); with DELTA_CONTROL_TOKEN set too the agent gets schedule_create, schedule_list and schedule_cancel (15 s per call, the token as bearer)."},
 		{"DELTA_INSPECT_TOKEN", "", "Bearer token required on inspection endpoints (/dev, /v1/dev/*); a browser trades it for an 8-hour session cookie at POST /v1/dev/session (the /dev sign-in form). Empty = loopback clients only, others get 403."},
 		{"DELTA_INSPECT", "on", "Set off to remove /dev and the inspection API."},
 		{"DELTA_INSPECT_WRITE", "off", "Boolean: allow the inspection writes: rotating and deleting vault secrets (/v1/dev/secrets), restoring a DELTA.md revision (/v1/dev/revisions/{id}/restore) and editing workspace files from the Cockpit (PUT /v1/dev/files; .delta and secrets files are always refused) (delta dev: on)."},
@@ -101,8 +102,11 @@ func Vars() []VarDoc {
 		{"LITESTREAM_CONFIG", DefaultLitestreamConfig, "delta entrypoint: Litestream configuration; used when the file exists, and a named file that is missing refuses to start. It must list DELTA_DB."},
 		{"LITESTREAM_REPLICA_URL", "", "delta entrypoint: Litestream replica URL for DELTA_DB when there is no configuration file (1 s sync, 1 h snapshots, 168 h retention)."},
 		{"DELTA_BOOTSTRAP", "off", "delta entrypoint, boolean: with backup configured and no local database, start empty instead of restoring (a genuine first boot against an empty replica). Remove it once the database exists."},
-		{"DELTA_URL", "", "delta smoke: base URL of the daemon to check (http or https)."},
+		{"DELTA_URL", "", "delta smoke: base URL of the daemon to check (http or https); delta scheduler: the daemon firings are posted to (default " + DefaultDaemonURL + ")."},
 		{"SMOKE_INPUT", "", "delta smoke: the task text of the acceptance run; empty = a short built-in task."},
+		{"DELTA_SCHEDULER_DB", DefaultSchedulerDB, "delta scheduler: its own SQLite file of schedules and firings (--db)."},
+		{"DELTA_SCHEDULER_LISTEN", DefaultSchedulerListen, "delta scheduler: listen address (--listen); a non-loopback address requires DELTA_CONTROL_TOKEN."},
+		{"DELTA_SCHEDULER_DAEMON_TOKEN", "", "delta scheduler: the daemon's control token it fires with; default DELTA_CONTROL_TOKEN."},
 		{"SMOKE_TOOL", "", "delta smoke: a required tool (e.g. an MCP tool) that /v1/dev/config must list and the run must call."},
 	}
 }

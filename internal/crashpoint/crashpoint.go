@@ -48,6 +48,17 @@ const (
 	PromotionAfterCall = "memory.promotion-after-call"
 )
 
+// The scheduler's points (delta scheduler), apart from the daemon's matrix
+// because a daemon never passes them.
+const (
+	// SchedulerAfterIntent: a firing is recorded and its schedule advanced;
+	// the task is not posted to the daemon.
+	SchedulerAfterIntent = "scheduler.after-intent"
+	// SchedulerAfterPost: the daemon acknowledged the firing's task; the
+	// acknowledgement is not recorded.
+	SchedulerAfterPost = "scheduler.after-post"
+)
+
 // Points lists every named point, for tests that walk the matrix.
 func Points() []string {
 	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish, AfterFinish, PromotionAfterCall}

@@ -12,6 +12,7 @@ import (
 	"github.com/deltaharness/delta/internal/tool/code"
 	"github.com/deltaharness/delta/internal/tool/file"
 	"github.com/deltaharness/delta/internal/tool/grep"
+	"github.com/deltaharness/delta/internal/tool/schedule"
 	"github.com/deltaharness/delta/internal/tool/search"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/tool/web"
@@ -93,6 +94,11 @@ func buildTools(cfg config.Config, ws *workspace.Root, v *vault.Vault, plans *to
 	}
 	if v != nil {
 		reg.Add(listSecrets(v))
+	}
+	if cfg.Scheduling() {
+		// Delta keeps no alarm of its own: with a control plane configured
+		// the agent asks it for wake-ups.
+		reg.Add(schedule.New(schedule.Options{URL: cfg.ControlURL, Token: cfg.ControlToken, Agent: cfg.AgentID, Logger: logger}).Tools()...)
 	}
 	return reg, st
 }

@@ -300,7 +300,7 @@ func (c *child) invoke(ctx context.Context, tc model.ToolCall) (res tool.Result)
 		}
 	}
 	start := time.Now()
-	res, err := t.Run(ctx, tool.Call{RunID: c.run.ID, SessionID: c.run.SessionID, CallID: tc.ID, Args: tc.Arguments})
+	res, err := t.Run(ctx, tool.Call{RunID: c.run.ID, SessionID: c.run.SessionID, Owner: c.run.Owner, CallID: tc.ID, Args: tc.Arguments})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return tool.Errorf("tool %s timed out after %s", tc.Name, time.Since(start).Round(time.Millisecond))

@@ -92,7 +92,7 @@ func (x *execution) invoke(ctx context.Context, c model.ToolCall) (res tool.Resu
 		}
 	}
 	start := time.Now()
-	res, err := t.Run(ctx, tool.Call{RunID: x.run.ID, SessionID: x.run.SessionID, CallID: c.ID, Args: c.Arguments})
+	res, err := t.Run(ctx, tool.Call{RunID: x.run.ID, SessionID: x.run.SessionID, Owner: x.run.Owner, CallID: c.ID, Args: c.Arguments})
 	crashpoint.Hit(crashpoint.MidTool)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {

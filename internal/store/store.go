@@ -75,9 +75,24 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return s, nil
 	}
+	w, r, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{w: w, r: r, path: path}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openFile opens the writer and the reader pool of the database file at
+// path, creating its directory.
+func openFile(path string) (w, r *sql.DB, err error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("open store %s: %w", path, err)
+			return nil, nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + strings.Join([]string{
@@ -87,24 +102,19 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		"_pragma=foreign_keys(1)",
 		"_txlock=immediate",
 	}, "&")
-	w, err := sql.Open("sqlite", dsn)
+	w, err = sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", dsn)
+	r, err = sql.Open("sqlite", dsn)
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4) // keep them: reopening runs the pragmas again
-	s := &Store{w: w, r: r, path: path}
-	if err := s.migrate(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return w, r, nil
 }
 
 // Close closes the database.
@@ -131,8 +141,11 @@ type migration struct {
 	sql     string
 }
 
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
+func migrations() ([]migration, error) { return migrationsIn(migrationFS, "migrations") }
+
+// migrationsIn reads the numbered migrations in dir of fsys, in order.
+func migrationsIn(fsys embed.FS, dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +156,7 @@ func migrations() ([]migration, error) {
 		if !ok || err != nil {
 			return nil, fmt.Errorf("migration %s: name must start with a number", e.Name())
 		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		b, err := fsys.ReadFile(dir + "/" + e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -158,18 +171,29 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
+	return migrateDB(ctx, s.w, s.path, ms)
+}
+
+// migrateDB applies the migrations of ms newer than the database's
+// PRAGMA user_version, each in its own transaction, and refuses a database
+// that a newer binary has migrated further than ms goes.
+func migrateDB(ctx context.Context, w *sql.DB, path string, ms []migration) error {
 	var current int
-	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
-		return fmt.Errorf("open store %s: read schema version: %w", s.path, err)
+	if err := w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("open store %s: read schema version: %w", path, err)
 	}
-	if latest := SchemaVersion(); current > latest {
-		return fmt.Errorf("open store %s: schema version %d, this binary knows %d: %w", s.path, current, latest, ErrSchemaNewer)
+	latest := 0
+	if len(ms) > 0 {
+		latest = ms[len(ms)-1].version
+	}
+	if current > latest {
+		return fmt.Errorf("open store %s: schema version %d, this binary knows %d: %w", path, current, latest, ErrSchemaNewer)
 	}
 	for _, m := range ms {
 		if m.version <= current {
 			continue
 		}
-		err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := txOn(ctx, w, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return err
 			}
@@ -177,15 +201,18 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("migrate %s to %s: %w", s.path, m.name, err)
+			return fmt.Errorf("migrate %s to %s: %w", path, m.name, err)
 		}
 	}
 	return nil
 }
 
 // tx runs fn in one immediate write transaction.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error { return txOn(ctx, s.w, fn) }
+
+// txOn runs fn in one immediate write transaction on w.
+func txOn(ctx context.Context, w *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

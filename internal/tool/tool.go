@@ -19,6 +19,7 @@ import (
 type Call struct {
 	RunID     string          // the run that asked; used to name spill files
 	SessionID string          // the run's session; tools that keep per-session state key on it
+	Owner     string          // the run's owner (x-delta-user); "" = unowned. Tools acting for the owner elsewhere scope by it
 	CallID    string          // the model's tool-call id
 	Args      json.RawMessage // the model's arguments, raw
 }

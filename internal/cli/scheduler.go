@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/scheduler"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// schedulerCommand runs the control plane we ship: it keeps schedules in
+// its own SQLite file and fires each due one as a task on the daemon.
+type schedulerCommand struct{ env }
+
+const schedulerSynopsis = "[--db delta-scheduler.db] [--listen 127.0.0.1:8091] [--daemon-url http://127.0.0.1:8080]"
+
+func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
+	cfg, err := config.LoadScheduler(c.lookup)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	fs := newFlagSet("scheduler")
+	db := fs.String("db", cfg.DB, "SQLite file of schedules and firings (DELTA_SCHEDULER_DB)")
+	listen := fs.String("listen", cfg.Listen, "listen address (DELTA_SCHEDULER_LISTEN); a non-loopback address requires DELTA_CONTROL_TOKEN")
+	daemonURL := fs.String("daemon-url", cfg.DaemonURL, "the daemon firings are posted to, as POST /v1/tasks (DELTA_URL)")
+	poll := fs.Duration("poll", scheduler.DefaultPoll, "how often due schedules are looked for")
+	pos, err := parse(fs, c.env, schedulerSynopsis, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	if len(pos) > 0 {
+		return usageFor(c.env, fs, schedulerSynopsis, "unexpected argument %q", pos[0])
+	}
+	if *poll <= 0 {
+		return usageFor(c.env, fs, schedulerSynopsis, "--poll must be positive")
+	}
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return usageFor(c.env, fs, schedulerSynopsis, "--listen %q: %v", *listen, err)
+	}
+	if ip := net.ParseIP(host); cfg.Token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("scheduler: --listen %s is not loopback: set DELTA_CONTROL_TOKEN so only daemons holding it can manage schedules", *listen)
+	}
+	logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
+	if cfg.Token == "" {
+		logger.Warn("DELTA_CONTROL_TOKEN is not set: any local process can manage schedules")
+	}
+	st, err := store.OpenSchedules(ctx, *db)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer st.Close()
+	s := scheduler.New(st, scheduler.Options{
+		Token: cfg.Token, DaemonURL: *daemonURL, DaemonToken: cfg.DaemonToken, Poll: *poll, Logger: logger,
+	})
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("scheduler listening", "addr", ln.Addr().String(), "db", *db, "daemon", *daemonURL)
+	s.Open(ctx)
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		serveErr = fmt.Errorf("scheduler: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serveErr = errors.Join(serveErr, fmt.Errorf("scheduler: shutdown: %w", err))
+	}
+	return errors.Join(serveErr, s.Close(sctx))
+}
