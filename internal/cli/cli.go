@@ -114,7 +114,9 @@ func commands() []command {
 				return (&collectorCommand{env: e}).Run(ctx, args)
 			}},
 		{"scheduler", "run the scheduling control plane: schedules in SQLite, each due one fired as POST /v1/tasks on the daemon", schedulerSynopsis,
-			func(ctx context.Context, e env, args []string) error { return (&schedulerCommand{env: e}).Run(ctx, args) }},
+			func(ctx context.Context, e env, args []string) error {
+				return (&schedulerCommand{env: e}).Run(ctx, args)
+			}},
 		{"entrypoint", "container entrypoint: seed the bundle, restore the database or refuse, then run the daemon (under litestream with backup)", "",
 			func(ctx context.Context, e env, args []string) error {
 				return (&entrypointCommand{env: e, run: runToCompletion, exec: execProcess}).Run(ctx, args)
