@@ -75,7 +75,13 @@ type Plan struct {
 	every  time.Duration // interval
 	cron   cron.Schedule // cron, with its location set
 	loc    *time.Location
+	// everyHour is a cron whose hour field is *: it follows real time
+	// through a daylight-saving change instead of once per wall-clock time.
+	everyHour bool
 }
+
+// allHours is the hour field of a cron expression whose hour is *.
+const allHours = 1<<24 - 1
 
 // Compile validates s as created at created (a one-time instant must be
 // after it) and returns its plan. A returned error is a *Problem.
@@ -121,10 +127,12 @@ func (s Spec) Compile(created time.Time) (*Plan, error) {
 			return nil, problem("cron", `check each field's range (minute 0-59, hour 0-23, day 1-31, month 1-12, weekday 0-6), e.g. "*/15 9-17 * * 1-5"`,
 				"%q is not a valid cron expression: %v", s.Cron, err)
 		}
+		everyHour := true
 		if ss, ok := sched.(*cron.SpecSchedule); ok {
 			ss.Location = loc
+			everyHour = ss.Hour&allHours == allHours
 		}
-		return &Plan{kind: Cron, cron: sched, loc: loc}, nil
+		return &Plan{kind: Cron, cron: sched, loc: loc, everyHour: everyHour}, nil
 	}
 	return nil, problem("kind", "send once (with at), interval (with every_seconds) or cron (with cron and an optional timezone)",
 		"unknown kind %q", s.Kind)
@@ -197,7 +205,7 @@ func (p *Plan) Next(t time.Time) time.Time {
 	switch p.kind {
 	case Once:
 		if p.at.After(t) {
-			return p.at
+			return p.at.UTC()
 		}
 		return time.Time{}
 	case Interval:
@@ -207,9 +215,30 @@ func (p *Plan) Next(t time.Time) time.Time {
 		k := t.Sub(p.anchor)/p.every + 1
 		return p.anchor.Add(k * p.every)
 	case Cron:
-		return p.cron.Next(t.In(p.loc)).UTC()
+		for {
+			n := p.cron.Next(t.In(p.loc))
+			if n.IsZero() || p.everyHour || !p.repeated(n) {
+				return n.UTC()
+			}
+			t = n
+		}
 	}
 	return time.Time{}
+}
+
+// repeated reports that n's wall-clock time already happened earlier the
+// same night, because the clocks went back in between: a daily 02:30 fires
+// at the first 02:30 only. (A wall-clock time the clocks jump over in spring
+// does not happen that day, so it does not fire that day.)
+func (p *Plan) repeated(n time.Time) bool {
+	_, before := n.Add(-3 * time.Hour).In(p.loc).Zone()
+	_, at := n.In(p.loc).Zone()
+	if before <= at {
+		return false
+	}
+	e := n.Add(-time.Duration(before-at) * time.Second).In(p.loc)
+	w := n.In(p.loc)
+	return e.Hour() == w.Hour() && e.Minute() == w.Minute() && e.Day() == w.Day()
 }
 
 // Catchup is the firing a scheduler makes when it wakes at now and the
