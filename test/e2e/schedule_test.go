@@ -26,7 +26,7 @@ type testClock struct {
 	t  time.Time
 }
 
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 // schedRig is a real delta daemon (scripted model) whose schedule tools
