@@ -246,3 +246,40 @@ func TestNoControlPlaneNoScheduleTools(t *testing.T) {
 		t.Fatalf("status tools: %s", b)
 	}
 }
+
+// TestFiringWaitsForADaemonThatIsDown: a firing the daemon cannot take is
+// kept and re-sent with backoff, and delivered once the daemon is back; a
+// firing the daemon refuses outright (it names a conversation the daemon
+// does not have) is given up with the daemon's reason, and the schedule
+// carries on.
+func TestFiringWaitsForADaemonThatIsDown(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := newSchedRig(t, t0)
+	up := r.createREST(t, `{"kind":"interval","every_seconds":60,"input":"ping"}`)
+	refused := r.createREST(t, `{"kind":"interval","every_seconds":60,"input":"ping","previous_response_id":"resp_missing"}`)
+	r.d.stop()
+	slot := t0.Add(time.Minute)
+	r.tick(t, slot)
+	fs := r.firings(t, up)
+	if len(fs) != 1 || fs[0].State != store.FiringIntended || fs[0].Attempts != 1 || fs[0].LastError == "" {
+		t.Fatalf("with the daemon down: %+v", fs)
+	}
+	r.tick(t, slot.Add(500*time.Millisecond)) // before the backoff: not re-sent
+	if fs := r.firings(t, up); fs[0].Attempts != 1 {
+		t.Fatalf("re-sent before its backoff: %+v", fs)
+	}
+	r.d.start()
+	r.tick(t, slot.Add(time.Second))
+	fs = r.firings(t, up)
+	if len(fs) != 1 || fs[0].State != store.FiringDone || fs[0].TaskID == "" {
+		t.Fatalf("after the daemon came back: %+v", fs)
+	}
+	rf := r.firings(t, refused)
+	if len(rf) != 1 || rf[0].State != store.FiringFailed || !strings.Contains(rf[0].LastError, "daemon answered 400: previous_response_id") {
+		t.Fatalf("refused firing: %+v", rf)
+	}
+	r.tick(t, slot.Add(time.Minute))
+	if n := len(r.firings(t, refused)); n != 2 {
+		t.Fatalf("the refused schedule stopped: %d firings", n)
+	}
+}
