@@ -63,6 +63,10 @@ func TestUsageErrors(t *testing.T) {
 		{"run with empty stdin", []string{"run"}, "no input", "usage: delta run"},
 		{"run with blank text", []string{"run", " "}, "no input", ""},
 		{"version with argument", []string{"version", "x"}, "takes no arguments", ""},
+		{"scheduler extra argument", []string{"scheduler", "now"}, `unexpected argument "now"`, "usage: delta scheduler"},
+		{"scheduler bad listen", []string{"scheduler", "--listen", "8091"}, `--listen "8091"`, ""},
+		{"scheduler open on all interfaces", []string{"scheduler", "--listen", "0.0.0.0:0"}, "set DELTA_CONTROL_TOKEN", ""},
+		{"scheduler zero poll", []string{"scheduler", "--poll", "0s"}, "--poll must be positive", ""},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`, ""},
 		{"help with two names", []string{"help", "a", "b"}, "at most one", ""},
 	}

@@ -45,7 +45,7 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 		return usageFor(c.env, fs, schedulerSynopsis, "--listen %q: %v", *listen, err)
 	}
 	if ip := net.ParseIP(host); cfg.Token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("scheduler: --listen %s is not loopback: set DELTA_CONTROL_TOKEN so only daemons holding it can manage schedules", *listen)
+		return usageFor(c.env, fs, schedulerSynopsis, "--listen %s is not loopback: set DELTA_CONTROL_TOKEN so only daemons holding it can manage schedules", *listen)
 	}
 	logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
 	if cfg.Token == "" {
