@@ -161,8 +161,10 @@ type cancelParams struct {
 }
 
 func (c *Client) cancel() tool.Tool {
-	// Cancelling twice leaves the same state, so a replay is safe.
-	return tool.Func(CancelName, "Cancel one of your schedules by id; it fires no more.", true,
+	// Not read-only: it changes what will happen, so the safe tier does
+	// not get it (cancelling twice would be harmless, but the tier rule is
+	// about side effects, not replays).
+	return tool.Func(CancelName, "Cancel one of your schedules by id; it fires no more.", false,
 		func(ctx context.Context, call tool.Call, p cancelParams) (tool.Result, error) {
 			id := strings.TrimSpace(p.ID)
 			if id == "" || strings.ContainsAny(id, "/?#") {

@@ -148,13 +148,13 @@ func TestUnreachableControlPlaneIsAToolError(t *testing.T) {
 	}
 }
 
-func TestToolsAreTimedAndCreateIsNotReplayed(t *testing.T) {
+func TestToolsAreTimedAndOnlyListIsReadOnly(t *testing.T) {
 	c := New(Options{URL: "http://127.0.0.1:1", Token: token})
 	for _, tl := range c.Tools() {
 		if u, ok := tl.(interface{ Untimed() bool }); ok && u.Untimed() {
 			t.Errorf("%s is untimed", tl.Spec().Name)
 		}
-		if want := tl.Spec().Name != CreateName; tl.ReadOnly() != want {
+		if want := tl.Spec().Name == ListName; tl.ReadOnly() != want {
 			t.Errorf("%s ReadOnly = %v, want %v", tl.Spec().Name, tl.ReadOnly(), want)
 		}
 	}
