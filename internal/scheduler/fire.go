@@ -55,7 +55,14 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 func (s *Scheduler) fireDue(ctx context.Context, r store.ScheduleRow, now time.Time) error {
 	p, err := plan(r)
 	if err != nil {
-		return fmt.Errorf("schedule %s no longer compiles: %w", r.ID, err)
+		// A stored schedule that no longer compiles (a timezone this
+		// binary's database does not know, a row written by hand) would be
+		// due on every tick; it is cancelled once, loudly, instead.
+		s.o.Logger.Error("schedule no longer compiles; cancelled", "schedule", r.ID, "err", err)
+		if _, cerr := s.st.CancelSchedule(ctx, r.ID, r.Owner, r.Agent, now); cerr != nil {
+			return fmt.Errorf("cancel schedule %s that no longer compiles: %w", r.ID, cerr)
+		}
+		return nil
 	}
 	slot, skipped := p.Catchup(r.NextFireAt, now)
 	next := p.Next(slot)
