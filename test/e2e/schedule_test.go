@@ -3,13 +3,17 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -281,5 +285,77 @@ func TestFiringWaitsForADaemonThatIsDown(t *testing.T) {
 	r.tick(t, slot.Add(time.Minute))
 	if n := len(r.firings(t, refused)); n != 2 {
 		t.Fatalf("the refused schedule stopped: %d firings", n)
+	}
+}
+
+// TestAgentSchedulesThroughTheSchedulerProcess: the shipped command end to
+// end: `delta scheduler` as a child process on loopback, the daemon's
+// schedule_create call lands in it, and the schedule is still there after
+// the scheduler restarts.
+func TestAgentSchedulesThroughTheSchedulerProcess(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	schedURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	fake := startScript(t, scheduleScript)
+	d := newDaemon(t, fake, "DELTA_CONTROL_URL="+schedURL, "DELTA_AGENT_ID=agent-1")
+	start := func() *exec.Cmd {
+		cmd := exec.Command(deltaBin, "scheduler", "--db", filepath.Join(dir, "scheduler.db"), "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DELTA_CONTROL_TOKEN=" + d.token, "DELTA_URL=" + d.url}
+		log, err := os.Create(filepath.Join(dir, "scheduler.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); log.Close() })
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if resp, err := http.Get(schedURL + "/healthz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return cmd
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("delta scheduler never became healthy")
+		return nil
+	}
+	list := func() schedule.List {
+		req, _ := http.NewRequest("GET", schedURL+schedule.Path, nil)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		req.Header.Set(schedule.HeaderUser, "alice")
+		req.Header.Set(schedule.HeaderAgent, "agent-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var l schedule.List
+		if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&l) != nil {
+			t.Fatalf("list: %d", resp.StatusCode)
+		}
+		return l
+	}
+	cmd := start()
+	r := &schedRig{d: d}
+	status, m := r.as(t, "alice", "POST", "/v1/tasks", `{"input":"every hour, check the build"}`)
+	if status != 202 {
+		t.Fatalf("submit: %d %v", status, m)
+	}
+	if run := r.waitDone(t, "alice", m["id"].(string)); run["status"] != "done" {
+		t.Fatalf("run %v", run)
+	}
+	l := list()
+	if len(l.Data) != 1 || l.Data[0].Kind != schedule.Interval || l.Data[0].Owner != "alice" || l.Data[0].Agent != "agent-1" || l.Data[0].NextFireAt == nil {
+		t.Fatalf("schedules %+v", l.Data)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	start()
+	if again := list(); len(again.Data) != 1 || again.Data[0].ID != l.Data[0].ID {
+		t.Fatalf("after a restart: %+v", again.Data)
 	}
 }
