@@ -2,6 +2,7 @@ package crash
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -130,21 +131,7 @@ func TestSchedulerKillNineNeverDoubleFires(t *testing.T) {
 			}
 			// Exactly one run per firing on the daemon, the one the firing records.
 			db := d.openDB()
-			runs := map[string][]string{}
-			rows, err := db.Query("SELECT idempotency_key, id, owner FROM runs WHERE idempotency_key LIKE 'sched-%'")
-			if err != nil {
-				t.Fatal(err)
-			}
-			owners := map[string]string{}
-			for rows.Next() {
-				var key, id, owner string
-				if err := rows.Scan(&key, &id, &owner); err != nil {
-					t.Fatal(err)
-				}
-				runs[key] = append(runs[key], id)
-				owners[key] = owner
-			}
-			rows.Close()
+			runs, owners := schedRuns(t, db)
 			var total int
 			if err := db.QueryRow("SELECT count(*) FROM runs").Scan(&total); err != nil {
 				t.Fatal(err)
@@ -165,6 +152,29 @@ func TestSchedulerKillNineNeverDoubleFires(t *testing.T) {
 			}
 		})
 	}
+}
+
+// schedRuns maps each firing key on the daemon to its runs and owner.
+func schedRuns(t *testing.T, db *sql.DB) (runs map[string][]string, owners map[string]string) {
+	t.Helper()
+	runs, owners = map[string][]string{}, map[string]string{}
+	rows, err := db.Query("SELECT idempotency_key, id, owner FROM runs WHERE idempotency_key LIKE 'sched-%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, id, owner string
+		if err := rows.Scan(&key, &id, &owner); err != nil {
+			t.Fatal(err)
+		}
+		runs[key] = append(runs[key], id)
+		owners[key] = owner
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return runs, owners
 }
 
 func waitRunTerminal(t *testing.T, d *daemon, key string) {
