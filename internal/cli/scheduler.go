@@ -18,7 +18,7 @@ import (
 // its own SQLite file and fires each due one as a task on the daemon.
 type schedulerCommand struct{ env }
 
-const schedulerSynopsis = "[--db delta-scheduler.db] [--listen 127.0.0.1:8091] [--daemon-url http://127.0.0.1:8080]"
+const schedulerSynopsis = "[--db delta-scheduler.db] [--listen 127.0.0.1:8091] [--daemon-url http://127.0.0.1:8080] [--poll 1s]"
 
 func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	cfg, err := config.LoadScheduler(c.lookup)
