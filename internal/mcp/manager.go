@@ -250,6 +250,10 @@ func WithLostRunToken(ctx context.Context) context.Context {
 	return context.WithValue(ctx, lostTokenKey{}, true)
 }
 
+// HasRunToken reports whether ctx carries a run's authToken this process
+// holds; a token lost to a restart does not count.
+func HasRunToken(ctx context.Context) bool { return runToken(ctx) != "" }
+
 func runTokenLost(ctx context.Context) bool {
 	lost, _ := ctx.Value(lostTokenKey{}).(bool)
 	return lost && runToken(ctx) == ""
