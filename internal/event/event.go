@@ -88,6 +88,11 @@ const (
 	// PromotionTerminal is a promotion given up after its last attempt
 	// (data promotion_id, attempts, error).
 	PromotionTerminal = "promotion.terminal"
+	// Hydration is task-start hydration before the first turn of a new
+	// session (data called, skipped with reasons, states, result_chars,
+	// subject_keys, answered, chars, clipped): tool names, key names and
+	// sizes, never content, subject values or credentials.
+	Hydration = "hydration"
 )
 
 // Log attribute keys shared by every package that logs about runs.

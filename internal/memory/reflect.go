@@ -23,6 +23,9 @@ type Outbox interface {
 	Run(ctx context.Context, id string) (store.Run, error)
 	RunMessages(ctx context.Context, runID string) ([]model.Message, error)
 	ReflectionsOwed(ctx context.Context) ([]string, error)
+	// RunReadUntrusted: the run's prompt carried untrusted tool output
+	// before its own calls (task-start hydration).
+	RunReadUntrusted(ctx context.Context, runID string) (bool, error)
 	CompleteReflection(ctx context.Context, r store.Reflection) (*store.MemoryPut, []event.Event, error)
 }
 
@@ -117,10 +120,16 @@ type runMeta struct {
 	WidenAuthorized bool   `json:"widen_authorized"`
 }
 
-// untrustedTool reports whether a tool's results come from outside the
-// operator's control: fetched or searched web content, or an MCP server.
+// untrustedTool reports whether a tool's results can carry content from
+// outside the operator's control: fetched or searched web content, an MCP
+// server, or delegated work (research, spawn_subagent, eval_n), whose
+// children may have read either.
 func untrustedTool(name string) bool {
-	return name == "web_fetch" || name == "web_search" || strings.Contains(name, "__")
+	switch name {
+	case "web_fetch", "web_search", "research", "spawn_subagent", "eval_n":
+		return true
+	}
+	return strings.Contains(name, "__")
 }
 
 func (r *Reflector) reflect(ctx context.Context, runID string) error {
@@ -142,7 +151,12 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		id.Correction, id.WidenAuthorized = true, meta.WidenAuthorized
 	}
 	var task, answer []string
-	untrusted := false
+	// A hydrated prompt carried the product's MCP answers: as untrusted as
+	// a call the run made itself. Unknown counts as untrusted.
+	untrusted, err := r.o.Store.RunReadUntrusted(ctx, runID)
+	if err != nil {
+		untrusted = true
+	}
 	for _, m := range msgs {
 		switch m.Role {
 		case model.RoleUser:

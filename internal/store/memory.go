@@ -293,6 +293,58 @@ func (s *Store) MemoryProvenance(ctx context.Context, id int64) ([]Provenance, e
 	return out, rows.Err()
 }
 
+// PromotableMemories lists the rows promotion may consider, oldest
+// confirmation first, at most limit: produced by at least minRuns distinct
+// runs (1 when lower), never user-scoped (private memory never leaves the
+// user), and never held — a row drawn only from untrusted tool output needs
+// a second distinct run whatever minRuns says.
+func (s *Store) PromotableMemories(ctx context.Context, minRuns, limit int) ([]Memory, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE scope != 'user' AND runs >= ?
+		AND NOT (untrusted = 1 AND runs < 2) ORDER BY confirmed_at, id LIMIT ?`, max(minRuns, 1), limit)
+	if err != nil {
+		return nil, fmt.Errorf("promotable memories: %w", err)
+	}
+	return collectMemories(rows)
+}
+
+// RecordHydration stores a run's hydration event and, when untrusted (the
+// prompt got what the product's tools answered), marks the run as having
+// read untrusted input (reason "hydration"), in one transaction.
+func (s *Store) RecordHydration(ctx context.Context, e event.Event, untrusted bool) (event.Event, error) {
+	evs := []event.Event{e}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		run, err := getRun(ctx, tx, e.RunID)
+		if err != nil {
+			return err
+		}
+		if evs[0].SessionID == "" {
+			evs[0].SessionID = run.SessionID
+		}
+		spine(run, evs)
+		if untrusted {
+			if _, err := s.exec(ctx, tx, `INSERT OR IGNORE INTO run_untrusted_input (run_id, reason, created_at) VALUES (?, 'hydration', ?)`,
+				e.RunID, e.Time.UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return s.insertEvents(ctx, tx, evs)
+	})
+	if err != nil {
+		return event.Event{}, fmt.Errorf("record hydration of run %s: %w", e.RunID, err)
+	}
+	return evs[0], nil
+}
+
+// RunReadUntrusted reports whether a run's prompt carried untrusted input
+// before its own tool calls (RecordHydration).
+func (s *Store) RunReadUntrusted(ctx context.Context, runID string) (bool, error) {
+	var u bool
+	if err := s.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM run_untrusted_input WHERE run_id = ?)", runID).Scan(&u); err != nil {
+		return false, fmt.Errorf("run %s read untrusted: %w", runID, err)
+	}
+	return u, nil
+}
+
 // MemoryCounts reports the number of memory rows, held rows among them, and
 // reflections owed (the outbox).
 func (s *Store) MemoryCounts(ctx context.Context) (rows, held, owed int, err error) {
