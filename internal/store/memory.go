@@ -193,10 +193,10 @@ type MemoryView struct {
 // rows, and the rows of the run's task type. Another user's rows and org rows
 // are never among them, nor rows unused since v.Since, nor held rows. Only
 // what recall ranks and shows is read: ID, Scope, Kind, Content, Aliases,
-// Confidence, Runs, Uses and Confirmed (the rest stay zero).
+// Confidence, Untrusted, Runs, Uses and Confirmed (the rest stay zero).
 func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, error) {
 	since := v.Since.UnixMilli()
-	const cols = "SELECT id, scope, kind, content, aliases, confidence, runs, uses, confirmed_at FROM memories"
+	const cols = "SELECT id, scope, kind, content, aliases, confidence, untrusted, runs, uses, confirmed_at FROM memories"
 	const live = ` AND used_at >= ? AND NOT (untrusted = 1 AND runs < 2)`
 	q := cols + " WHERE namespace = ? AND scope = 'agent' AND agent_id IN (?, '')" + live
 	args := []any{v.Namespace, v.AgentID, since}
@@ -217,7 +217,7 @@ func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, er
 	for rows.Next() {
 		var m Memory
 		var confirmed int64
-		if err := rows.Scan(&m.ID, &m.Scope, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &m.Runs, &m.Uses, &confirmed); err != nil {
+		if err := rows.Scan(&m.ID, &m.Scope, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &m.Untrusted, &m.Runs, &m.Uses, &confirmed); err != nil {
 			return nil, fmt.Errorf("visible memories: %w", err)
 		}
 		m.Confirmed = time.UnixMilli(confirmed).UTC()
@@ -293,14 +293,16 @@ func (s *Store) MemoryProvenance(ctx context.Context, id int64) ([]Provenance, e
 	return out, rows.Err()
 }
 
-// PromotableMemories lists the rows promotion may consider, oldest
-// confirmation first, at most limit: produced by at least minRuns distinct
-// runs (1 when lower), never user-scoped (private memory never leaves the
-// user), and never held — a row drawn only from untrusted tool output needs
-// a second distinct run whatever minRuns says.
-func (s *Store) PromotableMemories(ctx context.Context, minRuns, limit int) ([]Memory, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE scope != 'user' AND runs >= ?
-		AND NOT (untrusted = 1 AND runs < 2) ORDER BY confirmed_at, id LIMIT ?`, max(minRuns, 1), limit)
+// PromotableMemories lists the rows of one namespace and agent (legacy rows
+// with no agent included, as recall does) that promotion may consider,
+// oldest confirmation first, at most limit: produced by at least minRuns
+// distinct runs (1 when lower), never user-scoped (private memory never
+// leaves the user), and never held — a row drawn only from untrusted tool
+// output needs a second distinct run whatever minRuns says.
+func (s *Store) PromotableMemories(ctx context.Context, namespace, agentID string, minRuns, limit int) ([]Memory, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE namespace = ? AND agent_id IN (?, '')
+		AND scope != 'user' AND runs >= ? AND NOT (untrusted = 1 AND runs < 2) ORDER BY confirmed_at, id LIMIT ?`,
+		namespace, agentID, max(minRuns, 1), limit)
 	if err != nil {
 		return nil, fmt.Errorf("promotable memories: %w", err)
 	}
