@@ -376,7 +376,9 @@ func TestReflectionPoisoningTable(t *testing.T) {
 			finished(t, s, "resp_1", tc.owner, tc.request, tc.tools, tc.hydrated)
 			answer, _ := json.Marshal(tc.artifact)
 			r := memory.NewReflector(memory.ReflectorOptions{Store: s, Namespace: "ns", AgentID: "ag",
-				Utility: func(context.Context, model.Request) (model.Response, error) { return model.Response{Text: string(answer)}, nil }})
+				Utility: func(context.Context, model.Request) (model.Response, error) {
+					return model.Response{Text: string(answer)}, nil
+				}})
 			if err := r.Drain(ctx); err != nil {
 				t.Fatal(err)
 			}
