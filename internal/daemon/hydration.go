@@ -42,8 +42,9 @@ func newHydration(cfg config.Config, subjectKeys []string, reg *tool.Registry, s
 
 // check warns at boot about configured tools that are not registered (a
 // server that is down, or a typo; a tool a server reveals later still
-// counts when it arrives) or that do not declare themselves read-only:
-// hydration calls them with no journal and no replay rule.
+// counts when it arrives) or that the registry does not classify as
+// read-only (for an MCP tool, by the words of its name): hydration calls
+// them with no journal and no replay rule.
 func (hy *hydration) check(reg *tool.Registry) {
 	if hy == nil {
 		return
@@ -57,7 +58,7 @@ func (hy *hydration) check(reg *tool.Registry) {
 		case !ok:
 			hy.logger.Warn("hydration tool not registered now; it is skipped until a connected server offers it", "tool", name)
 		case !t.ReadOnly():
-			hy.logger.Warn("hydration tool does not declare itself read-only; hydration calls it with no journal, so configure read-only tools only", "tool", name)
+			hy.logger.Warn("hydration tool is not classified read-only (its name has no get, list, search or read word); hydration calls it with no journal, so configure read-only tools only", "tool", name)
 		}
 	}
 }
