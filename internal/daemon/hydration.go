@@ -94,7 +94,7 @@ func (hy *hydration) block(ctx context.Context, runID, sessionID, task string) s
 		return ""
 	}
 	res := hy.h.Hydrate(ctx, hydrate.Request{RunID: runID, SessionID: sessionID, Task: task,
-		Metadata: metadataOf(run), Token: mcp.HasRunToken(ctx)})
+		Metadata: metadataOf(run), Token: mcp.RunToken(ctx)})
 	if res.Data == nil {
 		return res.Block
 	}

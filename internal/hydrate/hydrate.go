@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -111,9 +112,11 @@ type Request struct {
 	RunID, SessionID string
 	Task             string          // the run's task text
 	Metadata         json.RawMessage // the run's metadata as stored (authToken never among it)
-	// Token: the run holds its per-request credential (metadata.authToken),
-	// which ctx carries to the MCP calls. The search runs only with it.
-	Token bool
+	// Token is the run's per-request credential (metadata.authToken), which
+	// ctx carries to the MCP calls ("" = none). The search runs only with
+	// it, and every answer and log line is scrubbed of it, so a server that
+	// echoes the bearer cannot put it in the prompt.
+	Token string
 }
 
 // Result is one hydration: the block ("" when nothing answered) and the
@@ -240,7 +243,7 @@ func (h *Hydrator) Hydrate(ctx context.Context, r Request) Result {
 	if h.o.Search != "" {
 		q, ok := Query(r.Task)
 		switch {
-		case !r.Token:
+		case r.Token == "":
 			skipped[h.o.Search] = "no_auth_token"
 		case !ok:
 			skipped[h.o.Search] = "short_query"
@@ -301,6 +304,7 @@ func (h *Hydrator) run(ctx context.Context, r Request, plan []call) map[int]answ
 		a answer
 	}
 	ch := make(chan done, len(plan))
+	var gaveUp atomic.Bool // the wait ended before every call answered
 	for i, c := range plan {
 		args, _ := json.Marshal(c.args) // a map of strings and numbers always encodes
 		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -312,12 +316,18 @@ func (h *Hydrator) run(ctx context.Context, r Request, plan []call) map[int]answ
 			defer stop()
 			start := time.Now()
 			res, err := safeRun(cctx, c.t, tool.Call{RunID: r.RunID, SessionID: r.SessionID, CallID: "hydrate-" + c.name, Args: args})
-			a := answer{text: h.o.Redact(res.Text), state: "ok"}
+			a := answer{text: scrub(h.o.Redact(res.Text), r.Token), state: "ok"}
 			if err != nil || res.IsError {
 				a.state = "error"
-				h.o.Logger.Warn("hydration call failed", "tool", c.name, "run", r.RunID, "err", errText(err, res), "ms", time.Since(start).Milliseconds())
+				h.o.Logger.Warn("hydration call failed", "tool", c.name, "run", r.RunID, "err", scrub(errText(err, res), r.Token),
+					"ms", time.Since(start).Milliseconds())
 			}
 			ch <- done{i, a}
+			if gaveUp.Load() {
+				// Said so the wait can be tuned against real answer times.
+				h.o.Logger.Info("hydration call answered after the wait; its answer was dropped", "tool", c.name, "run", r.RunID,
+					"state", a.state, "ms", time.Since(start).Milliseconds())
+			}
 		}()
 	}
 	got := map[int]answer{}
@@ -328,10 +338,12 @@ func (h *Hydrator) run(ctx context.Context, r Request, plan []call) map[int]answ
 		case d := <-ch:
 			got[d.i] = d.a
 		case <-timer.C:
+			gaveUp.Store(true)
 			h.o.Logger.Warn("hydration wait ended with calls still running; they finish detached and their answers are dropped",
 				"run", r.RunID, "answered", len(got), "called", len(plan))
 			return got
 		case <-ctx.Done():
+			gaveUp.Store(true)
 			return got
 		}
 	}
@@ -346,6 +358,14 @@ func safeRun(ctx context.Context, t tool.Tool, c tool.Call) (res tool.Result, er
 		}
 	}()
 	return t.Run(ctx, c)
+}
+
+// scrub replaces every occurrence of the run's token in s.
+func scrub(s, token string) string {
+	if token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, token, "[authToken]")
 }
 
 func errText(err error, res tool.Result) string {

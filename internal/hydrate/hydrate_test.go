@@ -82,7 +82,7 @@ func TestHydrateSendsTheExactArguments(t *testing.T) {
 	h := p.hydrator(hydrate.Options{})
 	defer h.Close(context.Background())
 	res := h.Hydrate(withToken(t.Context()), hydrate.Request{RunID: "resp_1", SessionID: "s_1",
-		Task: "  Prepare the account brief  ", Metadata: json.RawMessage(`{"account_id":"acct_7","user_id":"u1"}`), Token: true})
+		Task: "  Prepare the account brief  ", Metadata: json.RawMessage(`{"account_id":"acct_7","user_id":"u1"}`), Token: token})
 	for _, name := range []string{"get_dashboard", "list_recent_notes"} {
 		calls := p.h.Counters.Calls(name)
 		if len(calls) != 1 || args(t, calls[0]) != `{"account_id":"acct_7","limit":20}` {
@@ -148,7 +148,11 @@ func TestHydrateRules(t *testing.T) {
 			if tc.token {
 				ctx = withToken(ctx)
 			}
-			res := h.Hydrate(ctx, hydrate.Request{RunID: "r", SessionID: "s", Task: tc.task, Metadata: json.RawMessage(tc.meta), Token: tc.token})
+			tok := ""
+			if tc.token {
+				tok = token
+			}
+			res := h.Hydrate(ctx, hydrate.Request{RunID: "r", SessionID: "s", Task: tc.task, Metadata: json.RawMessage(tc.meta), Token: tok})
 			reads := p.h.Counters.Calls("get_dashboard")
 			if len(reads) != tc.reads || len(p.h.Counters.Calls("list_recent_notes")) != tc.reads || len(p.h.Counters.Calls("search_knowledge")) != tc.search {
 				t.Fatalf("calls: reads %d, search %d; want %d and %d", len(reads), len(p.h.Counters.Calls("search_knowledge")), tc.reads, tc.search)
@@ -171,7 +175,7 @@ func TestHydrateClipsOversizedAnswers(t *testing.T) {
 	h := p.hydrator(hydrate.Options{})
 	defer h.Close(context.Background())
 	res := h.Hydrate(withToken(t.Context()), hydrate.Request{RunID: "r", SessionID: "s", Task: "brief",
-		Metadata: json.RawMessage(`{"account":"big-co"}`), Token: true})
+		Metadata: json.RawMessage(`{"account":"big-co"}`), Token: token})
 	n := utf8.RuneCountInString(res.Block)
 	if n > hydrate.MaxChars || n < hydrate.MaxChars-1000 {
 		t.Fatalf("block is %d characters, want at most %d and most of it used", n, hydrate.MaxChars)
@@ -193,7 +197,7 @@ func TestHydrateKeepsWhatAnsweredWhenACallIsLate(t *testing.T) {
 	p := newProduct(t, hold)
 	h := p.hydrator(hydrate.Options{Reads: []string{"crm__get_dashboard", "crm__held_read"}, Wait: 300 * time.Millisecond})
 	res := h.Hydrate(withToken(t.Context()), hydrate.Request{RunID: "r", SessionID: "s", Task: "brief",
-		Metadata: json.RawMessage(`{"account":"a1"}`), Token: true})
+		Metadata: json.RawMessage(`{"account":"a1"}`), Token: token})
 	states := res.Data["states"].(map[string]string)
 	if states["crm__held_read"] != "late" || states["crm__get_dashboard"] != "ok" {
 		t.Fatalf("states %v", states)
@@ -218,7 +222,7 @@ func TestHydrateKeepsWhatAnsweredWhenACallIsLate(t *testing.T) {
 func TestHydrateMissingToolAndNothingConfigured(t *testing.T) {
 	p := newProduct(t, nil)
 	h := p.hydrator(hydrate.Options{Reads: []string{"crm__nope"}, Search: "crm__also_nope"})
-	res := h.Hydrate(withToken(t.Context()), hydrate.Request{Task: "brief", Metadata: json.RawMessage(`{"account":"a"}`), Token: true})
+	res := h.Hydrate(withToken(t.Context()), hydrate.Request{Task: "brief", Metadata: json.RawMessage(`{"account":"a"}`), Token: token})
 	if res.Block != "" || !reflect.DeepEqual(res.Data["skipped"], map[string]string{"crm__nope": "not_registered", "crm__also_nope": "not_registered"}) {
 		t.Fatalf("result %+v", res)
 	}
@@ -261,4 +265,17 @@ func FuzzSubject(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHydrateScrubsAnEchoedToken: a careless product read that echoes the
+// request's bearer cannot put the run's authToken in the prompt.
+func TestHydrateScrubsAnEchoedToken(t *testing.T) {
+	p := newProduct(t, nil)
+	h := p.hydrator(hydrate.Options{Reads: []string{"crm__get_auth"}})
+	defer h.Close(context.Background())
+	res := h.Hydrate(withToken(t.Context()), hydrate.Request{RunID: "r", SessionID: "s", Task: "brief",
+		Metadata: json.RawMessage(`{"account":"a1"}`), Token: token})
+	if strings.Contains(res.Block, token) || !strings.Contains(res.Block, "Bearer [authToken]") {
+		t.Fatalf("block:\n%s", res.Block)
+	}
 }

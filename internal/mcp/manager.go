@@ -250,9 +250,10 @@ func WithLostRunToken(ctx context.Context) context.Context {
 	return context.WithValue(ctx, lostTokenKey{}, true)
 }
 
-// HasRunToken reports whether ctx carries a run's authToken this process
-// holds; a token lost to a restart does not count.
-func HasRunToken(ctx context.Context) bool { return runToken(ctx) != "" }
+// RunToken is the run's authToken ctx carries ("" for none, or for one lost
+// to a restart), for callers that must scrub it from what a careless server
+// echoes back.
+func RunToken(ctx context.Context) string { return runToken(ctx) }
 
 func runTokenLost(ctx context.Context) bool {
 	lost, _ := ctx.Value(lostTokenKey{}).(bool)
