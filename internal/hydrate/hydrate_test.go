@@ -279,3 +279,28 @@ func TestHydrateScrubsAnEchoedToken(t *testing.T) {
 		t.Fatalf("block:\n%s", res.Block)
 	}
 }
+
+// BenchmarkHydrate: one hydration (two reads and the search, concurrently)
+// against the test product over loopback HTTP, block built.
+func BenchmarkHydrate(b *testing.B) {
+	h := mcptest.NewHTTP(mcptest.Options{Hydrate: true})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	m := mcp.New(mcp.Options{Servers: []config.MCPServer{{Name: "crm", Transport: config.MCPHTTP, URL: srv.URL}}, ConnectTimeout: 20 * time.Second})
+	if err := m.Open(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	reg := tool.NewRegistry()
+	reg.Add(m.Tools()...)
+	hy := hydrate.New(hydrate.Options{Tools: reg, Reads: []string{"crm__get_dashboard", "crm__list_recent_notes"},
+		Search: "crm__search_knowledge", SubjectKeys: []string{"account"}})
+	defer hy.Close(context.Background())
+	ctx := withToken(b.Context())
+	req := hydrate.Request{RunID: "r", SessionID: "s", Task: "Prepare the account brief", Metadata: json.RawMessage(`{"account":"a1"}`), Token: token}
+	for b.Loop() {
+		if res := hy.Hydrate(ctx, req); res.Data["answered"] != 3 {
+			b.Fatalf("answered %v", res.Data["answered"])
+		}
+	}
+}
