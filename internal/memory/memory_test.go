@@ -386,13 +386,28 @@ func TestReflectionPoisoningTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reason := ""
+			reason, sources := "", ""
 			for _, e := range evs {
-				if e.Name == event.MemoryRefused {
-					var d map[string]any
-					_ = json.Unmarshal(e.Data, &d)
+				var d map[string]any
+				_ = json.Unmarshal(e.Data, &d)
+				switch e.Name {
+				case event.MemoryRefused:
 					reason, _ = d["reason"].(string)
+				case event.Reflection:
+					if d["untrusted_sources"] != nil {
+						sources = fmt.Sprint(d["untrusted_sources"])
+					}
 				}
+			}
+			want := ""
+			switch {
+			case tc.held && tc.hydrated:
+				want = "[hydration]"
+			case tc.held:
+				want = "[" + strings.Join(tc.tools, " ") + "]"
+			}
+			if sources != want {
+				t.Fatalf("reflection untrusted_sources %q, want %q", sources, want)
 			}
 			if reason != tc.refused {
 				t.Fatalf("memory.refused reason %q, want %q", reason, tc.refused)

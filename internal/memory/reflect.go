@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -153,9 +154,13 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 	var task, answer []string
 	// A hydrated prompt carried the product's MCP answers: as untrusted as
 	// a call the run made itself. Unknown counts as untrusted.
-	untrusted, err := r.o.Store.RunReadUntrusted(ctx, runID)
-	if err != nil {
-		untrusted = true
+	var sources []string // why the run counts as untrusted, for the event
+	hydrated, err := r.o.Store.RunReadUntrusted(ctx, runID)
+	switch {
+	case err != nil:
+		sources = append(sources, "unknown")
+	case hydrated:
+		sources = append(sources, "hydration")
 	}
 	for _, m := range msgs {
 		switch m.Role {
@@ -166,12 +171,13 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 				answer = []string{m.Content}
 			}
 			for _, c := range m.ToolCalls {
-				if untrustedTool(c.Name) {
-					untrusted = true
+				if untrustedTool(c.Name) && !slices.Contains(sources, c.Name) {
+					sources = append(sources, c.Name)
 				}
 			}
 		}
 	}
+	untrusted := len(sources) > 0
 	resp, err := r.o.Utility(ctx, reflectionRequest(id, strings.Join(task, "\n\n"), strings.Join(answer, "")))
 	if ctx.Err() != nil {
 		return ctx.Err() // shutting down: the row stays owed and is drained after restart
@@ -198,6 +204,9 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 			d.Write.Untrusted, d.Write.At = untrusted, r.o.Now()
 			rec.Write = d.Write
 			data["outcome"], data[event.KeyScope], data["untrusted"] = "stored", d.Write.Key.Scope, untrusted
+			if untrusted {
+				data["untrusted_sources"] = sources
+			}
 		}
 	}
 	rec.Events = append([]event.Event{event.New(runID, run.SessionID, event.Reflection, data)}, rec.Events...)
