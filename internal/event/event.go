@@ -61,7 +61,9 @@ const (
 	Compaction = "compaction"
 	// Reflection is the outcome of one reflection after a successful run
 	// (data outcome stored, confirmed, refused, none or failed; kind,
-	// rubric, reason when refused), written with its memory change.
+	// rubric, reason when refused; untrusted, and untrusted_sources naming
+	// the tools or hydration that made the run untrusted), written with its
+	// memory change.
 	Reflection = "reflection"
 	// MemoryStored is a new governed memory row (data memory_id, scope,
 	// kind, confidence, runs, held).
