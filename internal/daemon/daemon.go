@@ -56,7 +56,6 @@ type parts struct {
 	registry  *skills.Registry // DELTA_SKILLS=mcp with a bound skill registry; nil otherwise
 	memory    *memoryRail      // nil in safe mode
 	hydration *hydration       // nil without DELTA_HYDRATE_* and in safe mode
-	vocab     bundle.Vocab     // the product bindings the bundle loaded
 	queue     *queue.Queue
 	service   *engine.Service
 	redact    func(string) string // vault values out of any text
@@ -197,7 +196,6 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.hydration = newHydration(cfg, b.Vocab().SubjectKeys, reg, st, red.Redact, broker.Publish, logger)
 	p.hydration.check(reg)
 	p.closers.add("hydration", p.hydration.close)
-	p.vocab = b.Vocab()
 	p.status = func() any { return statusView(cfg, provider, tools, p) }
 
 	eng := engine.New(engine.Options{

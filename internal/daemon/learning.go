@@ -15,8 +15,8 @@ import (
 
 // learningStatus is the learning block of /v1/status: whether the agent
 // can rewrite its self-file, under which cap, and how many revisions an
-// operator can restore from; reflection, memory, the skills backend, the
-// curated tool promotion would bind and task-start hydration. Names and
+// operator can restore from; reflection, memory (with promotion), the
+// skills backend and task-start hydration. Names and
 // numbers only: no content, subject value or credential. Each surface is
 // its own object, so a new one is one more key.
 func learningStatus(cfg config.Config, tools *toolStatus, p *parts) map[string]any {
@@ -31,19 +31,7 @@ func learningStatus(cfg config.Config, tools *toolStatus, p *parts) map[string]a
 	}
 	reflect, mem := p.memory.status(context.Background())
 	return map[string]any{"self_file": self, "skills": skillsStatus(cfg, p), "reflect": reflect, "memory": mem,
-		"curated_tool": curatedStatus(p.vocab, tools.reg.Names()), "hydration": p.hydration.status()}
-}
-
-// curatedStatus is the curated-write binding: the vocabulary's
-// writeVerbSuffix and the connected tool it binds, which must be exactly
-// one (several is ambiguous: the first in insertion order would win).
-func curatedStatus(v bundle.Vocab, names []string) map[string]any {
-	name, n := v.WriteTool(names)
-	out := map[string]any{"suffix": v.WriteVerbSuffix, "tool": name, "matches": n, "bound": n == 1}
-	if n > 1 {
-		out["warning"] = "several connected tools end in the suffix; make writeVerbSuffix more specific in vocab.json"
-	}
-	return out
+		"hydration": p.hydration.status()}
 }
 
 // addSkills builds the local skills index and registers its tools when

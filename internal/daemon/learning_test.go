@@ -94,24 +94,20 @@ func TestSkillsBackends(t *testing.T) {
 	}
 }
 
-// /v1/status' learning block names the hydration tools and the curated
-// write binding, without secrets; safe mode has no hydration, and a
+// /v1/status' learning block names the hydration tools, without secrets; safe mode has no hydration, and a
 // configured tool no server offers is skipped, with a hydration event
 // naming why.
-func TestLearningStatusHydrationAndCuratedTool(t *testing.T) {
+func TestLearningStatusHydration(t *testing.T) {
 	env := func() map[string]string {
 		return map[string]string{"DELTA_HYDRATE_TOOLS": "crm__get_dashboard", "DELTA_HYDRATE_SEARCH_TOOL": "crm__search_knowledge",
-			"DELTA_VOCAB": `{"subjectKeys":["account"],"writeVerbSuffix":"crm__propose_change"}`}
+			"DELTA_VOCAB": `{"subjectKeys":["account"]}`}
 	}
 	p, st := built(t, env())
 	l := st["learning"].(map[string]any)
-	hy, cur := l["hydration"].(map[string]any), l["curated_tool"].(map[string]any)
+	hy := l["hydration"].(map[string]any)
 	if hy["enabled"] != true || !slices.Equal(hy["tools"].([]string), []string{"crm__get_dashboard"}) ||
 		hy["search_tool"] != "crm__search_knowledge" || !slices.Equal(hy["subject_keys"].([]string), []string{"account"}) {
 		t.Fatalf("hydration status %v", hy)
-	}
-	if cur["suffix"] != "crm__propose_change" || cur["bound"] != false || cur["matches"] != 0 {
-		t.Fatalf("curated tool status %v", cur)
 	}
 	// No MCP server in this build: the tools are not registered, so a new
 	// session's first run gets no block, and the event says why.

@@ -293,22 +293,6 @@ func (s *Store) MemoryProvenance(ctx context.Context, id int64) ([]Provenance, e
 	return out, rows.Err()
 }
 
-// PromotableMemories lists the rows of one namespace and agent (legacy rows
-// with no agent included, as recall does) that promotion may consider,
-// oldest confirmation first, at most limit: produced by at least minRuns
-// distinct runs (1 when lower), never user-scoped (private memory never
-// leaves the user), and never held — a row drawn only from untrusted tool
-// output needs a second distinct run whatever minRuns says.
-func (s *Store) PromotableMemories(ctx context.Context, namespace, agentID string, minRuns, limit int) ([]Memory, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE namespace = ? AND agent_id IN (?, '')
-		AND scope != 'user' AND runs >= ? AND NOT (untrusted = 1 AND runs < 2) ORDER BY confirmed_at, id LIMIT ?`,
-		namespace, agentID, max(minRuns, 1), limit)
-	if err != nil {
-		return nil, fmt.Errorf("promotable memories: %w", err)
-	}
-	return collectMemories(rows)
-}
-
 // RecordHydration stores a run's hydration event and, when untrusted (the
 // prompt got what the product's tools answered), marks the run as having
 // read untrusted input (reason "hydration"), in one transaction.
