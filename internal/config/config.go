@@ -222,6 +222,16 @@ type Config struct {
 	// must come from before it is promoted to the product
 	// (DELTA_PROMOTE_MIN_RUNS, default 2, 1–100).
 	PromoteMinRuns int `env:"DELTA_PROMOTE_MIN_RUNS"`
+	// HydrateTools are product reads called before the first turn of a new
+	// session with the run's subject fields plus limit 20
+	// (DELTA_HYDRATE_TOOLS, comma-separated tool names; a malformed name
+	// drops the list with a warning).
+	HydrateTools []string `env:"DELTA_HYDRATE_TOOLS"`
+	// HydrateSearchTool is the task-keyed search called at the same moment
+	// with q and query set to the task text, the subject fields and limit 8,
+	// only for a run that carries metadata.authToken
+	// (DELTA_HYDRATE_SEARCH_TOOL; "" = none).
+	HydrateSearchTool string `env:"DELTA_HYDRATE_SEARCH_TOOL"`
 
 	// ControlToken is the bearer required on run-driving endpoints
 	// (DELTA_CONTROL_TOKEN; empty = open).
@@ -428,6 +438,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	c.Warnings = append(c.Warnings, controlWarnings(c.ControlURL, c.ControlToken)...)
 	c.AllowedTools, c.ToolFloor = l.toolList("DELTA_ALLOWED_TOOLS", &c.Warnings)
 	c.PinnedTools, _ = l.toolList("DELTA_PINNED_TOOLS", &c.Warnings)
+	c.HydrateTools, c.HydrateSearchTool = l.hydrateTools("DELTA_HYDRATE_TOOLS", "DELTA_HYDRATE_SEARCH_TOOL", &c.Warnings)
 	if c.SafeMode {
 		// Safe mode cannot be widened: the ceiling is safe whatever
 		// DELTA_PROFILE says, and the allowlist is not consulted.

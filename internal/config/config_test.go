@@ -87,6 +87,12 @@ func TestLoadValues(t *testing.T) {
 		{"trust review metadata", map[string]string{"DELTA_TRUST_REVIEW_METADATA": "1"}, func(c Config) any { return c.TrustReviewMetadata }, true},
 		{"reflect", map[string]string{"DELTA_REFLECT": "1"}, func(c Config) any { return c.Reflect }, true},
 		{"reflect off by default", map[string]string{}, func(c Config) any { return c.Reflect }, false},
+		{"hydrate reads", map[string]string{"DELTA_HYDRATE_TOOLS": " crm__get_dashboard, ,crm__list_recent_notes,crm__get_dashboard"}, func(c Config) any { return strings.Join(c.HydrateTools, " ") }, "crm__get_dashboard crm__list_recent_notes"},
+		{"hydrate reads malformed drop the list", map[string]string{"DELTA_HYDRATE_TOOLS": "crm__get_dashboard,bad name!"}, func(c Config) any {
+			return len(c.HydrateTools) == 0 && len(c.Warnings) == 1 && strings.Contains(c.Warnings[0], "no hydration reads")
+		}, true},
+		{"hydrate search", map[string]string{"DELTA_HYDRATE_SEARCH_TOOL": " crm__search_knowledge "}, func(c Config) any { return c.HydrateSearchTool }, "crm__search_knowledge"},
+		{"hydrate search malformed", map[string]string{"DELTA_HYDRATE_SEARCH_TOOL": "a b"}, func(c Config) any { return c.HydrateSearchTool == "" && len(c.Warnings) == 1 }, true},
 		{"profile work alias", map[string]string{"DELTA_PROFILE": "work"}, func(c Config) any { return c.Profile }, ProfileTrusted},
 		{"profile chat alias", map[string]string{"DELTA_PROFILE": "Chat"}, func(c Config) any { return c.Profile }, ProfileSafe},
 		{"steps fraction floors", map[string]string{"DELTA_MAX_STEPS": "2.9"}, func(c Config) any { return c.MaxSteps }, i(2)},

@@ -354,6 +354,39 @@ func (l *loader) toolList(name string, warnings *[]string) (names []string, floo
 	return names, false
 }
 
+// hydrateTools reads the hydration reads (a comma list) and the search tool
+// (one name). A malformed name drops that setting with a warning: calling
+// a guessed tool before every new session would be worse than calling none.
+func (l *loader) hydrateTools(readsVar, searchVar string, warnings *[]string) (reads []string, search string) {
+	if raw, ok := l.lookup(readsVar); ok {
+		seen := map[string]bool{}
+		for part := range strings.SplitSeq(raw, ",") {
+			n := strings.TrimSpace(part)
+			if n == "" || seen[n] {
+				continue
+			}
+			if !validToolName(n) {
+				*warnings = append(*warnings, fmt.Sprintf("%s: %q is not a tool name (letters, digits, _ . -, at most 128); no hydration reads", readsVar, n))
+				reads = nil
+				break
+			}
+			seen[n] = true
+			reads = append(reads, n)
+		}
+	}
+	if raw, ok := l.lookup(searchVar); ok {
+		n := strings.TrimSpace(raw)
+		switch {
+		case n == "":
+		case !validToolName(n):
+			*warnings = append(*warnings, fmt.Sprintf("%s: %q is not a tool name (letters, digits, _ . -, at most 128); no hydration search", searchVar, n))
+		default:
+			search = n
+		}
+	}
+	return reads, search
+}
+
 func validToolName(s string) bool {
 	if len(s) > 128 {
 		return false

@@ -55,6 +55,7 @@ type parts struct {
 	skills    *skills.Index    // DELTA_SKILLS=local outside safe mode; nil otherwise
 	registry  *skills.Registry // DELTA_SKILLS=mcp with a bound skill registry; nil otherwise
 	memory    *memoryRail      // nil in safe mode
+	hydration *hydration       // nil without DELTA_HYDRATE_* and in safe mode
 	queue     *queue.Queue
 	service   *engine.Service
 	redact    func(string) string // vault values out of any text
@@ -190,6 +191,11 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.registry = bindRegistry(cfg, mcpTools, reg, logger)
 	p.memory.bindPromotion(cfg, b.Vocab(), mcpTools, p.registry, reg, broker, logger)
 	p.closers.add("reflector", p.memory.start(ctx))
+	// Hydration calls MCP tools detached from the run: it closes (and
+	// waits for those calls) before the servers do.
+	p.hydration = newHydration(cfg, b.Vocab().SubjectKeys, reg, st, red.Redact, broker.Publish, logger)
+	p.hydration.check(reg)
+	p.closers.add("hydration", p.hydration.close)
 	p.status = func() any { return statusView(cfg, provider, tools, p) }
 
 	eng := engine.New(engine.Options{

@@ -15,7 +15,10 @@ import (
 
 // learningStatus is the learning block of /v1/status: whether the agent
 // can rewrite its self-file, under which cap, and how many revisions an
-// operator can restore from. Names and numbers only.
+// operator can restore from; reflection, memory (with promotion), the
+// skills backend and task-start hydration. Names and
+// numbers only: no content, subject value or credential. Each surface is
+// its own object, so a new one is one more key.
 func learningStatus(cfg config.Config, tools *toolStatus, p *parts) map[string]any {
 	_, registered := tools.reg.Get(remember.Name)
 	self := map[string]any{
@@ -27,7 +30,8 @@ func learningStatus(cfg config.Config, tools *toolStatus, p *parts) map[string]a
 		self["omitted"] = reason
 	}
 	reflect, mem := p.memory.status(context.Background())
-	return map[string]any{"self_file": self, "skills": skillsStatus(cfg, p), "reflect": reflect, "memory": mem}
+	return map[string]any{"self_file": self, "skills": skillsStatus(cfg, p), "reflect": reflect, "memory": mem,
+		"hydration": p.hydration.status()}
 }
 
 // addSkills builds the local skills index and registers its tools when
@@ -56,7 +60,8 @@ func addSkills(ctx context.Context, cfg config.Config, dir string, reg *tool.Reg
 
 // skillBlocks is the engine's once-per-attempt blocks: the local skills
 // directory ranked by the task or the skill registry's capability block,
-// then, on a session's first run, the recalled memory.
+// then, on a session's first run, the recalled memory and the task-start
+// hydration.
 func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) []string {
 	var out []string
 	if p.skills != nil {
@@ -70,6 +75,9 @@ func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) 
 		}
 	}
 	if b := p.memory.block(ctx, runID, sessionID, task); b != "" {
+		out = append(out, b)
+	}
+	if b := p.hydration.block(ctx, runID, sessionID, task); b != "" {
 		out = append(out, b)
 	}
 	return out

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool/remember"
 )
 
@@ -88,5 +91,51 @@ func TestSkillsBackends(t *testing.T) {
 	sk = st["learning"].(map[string]any)["skills"].(map[string]any)
 	if omitted["skill_search"] != "DELTA_SAFE_MODE=1" || !strings.Contains(sk["state"].(string), "SAFE_MODE") {
 		t.Fatalf("safe mode: omitted %v, skills %v", omitted, sk)
+	}
+}
+
+// /v1/status' learning block names the hydration tools, without secrets; safe mode has no hydration, and a
+// configured tool no server offers is skipped, with a hydration event
+// naming why.
+func TestLearningStatusHydration(t *testing.T) {
+	env := func() map[string]string {
+		return map[string]string{"DELTA_HYDRATE_TOOLS": "crm__get_dashboard", "DELTA_HYDRATE_SEARCH_TOOL": "crm__search_knowledge",
+			"DELTA_VOCAB": `{"subjectKeys":["account"]}`}
+	}
+	p, st := built(t, env())
+	l := st["learning"].(map[string]any)
+	hy := l["hydration"].(map[string]any)
+	if hy["enabled"] != true || !slices.Equal(hy["tools"].([]string), []string{"crm__get_dashboard"}) ||
+		hy["search_tool"] != "crm__search_knowledge" || !slices.Equal(hy["subject_keys"].([]string), []string{"account"}) {
+		t.Fatalf("hydration status %v", hy)
+	}
+	// No MCP server in this build: the tools are not registered, so a new
+	// session's first run gets no block, and the event says why.
+	ctx := context.Background()
+	if _, _, _, err := p.store.CreateRun(ctx, store.NewRun{ID: "resp_h1", SessionID: "s_h1", Request: json.RawMessage(`{"metadata":{"account":"a1"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if b := p.hydration.block(ctx, "resp_h1", "s_h1", "brief"); b != "" {
+		t.Fatalf("block %q", b)
+	}
+	evs, err := p.store.Events(ctx, store.EventFilter{RunID: "resp_h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data string
+	for _, e := range evs {
+		if e.Name == event.Hydration {
+			data = string(e.Data)
+		}
+	}
+	if !strings.Contains(data, `"crm__get_dashboard":"not_registered"`) || !strings.Contains(data, `"crm__search_knowledge":"no_auth_token"`) {
+		t.Fatalf("hydration event %q", data)
+	}
+
+	safe := env()
+	safe["DELTA_SAFE_MODE"] = "1"
+	_, st = built(t, safe)
+	if hy := st["learning"].(map[string]any)["hydration"].(map[string]any); hy["enabled"] != false {
+		t.Fatalf("safe mode hydration %v", hy)
 	}
 }

@@ -93,10 +93,11 @@ type Options struct {
 	// todo plan), rebuilt every turn so they survive compaction (nil = none).
 	TurnBlocks func(ctx context.Context, sessionID string) []string
 	// AttemptBlocks returns user-role blocks computed once per execution
-	// attempt from the run's task text (the local skills directory); they
-	// ride on every turn of that attempt after the request instructions,
-	// and are never stored, so a resumed attempt computes them again
-	// (nil = none).
+	// attempt from the run's task text (the local skills directory, recalled
+	// memory, task-start hydration); they ride on every turn of that attempt
+	// after the request instructions, and are never stored, so a resumed
+	// attempt computes them again (nil = none). Its ctx carries the run's
+	// credential through CallContext, as the run's tool calls do.
 	AttemptBlocks func(ctx context.Context, runID, sessionID, task string) []string
 	// Attach returns msgs with verified images attached for a vision model
 	// (DELTA_VISION_MODELS); it is applied to each call's copy of the
@@ -479,7 +480,15 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 	defer x.dropPrepared(context.WithoutCancel(ctx))
 	x.self = e.o.Prompt.ReadSelf()
 	if e.o.AttemptBlocks != nil {
-		x.attempt = e.o.AttemptBlocks(ctx, x.run.ID, x.run.SessionID, taskText(x.req.Input))
+		// The blocks may call MCP tools for the run (task-start
+		// hydration): they get the run's credential as its tool calls do.
+		actx := ctx
+		if e.o.CallContext != nil {
+			if tok, ok := e.tokens.Load(x.run.ID); ok {
+				actx = e.o.CallContext(ctx, tok.(string))
+			}
+		}
+		x.attempt = e.o.AttemptBlocks(actx, x.run.ID, x.run.SessionID, taskText(x.req.Input))
 	}
 	names := x.resident(ctx)
 	x.offered = names

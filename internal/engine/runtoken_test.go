@@ -93,3 +93,39 @@ func TestRunTokenHeldInMemoryAndMarkedLostAfterRestart(t *testing.T) {
 		t.Fatalf("resumed tool saw %q, want engine.TokenLost", seen)
 	}
 }
+
+// The attempt blocks are computed with the run's credential in their
+// context, as its tool calls are: task-start hydration calls the product's
+// MCP reads for the run, with the run's authority and no other.
+func TestAttemptBlocksSeeTheRunToken(t *testing.T) {
+	const secret = "user-credential-a7b2"
+	var mu sync.Mutex
+	var seen []string
+	h := newHarnessWith(t, toolThenAnswer(model.ToolCall{ID: "c1", Name: "whoami", Arguments: json.RawMessage(`{"text":"x"}`)}), big, func(o *engine.Options) {
+		o.CallContext = recordToken
+		o.AttemptBlocks = func(ctx context.Context, _, _, _ string) []string {
+			tok, _ := ctx.Value(tokenKey{}).(string)
+			mu.Lock()
+			seen = append(seen, tok)
+			mu.Unlock()
+			return nil
+		}
+	}, tokenSeen(&mu, &[]string{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tok := range []string{secret, ""} {
+		r, err := h.svc.Submit(ctx, engine.Submission{AuthToken: tok, Request: engine.Request{
+			Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", Store: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err = h.svc.Wait(ctx, "", r.ID); err != nil || r.Status != store.StatusDone {
+			t.Fatalf("run: status %s err %v", r.Status, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != secret || seen[1] != "" {
+		t.Fatalf("attempt blocks saw credentials %q, want the first run's and then none", seen)
+	}
+}

@@ -61,7 +61,9 @@ const (
 	Compaction = "compaction"
 	// Reflection is the outcome of one reflection after a successful run
 	// (data outcome stored, confirmed, refused, none or failed; kind,
-	// rubric, reason when refused), written with its memory change.
+	// rubric, reason when refused; untrusted, and untrusted_sources naming
+	// the tools or hydration that made the run untrusted), written with its
+	// memory change.
 	Reflection = "reflection"
 	// MemoryStored is a new governed memory row (data memory_id, scope,
 	// kind, confidence, runs, held).
@@ -88,6 +90,11 @@ const (
 	// PromotionTerminal is a promotion given up after its last attempt
 	// (data promotion_id, attempts, error).
 	PromotionTerminal = "promotion.terminal"
+	// Hydration is task-start hydration before the first turn of a new
+	// session (data called, skipped with reasons, states, result_chars,
+	// subject_keys, answered, chars, clipped): tool names, key names and
+	// sizes, never content, subject values or credentials.
+	Hydration = "hydration"
 )
 
 // Log attribute keys shared by every package that logs about runs.

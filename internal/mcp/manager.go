@@ -250,6 +250,11 @@ func WithLostRunToken(ctx context.Context) context.Context {
 	return context.WithValue(ctx, lostTokenKey{}, true)
 }
 
+// RunToken is the run's authToken ctx carries ("" for none, or for one lost
+// to a restart), for callers that must scrub it from what a careless server
+// echoes back.
+func RunToken(ctx context.Context) string { return runToken(ctx) }
+
 func runTokenLost(ctx context.Context) bool {
 	lost, _ := ctx.Value(lostTokenKey{}).(bool)
 	return lost && runToken(ctx) == ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ type Outbox interface {
 	Run(ctx context.Context, id string) (store.Run, error)
 	RunMessages(ctx context.Context, runID string) ([]model.Message, error)
 	ReflectionsOwed(ctx context.Context) ([]string, error)
+	// RunReadUntrusted: the run's prompt carried untrusted tool output
+	// before its own calls (task-start hydration).
+	RunReadUntrusted(ctx context.Context, runID string) (bool, error)
 	CompleteReflection(ctx context.Context, r store.Reflection) (*store.MemoryPut, []event.Event, error)
 }
 
@@ -117,10 +121,16 @@ type runMeta struct {
 	WidenAuthorized bool   `json:"widen_authorized"`
 }
 
-// untrustedTool reports whether a tool's results come from outside the
-// operator's control: fetched or searched web content, or an MCP server.
+// untrustedTool reports whether a tool's results can carry content from
+// outside the operator's control: fetched or searched web content, an MCP
+// server, or delegated work (research, spawn_subagent, eval_n), whose
+// children may have read either.
 func untrustedTool(name string) bool {
-	return name == "web_fetch" || name == "web_search" || strings.Contains(name, "__")
+	switch name {
+	case "web_fetch", "web_search", "research", "spawn_subagent", "eval_n":
+		return true
+	}
+	return strings.Contains(name, "__")
 }
 
 func (r *Reflector) reflect(ctx context.Context, runID string) error {
@@ -142,7 +152,16 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		id.Correction, id.WidenAuthorized = true, meta.WidenAuthorized
 	}
 	var task, answer []string
-	untrusted := false
+	// A hydrated prompt carried the product's MCP answers: as untrusted as
+	// a call the run made itself. Unknown counts as untrusted.
+	var sources []string // why the run counts as untrusted, for the event
+	hydrated, err := r.o.Store.RunReadUntrusted(ctx, runID)
+	switch {
+	case err != nil:
+		sources = append(sources, "unknown")
+	case hydrated:
+		sources = append(sources, "hydration")
+	}
 	for _, m := range msgs {
 		switch m.Role {
 		case model.RoleUser:
@@ -152,12 +171,13 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 				answer = []string{m.Content}
 			}
 			for _, c := range m.ToolCalls {
-				if untrustedTool(c.Name) {
-					untrusted = true
+				if untrustedTool(c.Name) && !slices.Contains(sources, c.Name) {
+					sources = append(sources, c.Name)
 				}
 			}
 		}
 	}
+	untrusted := len(sources) > 0
 	resp, err := r.o.Utility(ctx, reflectionRequest(id, strings.Join(task, "\n\n"), strings.Join(answer, "")))
 	if ctx.Err() != nil {
 		return ctx.Err() // shutting down: the row stays owed and is drained after restart
@@ -184,6 +204,9 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 			d.Write.Untrusted, d.Write.At = untrusted, r.o.Now()
 			rec.Write = d.Write
 			data["outcome"], data[event.KeyScope], data["untrusted"] = "stored", d.Write.Key.Scope, untrusted
+			if untrusted {
+				data["untrusted_sources"] = sources
+			}
 		}
 	}
 	rec.Events = append([]event.Event{event.New(runID, run.SessionID, event.Reflection, data)}, rec.Events...)

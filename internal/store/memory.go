@@ -193,10 +193,10 @@ type MemoryView struct {
 // rows, and the rows of the run's task type. Another user's rows and org rows
 // are never among them, nor rows unused since v.Since, nor held rows. Only
 // what recall ranks and shows is read: ID, Scope, Kind, Content, Aliases,
-// Confidence, Runs, Uses and Confirmed (the rest stay zero).
+// Confidence, Untrusted, Runs, Uses and Confirmed (the rest stay zero).
 func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, error) {
 	since := v.Since.UnixMilli()
-	const cols = "SELECT id, scope, kind, content, aliases, confidence, runs, uses, confirmed_at FROM memories"
+	const cols = "SELECT id, scope, kind, content, aliases, confidence, untrusted, runs, uses, confirmed_at FROM memories"
 	const live = ` AND used_at >= ? AND NOT (untrusted = 1 AND runs < 2)`
 	q := cols + " WHERE namespace = ? AND scope = 'agent' AND agent_id IN (?, '')" + live
 	args := []any{v.Namespace, v.AgentID, since}
@@ -217,7 +217,7 @@ func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, er
 	for rows.Next() {
 		var m Memory
 		var confirmed int64
-		if err := rows.Scan(&m.ID, &m.Scope, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &m.Runs, &m.Uses, &confirmed); err != nil {
+		if err := rows.Scan(&m.ID, &m.Scope, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &m.Untrusted, &m.Runs, &m.Uses, &confirmed); err != nil {
 			return nil, fmt.Errorf("visible memories: %w", err)
 		}
 		m.Confirmed = time.UnixMilli(confirmed).UTC()
@@ -291,6 +291,44 @@ func (s *Store) MemoryProvenance(ctx context.Context, id int64) ([]Provenance, e
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// RecordHydration stores a run's hydration event and, when untrusted (the
+// prompt got what the product's tools answered), marks the run as having
+// read untrusted input (reason "hydration"), in one transaction.
+func (s *Store) RecordHydration(ctx context.Context, e event.Event, untrusted bool) (event.Event, error) {
+	evs := []event.Event{e}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		run, err := getRun(ctx, tx, e.RunID)
+		if err != nil {
+			return err
+		}
+		if evs[0].SessionID == "" {
+			evs[0].SessionID = run.SessionID
+		}
+		spine(run, evs)
+		if untrusted {
+			if _, err := s.exec(ctx, tx, `INSERT OR IGNORE INTO run_untrusted_input (run_id, reason, created_at) VALUES (?, 'hydration', ?)`,
+				e.RunID, e.Time.UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return s.insertEvents(ctx, tx, evs)
+	})
+	if err != nil {
+		return event.Event{}, fmt.Errorf("record hydration of run %s: %w", e.RunID, err)
+	}
+	return evs[0], nil
+}
+
+// RunReadUntrusted reports whether a run's prompt carried untrusted input
+// before its own tool calls (RecordHydration).
+func (s *Store) RunReadUntrusted(ctx context.Context, runID string) (bool, error) {
+	var u bool
+	if err := s.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM run_untrusted_input WHERE run_id = ?)", runID).Scan(&u); err != nil {
+		return false, fmt.Errorf("run %s read untrusted: %w", runID, err)
+	}
+	return u, nil
 }
 
 // MemoryCounts reports the number of memory rows, held rows among them, and

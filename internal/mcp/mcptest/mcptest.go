@@ -8,14 +8,17 @@
 // content without text, error results, a tool that reflects the request's
 // Authorization header inside an error, counters that show whether a call
 // was replayed, a tool that crashes the process mid-call, a slow tool, any
-// number of generated tools, and optionally a product (product.go): a
-// curated write tool and a skill registry that record every call.
+// number of generated tools, optionally a product (product.go): a curated
+// write tool and a skill registry that record every call, and a product's
+// read-only hydration tools that record the exact arguments and
+// Authorization header of every call.
 package mcptest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -54,13 +57,44 @@ type Options struct {
 	// Product, when set, adds the product's tools (learning_write and the
 	// skill registry) over that shared state.
 	Product *Product
+	// Hydrate adds a product's read-only tools: get_dashboard,
+	// list_recent_notes and search_knowledge answer with the arguments they
+	// received (list_recent_notes pads its answer to 25,000 characters when
+	// an argument value starts with "big"), and held_read answers only once
+	// Hold is closed. Every call is recorded (Counters.Calls).
+	Hydrate bool
+	Hold    chan struct{}
+}
+
+// Call is one recorded call of a hydration tool: its arguments exactly as
+// the server received them and the request's Authorization header.
+type Call struct {
+	Args map[string]any
+	Auth string
 }
 
 // Counters records how many times each counted tool ran, to prove whether a
 // call was replayed.
 type Counters struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	calls map[string][]Call
+}
+
+// Calls returns the recorded calls of a hydration tool, oldest first.
+func (c *Counters) Calls(tool string) []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.calls[tool])
+}
+
+func (c *Counters) record(tool string, call Call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[string][]Call{}
+	}
+	c.calls[tool] = append(c.calls[tool], call)
 }
 
 // Get returns how many times tool ran.
@@ -211,12 +245,59 @@ func NewServer(o Options, counters *Counters) *sdk.Server {
 	if o.Product != nil {
 		addProduct(s, o.Product)
 	}
+	if o.Hydrate {
+		addHydrate(s, o, counters)
+	}
 	for i := range o.Tools {
 		name := fmt.Sprintf("gen_%03d", i)
 		s.AddTool(&sdk.Tool{Name: name, Description: "Generated tool " + name + ".", InputSchema: empty},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult(name), nil })
 	}
 	return s
+}
+
+func addHydrate(s *sdk.Server, o Options, counters *Counters) {
+	open := json.RawMessage(`{"type":"object","additionalProperties":true}`)
+	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	for _, name := range []string{"get_dashboard", "list_recent_notes", "search_knowledge", "held_read"} {
+		s.AddTool(&sdk.Tool{Name: name, Description: "A product read for hydration: " + name + ".", InputSchema: open, Annotations: ro},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				var args map[string]any
+				if len(req.Params.Arguments) > 0 {
+					if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+						return errResult("arguments: " + err.Error()), nil
+					}
+				}
+				auth := ""
+				if req.Extra != nil && req.Extra.Header != nil {
+					auth = req.Extra.Header.Get("Authorization")
+				}
+				counters.record(name, Call{Args: args, Auth: auth})
+				if name == "held_read" && o.Hold != nil {
+					select {
+					case <-o.Hold:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				keys := slices.Sorted(maps.Keys(args))
+				var b strings.Builder
+				fmt.Fprintf(&b, "%s answered for", name)
+				big := false
+				for _, k := range keys {
+					fmt.Fprintf(&b, " %s=%v", k, args[k])
+					if v, ok := args[k].(string); ok && strings.HasPrefix(v, "big") {
+						big = true
+					}
+				}
+				if big && name == "list_recent_notes" {
+					for b.Len() < 25000 {
+						b.WriteString(" note")
+					}
+				}
+				return textResult(b.String()), nil
+			})
+	}
 }
 
 // ServeStdioIfChild serves the test server over stdio and exits when the
