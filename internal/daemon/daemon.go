@@ -59,6 +59,7 @@ type parts struct {
 	service   *engine.Service
 	redact    func(string) string // vault values out of any text
 	telemetry *telemetry.Exporter // nil unless TELEMETRY_URL (delta serve only)
+	traces    *telemetry.Traces   // nil unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT (delta serve only)
 	closers   closers             // what build opened, closed last first by close
 	boot      store.Boot          // what Serve recorded in the meta table at start
 }
@@ -113,6 +114,9 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// The exporter's bearer is a credential like any other: it never
 	// appears in a transcript, an event or an exported record.
 	red.Register("TELEMETRY_TOKEN", cfg.TelemetryToken)
+	for k, v := range cfg.OTLP.Headers {
+		red.Register("OTEL_EXPORTER_OTLP_HEADERS "+k, v)
+	}
 	if cfg.MCP.VaultKey != "" && !cfg.SafeMode {
 		p.vault, err = vault.New(st, cfg.MCP.VaultKey, red)
 		if err != nil {
@@ -310,6 +314,19 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		p.telemetry.Start(ctx)
 		open.add("telemetry exporter", p.telemetry.Close)
 		logger.Info("telemetry export on", "daemon_id", p.telemetry.DaemonID(), "capture_payloads", cfg.CapturePayloads)
+	}
+	if cfg.OTLP.TracesURL != "" {
+		p.traces, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{
+			URL: cfg.OTLP.TracesURL, Headers: cfg.OTLP.Headers, ServiceName: cfg.OTLP.ServiceName, Resource: cfg.OTLP.Resource,
+			AgentID: cfg.AgentID, Payloads: cfg.CapturePayloads, Redact: p.redact, Store: p.store,
+			Logger: logger.With(event.KeySystem, "otlp"),
+		})
+		if err != nil {
+			return fmt.Errorf("start otlp trace exporter: %w", err)
+		}
+		p.traces.Start(ctx)
+		open.add("otlp trace exporter", p.traces.Close)
+		logger.Info("otlp trace export on", "endpoint", p.traces.Endpoint(), "capture_payloads", cfg.CapturePayloads)
 	}
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,

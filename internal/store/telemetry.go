@@ -112,6 +112,44 @@ func (s *Store) TrimOutbox(ctx context.Context, limit int64) (Trim, error) {
 	return t, nil
 }
 
+// TraceOutbox is the OTLP trace exporter's durable state.
+type TraceOutbox struct {
+	DaemonID string
+	// Traced is the highest run.finished event id whose run reached the
+	// OTLP receiver; every finished run above it is still to be traced.
+	Traced int64
+	// Pending counts the finished runs above Traced.
+	Pending int64
+}
+
+// TraceOutbox returns the OTLP exporter's state, creating the telemetry
+// row (and the daemon id) the first time.
+func (s *Store) TraceOutbox(ctx context.Context) (TraceOutbox, error) {
+	o, err := s.TelemetryOutbox(ctx)
+	if err != nil {
+		return TraceOutbox{}, err
+	}
+	t := TraceOutbox{DaemonID: o.DaemonID}
+	if err := s.r.QueryRowContext(ctx, "SELECT traced FROM telemetry WHERE id = 1").Scan(&t.Traced); err != nil {
+		return TraceOutbox{}, fmt.Errorf("read trace state: %w", err)
+	}
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE id > ? AND name = 'run.finished'", t.Traced).Scan(&t.Pending); err != nil {
+		return TraceOutbox{}, fmt.Errorf("read trace backlog: %w", err)
+	}
+	return t, nil
+}
+
+// MarkTraced records that every run whose run.finished event id is at most
+// id reached the OTLP receiver. The mark never moves back.
+func (s *Store) MarkTraced(ctx context.Context, id int64) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.exec(ctx, tx, "UPDATE telemetry SET traced = max(traced, ?) WHERE id = 1", id); err != nil {
+			return fmt.Errorf("mark traced: %w", err)
+		}
+		return nil
+	})
+}
+
 // uuid is a random version 4 UUID.
 func uuid() string {
 	var b [16]byte

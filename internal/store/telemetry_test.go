@@ -136,3 +136,40 @@ func TestSweepKeepsUnexportedEvents(t *testing.T) {
 		t.Fatalf("without telemetry the sweep removed %d, want 2", r.Events)
 	}
 }
+
+// The OTLP lane's mark is its own: it counts finished runs above it, never
+// moves back, and the NDJSON mark does not move it.
+func TestTraceOutboxCountsFinishedRunsAboveItsMark(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	evs := []event.Event{
+		event.New("r1", "s1", event.RunStarted, nil), event.New("r1", "s1", event.RunFinished, nil),
+		event.New("r2", "s1", event.RunStarted, nil), event.New("r2", "s1", event.RunFinished, nil),
+	}
+	if err := s.AddEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.TraceOutbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.DaemonID) != 36 || o.Traced != 0 || o.Pending != 2 {
+		t.Fatalf("fresh trace outbox %+v", o)
+	}
+	if err := s.MarkExported(ctx, evs[3].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkTraced(ctx, evs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkTraced(ctx, evs[0].ID); err != nil { // never moves back
+		t.Fatal(err)
+	}
+	if o, err = s.TraceOutbox(ctx); err != nil || o.Traced != evs[1].ID || o.Pending != 1 {
+		t.Fatalf("after marking run 1: %+v %v", o, err)
+	}
+	ends, err := s.Events(ctx, store.EventFilter{Since: o.Traced, Name: event.RunFinished})
+	if err != nil || len(ends) != 1 || ends[0].RunID != "r2" {
+		t.Fatalf("finished runs above the mark: %+v %v", ends, err)
+	}
+}
