@@ -58,7 +58,7 @@ type EventFilter struct {
 	SessionID string
 	Name      string // one event name
 	Since     int64  // events with ID > Since
-	Limit     int   // 0 = 500
+	Limit     int    // 0 = 500
 }
 
 // Events reads stored events in ID order.
