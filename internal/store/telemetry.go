@@ -123,14 +123,19 @@ type TraceOutbox struct {
 }
 
 // TraceOutbox returns the OTLP exporter's state, creating the telemetry
-// row (and the daemon id) the first time.
+// row (and with it the daemon id, the traces' service.instance.id) the
+// first time.
 func (s *Store) TraceOutbox(ctx context.Context) (TraceOutbox, error) {
 	o, err := s.TelemetryOutbox(ctx)
 	if err != nil {
 		return TraceOutbox{}, err
 	}
 	t := TraceOutbox{DaemonID: o.DaemonID}
-	if err := s.r.QueryRowContext(ctx, "SELECT traced FROM telemetry WHERE id = 1").Scan(&t.Traced); err != nil {
+	err = s.r.QueryRowContext(ctx, "SELECT traced FROM trace_outbox WHERE id = 1").Scan(&t.Traced)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil // nothing traced yet
+	}
+	if err != nil {
 		return TraceOutbox{}, fmt.Errorf("read trace state: %w", err)
 	}
 	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE id > ? AND name = 'run.finished'", t.Traced).Scan(&t.Pending); err != nil {
@@ -143,7 +148,7 @@ func (s *Store) TraceOutbox(ctx context.Context) (TraceOutbox, error) {
 // id reached the OTLP receiver. The mark never moves back.
 func (s *Store) MarkTraced(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, "UPDATE telemetry SET traced = max(traced, ?) WHERE id = 1", id); err != nil {
+		if _, err := s.exec(ctx, tx, "INSERT INTO trace_outbox (id, traced) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET traced = max(traced, excluded.traced)", id); err != nil {
 			return fmt.Errorf("mark traced: %w", err)
 		}
 		return nil
