@@ -290,7 +290,7 @@ type Config struct {
 	// OTLP turns the OTLP/HTTP trace exporter on when its TracesURL is set
 	// (the standard OTEL_EXPORTER_OTLP_* variables): every finished run is
 	// sent as one trace.
-	OTLP OTLPConfig `env:"OTEL_EXPORTER_OTLP_ENDPOINT,OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_EXPORTER_OTLP_HEADERS,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"`
+	OTLP OTLPConfig `env:"OTEL_EXPORTER_OTLP_ENDPOINT,OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_EXPORTER_OTLP_HEADERS,OTEL_EXPORTER_OTLP_COMPRESSION,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"`
 
 	// SubagentDepth is how deep in spawn_subagent nesting this process runs
 	// (DELTA_SUBAGENT_DEPTH, default 0 = top level). The parent sets it on

@@ -22,6 +22,9 @@ type OTLPConfig struct {
 	ServiceName string
 	// Resource holds the extra resource attributes (OTEL_RESOURCE_ATTRIBUTES).
 	Resource map[string]string
+	// Gzip compresses request bodies (OTEL_EXPORTER_OTLP_COMPRESSION=gzip;
+	// none by default, as in the OTLP exporter specification).
+	Gzip bool
 }
 
 // DefaultOTLPServiceName is service.name when OTEL_SERVICE_NAME is unset.
@@ -49,6 +52,13 @@ func (l *loader) otlp(insecure bool) OTLPConfig {
 			l.fail("OTEL_RESOURCE_ATTRIBUTES", v, "%v", err)
 		}
 		c.Resource = r
+	}
+	switch v, _ := l.get("OTEL_EXPORTER_OTLP_COMPRESSION"); strings.ToLower(v) {
+	case "", "none":
+	case "gzip":
+		c.Gzip = true
+	default:
+		l.fail("OTEL_EXPORTER_OTLP_COMPRESSION", v, "want gzip or none")
 	}
 	c.ServiceName = l.str("OTEL_SERVICE_NAME", "")
 	if c.ServiceName == "" {

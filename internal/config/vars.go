@@ -63,6 +63,7 @@ func Vars() []VarDoc {
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OTLP/HTTP base URL (http or https); setting it turns the trace exporter on and traces go to <endpoint>/v1/traces. Plain http with OTEL_EXPORTER_OTLP_HEADERS only to a loopback host unless TELEMETRY_ALLOW_INSECURE=1."},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "OTLP/HTTP traces URL used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT and also turns the trace exporter on."},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "", "Headers sent with every OTLP request, key=value pairs separated by commas, values percent-encoded (e.g. Authorization=Bearer%20…); never logged or shown."},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", "none", "gzip compresses OTLP request bodies (less bandwidth, more CPU on the box); none or gzip, anything else refuses to boot."},
 		{"OTEL_SERVICE_NAME", "delta", "service.name of the exported traces; wins over a service.name in OTEL_RESOURCE_ATTRIBUTES."},
 		{"OTEL_RESOURCE_ATTRIBUTES", "", "Extra resource attributes of the exported traces, key=value pairs separated by commas, values percent-encoded."},
 		{"DELTA_MCP_SERVERS", "", `MCP servers, JSON array of {name, command/args/env (stdio) or url/headers (http), transport}; bad entries skipped with a warning.`},

@@ -317,7 +317,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 	}
 	if cfg.OTLP.TracesURL != "" {
 		p.traces, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{
-			URL: cfg.OTLP.TracesURL, Headers: cfg.OTLP.Headers, ServiceName: cfg.OTLP.ServiceName, Resource: cfg.OTLP.Resource,
+			URL: cfg.OTLP.TracesURL, Headers: cfg.OTLP.Headers, ServiceName: cfg.OTLP.ServiceName, Resource: cfg.OTLP.Resource, Gzip: cfg.OTLP.Gzip,
 			AgentID: cfg.AgentID, Payloads: cfg.CapturePayloads, Redact: p.redact, Store: p.store,
 			Logger: logger.With(event.KeySystem, "otlp"),
 		})
@@ -391,7 +391,8 @@ func secretsOf(v *vault.Vault) api.Secrets {
 func sweepRetention(ctx context.Context, cfg config.Config, st *store.Store, logger *slog.Logger) func() {
 	sweep := func() {
 		now := time.Now()
-		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays), cfg.TelemetryURL != "")
+		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays),
+			store.Keep{Unexported: cfg.TelemetryURL != "", Untraced: cfg.OTLP.TracesURL != ""})
 		if err != nil {
 			logger.Warn("retention sweep", "err", err)
 			return

@@ -111,6 +111,7 @@ func testOTLPTraces(t *testing.T, payloads bool) {
 	}
 	if payloads {
 		env["DELTA_CAPTURE_PAYLOADS"] = "1"
+		env["OTEL_EXPORTER_OTLP_COMPRESSION"] = "gzip" // the receiver decodes either
 	}
 	cfg, stop := serveWith(t, env)
 	stopped := false
@@ -223,6 +224,9 @@ func testOTLPTraces(t *testing.T, payloads bool) {
 	for _, h := range rcv.Headers() {
 		if h.Get("Authorization") != "Bearer otlp-secret-0123456789" {
 			t.Fatalf("Authorization %q: OTEL_EXPORTER_OTLP_HEADERS not sent", h.Get("Authorization"))
+		}
+		if gz := h.Get("Content-Encoding") == "gzip"; gz != payloads {
+			t.Fatalf("Content-Encoding %q with OTEL_EXPORTER_OTLP_COMPRESSION=gzip %v", h.Get("Content-Encoding"), payloads)
 		}
 	}
 

@@ -60,6 +60,7 @@ type TracesOptions struct {
 	Headers     map[string]string // sent with every request
 	ServiceName string            // resource service.name
 	Resource    map[string]string // further resource attributes
+	Gzip        bool              // compress request bodies
 	AgentID     string            // gen_ai.agent.id; the agent name when set
 	Payloads    bool              // DELTA_CAPTURE_PAYLOADS
 	Redact      func(string) string
@@ -124,9 +125,13 @@ func NewTraces(ctx context.Context, o TracesOptions) (*Traces, error) {
 	if err != nil {
 		return nil, err
 	}
+	compression := otlptracehttp.NoCompression
+	if o.Gzip {
+		compression = otlptracehttp.GzipCompression
+	}
 	opts := []otlptracehttp.Option{
 		otlptracehttp.WithEndpointURL(o.URL), otlptracehttp.WithHeaders(o.Headers),
-		otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf), otlptracehttp.WithCompression(otlptracehttp.GzipCompression),
+		otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf), otlptracehttp.WithCompression(compression),
 		otlptracehttp.WithTimeout(o.Timeout),
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: o.Timeout}),
 	}
