@@ -126,11 +126,16 @@ type TraceOutbox struct {
 // row (and with it the daemon id, the traces' service.instance.id) the
 // first time.
 func (s *Store) TraceOutbox(ctx context.Context) (TraceOutbox, error) {
-	o, err := s.TelemetryOutbox(ctx)
-	if err != nil {
-		return TraceOutbox{}, err
+	var t TraceOutbox
+	err := s.r.QueryRowContext(ctx, "SELECT daemon_id FROM telemetry WHERE id = 1").Scan(&t.DaemonID)
+	if errors.Is(err, sql.ErrNoRows) {
+		var o Outbox
+		o, err = s.TelemetryOutbox(ctx) // creates the row
+		t.DaemonID = o.DaemonID
 	}
-	t := TraceOutbox{DaemonID: o.DaemonID}
+	if err != nil {
+		return TraceOutbox{}, fmt.Errorf("read daemon id: %w", err)
+	}
 	err = s.r.QueryRowContext(ctx, "SELECT traced FROM trace_outbox WHERE id = 1").Scan(&t.Traced)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil // nothing traced yet

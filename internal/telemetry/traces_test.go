@@ -174,3 +174,33 @@ func TestTracesShape(t *testing.T) {
 		}
 	}
 }
+
+// buildRun never panics on whatever data a stored event holds, and a run
+// with a run.finished always has exactly one root.
+func FuzzBuildRun(f *testing.F) {
+	f.Add(event.ToolResult, 1, []byte(`{"call_id":"c1","is_error":true}`))
+	f.Add(event.ModelCall, 2, []byte(`{"usage":{"input_tokens":"x"},"finish_reasons":[1,null],"wall_ms":-5}`))
+	f.Add(event.Error, 0, []byte(`{"call_id":7,"error.type":"x"}`))
+	f.Add(event.TurnStarted, -1, []byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, name string, turn int, data []byte) {
+		at := time.UnixMilli(1_700_000_000_000)
+		mk := func(name string, turn int, data []byte) event.Event {
+			return event.Event{RunID: "r", SessionID: "s", Name: name, Turn: turn, Time: at, Data: data}
+		}
+		evs := []event.Event{mk(event.RunStarted, 0, nil), mk(event.TurnStarted, 1, []byte(`{"model":"m"}`)),
+			mk(event.ToolCall, 1, []byte(`{"call_id":"c1","name":"t"}`)), mk(name, turn, data), mk(event.RunFinished, 1, []byte(`{"status":"failed"}`))}
+		tree := buildRun(shaper{payloads: turn%2 == 0}, evs)
+		roots := 0
+		for _, sp := range tree.spans {
+			if !sp.parent.IsValid() {
+				roots++
+			}
+			if sp.end.Before(sp.start) {
+				t.Fatalf("span %s ends before it starts", sp.name)
+			}
+		}
+		if name != event.RunFinished && roots != 1 {
+			t.Fatalf("%d roots", roots)
+		}
+	})
+}
