@@ -141,11 +141,22 @@ func buildRun(s shaper, evs []event.Event) runTree {
 	}
 	var spine Record
 	for _, e := range evs {
-		r := s.record(e)
-		at := time.UnixMilli(r.TimeUnixMS).UTC()
+		at := time.UnixMilli(e.Time.UnixMilli()).UTC()
 		if first.IsZero() {
 			first = at
 		}
+		switch e.Name {
+		case event.RunQueued, event.RunStarted, event.RunResumed, event.RunFinished, event.TurnStarted,
+			event.ModelRetry, event.ModelCall, event.ToolCall, event.ToolResult, event.Error:
+		default:
+			// Other events only stretch their turn; shaping them (decode
+			// and scrub) would be spent on nothing the trace shows.
+			if t := turns[e.Turn]; t != nil && e.Name == event.Checkpoint && t.end.Before(at) {
+				t.end = at
+			}
+			continue
+		}
+		r := s.record(e)
 		if spine.SessionID == "" {
 			spine.SessionID = r.SessionID
 		}
@@ -214,10 +225,6 @@ func buildRun(s shaper, evs []event.Event) runTree {
 					t.err = &r
 					grow(t)
 				}
-			}
-		case event.Checkpoint:
-			if t := turns[r.Turn]; t != nil {
-				grow(t)
 			}
 		}
 	}
