@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 )
@@ -94,11 +93,6 @@ func (l *loader) otlpURL(name, v string, base bool) string {
 		u.RawPath = ""
 	}
 	return u.String()
-}
-
-func loopbackHost(h string) bool {
-	ip := net.ParseIP(h)
-	return strings.EqualFold(h, "localhost") || (ip != nil && ip.IsLoopback())
 }
 
 // ParseOTLPPairs parses the W3C-baggage-like list the OTEL_*_HEADERS and
