@@ -297,6 +297,11 @@ type Config struct {
 	// error text too (DELTA_CAPTURE_PAYLOADS, boolean, default off).
 	CapturePayloads bool `env:"DELTA_CAPTURE_PAYLOADS"`
 
+	// OTLP turns the OTLP/HTTP trace exporter on when its TracesURL is set
+	// (the standard OTEL_EXPORTER_OTLP_* variables): every finished run is
+	// sent as one trace.
+	OTLP OTLPConfig `env:"OTEL_EXPORTER_OTLP_ENDPOINT,OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_EXPORTER_OTLP_HEADERS,OTEL_EXPORTER_OTLP_COMPRESSION,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"`
+
 	// SubagentDepth is how deep in spawn_subagent nesting this process runs
 	// (DELTA_SUBAGENT_DEPTH, default 0 = top level). The parent sets it on
 	// its child; at depth 1 or more spawn_subagent is not offered, so
@@ -431,6 +436,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	c.TelemetryURL = l.telemetryURL("TELEMETRY_URL", c.TelemetryAllowInsecure)
 	c.TelemetryToken = l.str("TELEMETRY_TOKEN", "")
 	c.CapturePayloads = l.boolean("DELTA_CAPTURE_PAYLOADS")
+	c.OTLP = l.otlp(c.TelemetryAllowInsecure)
 	if c.TelemetryURL != "" && c.TelemetryToken == "" && c.ControlToken != "" {
 		c.TelemetryToken = c.ControlToken
 		c.Warnings = append(c.Warnings, "TELEMETRY_TOKEN is not set: the exporter presents DELTA_CONTROL_TOKEN to the collector, which sends a control credential off the box; give the collector a dedicated TELEMETRY_TOKEN")

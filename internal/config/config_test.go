@@ -33,7 +33,7 @@ func TestLoadDefaults(t *testing.T) {
 		ModelTimeout: 300 * time.Second, ToolTimeout: 120 * time.Second, ToolResultMaxBytes: 20000, CompactAtTokens: 120000,
 		Profile: ProfileTrusted, PolicyMaxTokens: 800, SelfMaxTokens: 800, Inspect: true, Skills: SkillsMCP, PromoteMinRuns: 2,
 		MaxBodyBytes: 1 << 20, LeaseHolder: "m1", LeaseTTL: 30 * time.Second, Broker: BrokerSpec{AllowedHosts: []string{DefaultBrokerAllowedHost}},
-		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30,
+		RetentionSweep: time.Hour, RetentionEventsDays: 30, RetentionJournalDays: 30, OTLP: OTLPConfig{ServiceName: DefaultOTLPServiceName},
 	}
 	c.MCP.ChildEnv = nil // the process plumbing of whoever runs the test
 	if !reflect.DeepEqual(c, want) {

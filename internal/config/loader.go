@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -193,8 +192,7 @@ func (l *loader) telemetryURL(name string, insecure bool) string {
 		return ""
 	}
 	if u.Scheme == "http" && !insecure {
-		h := u.Hostname()
-		if ip := net.ParseIP(h); !strings.EqualFold(h, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		if !loopbackHost(u.Hostname()) {
 			l.fail(name, v, "plain http to a non-loopback host would send the bearer in clear text; use https or set TELEMETRY_ALLOW_INSECURE=1")
 			return ""
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strings"
 )
 
 // Scheduler defaults.
@@ -34,7 +35,7 @@ func controlWarnings(controlURL, token string) []string {
 }
 
 func loopbackHost(h string) bool {
-	if h == "localhost" {
+	if strings.EqualFold(h, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)

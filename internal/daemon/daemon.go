@@ -60,6 +60,7 @@ type parts struct {
 	service   *engine.Service
 	redact    func(string) string // vault values out of any text
 	telemetry *telemetry.Exporter // nil unless TELEMETRY_URL (delta serve only)
+	traces    *telemetry.Traces   // nil unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT (delta serve only)
 	closers   closers             // what build opened, closed last first by close
 	boot      store.Boot          // what Serve recorded in the meta table at start
 }
@@ -114,6 +115,9 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// The exporter's bearer is a credential like any other: it never
 	// appears in a transcript, an event or an exported record.
 	red.Register("TELEMETRY_TOKEN", cfg.TelemetryToken)
+	for k, v := range cfg.OTLP.Headers {
+		red.Register("OTEL_EXPORTER_OTLP_HEADERS "+k, v)
+	}
 	if cfg.MCP.VaultKey != "" && !cfg.SafeMode {
 		p.vault, err = vault.New(st, cfg.MCP.VaultKey, red)
 		if err != nil {
@@ -317,6 +321,19 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		open.add("telemetry exporter", p.telemetry.Close)
 		logger.Info("telemetry export on", "daemon_id", p.telemetry.DaemonID(), "capture_payloads", cfg.CapturePayloads)
 	}
+	if cfg.OTLP.TracesURL != "" {
+		p.traces, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{
+			URL: cfg.OTLP.TracesURL, Headers: cfg.OTLP.Headers, ServiceName: cfg.OTLP.ServiceName, Resource: cfg.OTLP.Resource, Gzip: cfg.OTLP.Gzip,
+			AgentID: cfg.AgentID, Payloads: cfg.CapturePayloads, Redact: p.redact, Store: p.store,
+			Logger: logger.With(event.KeySystem, "otlp"),
+		})
+		if err != nil {
+			return fmt.Errorf("start otlp trace exporter: %w", err)
+		}
+		p.traces.Start(ctx)
+		open.add("otlp trace exporter", p.traces.Close)
+		logger.Info("otlp trace export on", "endpoint", p.traces.Endpoint(), "capture_payloads", cfg.CapturePayloads)
+	}
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
@@ -380,7 +397,8 @@ func secretsOf(v *vault.Vault) api.Secrets {
 func sweepRetention(ctx context.Context, cfg config.Config, st *store.Store, logger *slog.Logger) func() {
 	sweep := func() {
 		now := time.Now()
-		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays), cfg.TelemetryURL != "")
+		r, err := st.Sweep(ctx, now.AddDate(0, 0, -cfg.RetentionEventsDays), now.AddDate(0, 0, -cfg.RetentionJournalDays),
+			store.Keep{Unexported: cfg.TelemetryURL != "", Untraced: cfg.OTLP.TracesURL != ""})
 		if err != nil {
 			logger.Warn("retention sweep", "err", err)
 			return

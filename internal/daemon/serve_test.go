@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,24 +21,41 @@ import (
 type listening struct {
 	up   chan struct{}
 	once sync.Once
+	addr string // the bound address, set before up closes
 }
 
 func (l *listening) Enabled(context.Context, slog.Level) bool { return true }
 func (l *listening) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "delta listening" {
-		l.once.Do(func() { close(l.up) })
+		l.once.Do(func() {
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "addr" {
+					l.addr = a.Value.String()
+				}
+				return true
+			})
+			close(l.up)
+		})
 	}
 	return nil
 }
 func (l *listening) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *listening) WithGroup(string) slog.Handler      { return l }
 
-// serve starts Serve on a free loopback port and returns once it listens;
+// serve starts Serve on a free loopback port and returns once it listens
+// (cfg.Port is the bound port);
 // stop cancels it and returns Serve's error.
 func serve(t *testing.T) (cfg config.Config, stop func() error) {
 	t.Helper()
+	return serveWith(t, nil)
+}
+
+// serveWith is serve with more variables (extra wins).
+func serveWith(t *testing.T, extra map[string]string) (cfg config.Config, stop func() error) {
+	t.Helper()
 	dir := t.TempDir()
 	env := map[string]string{"DELTA_DB": filepath.Join(dir, "d.db"), "DELTA_WORKSPACE": dir, "DELTA_CODE_CLI": "/bin/true", "DELTA_BUILD": "test-build"}
+	maps.Copy(env, extra)
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +74,7 @@ func serve(t *testing.T) (cfg config.Config, stop func() error) {
 		cancel()
 		t.Fatal("Serve never listened")
 	}
+	cfg.Port, _ = strconv.Atoi(l.addr[strings.LastIndexByte(l.addr, ':')+1:])
 	return cfg, func() error { cancel(); return <-errc }
 }
 

@@ -45,6 +45,7 @@ func statusView(cfg config.Config, c *cascade.Cascade, tools *toolStatus, p *par
 		"vault":            vaultStatus(cfg, p),
 		"learning":         learningStatus(cfg, tools, p),
 		"telemetry":        telemetryStatus(p),
+		"otlp":             otlpStatus(p),
 	}
 }
 
@@ -55,6 +56,15 @@ func telemetryStatus(p *parts) any {
 		return map[string]any{"enabled": false}
 	}
 	return p.telemetry.Status(context.Background())
+}
+
+// otlpStatus is the OTLP trace lane's endpoint (scheme and host only),
+// pending runs, exported spans and last error; {"enabled": false} when off.
+func otlpStatus(p *parts) any {
+	if p.traces == nil {
+		return map[string]any{"enabled": false}
+	}
+	return p.traces.Status(context.Background())
 }
 
 func mcpStatus(p *parts) any {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,4 +62,66 @@ func benchStepExport(b *testing.B, export bool) {
 			b.Fatalf("the exporter exported nothing: %+v", st)
 		}
 	}
+}
+
+// BenchmarkDurableStepOTLP is BenchmarkDurableStep with the OTLP trace
+// lane off and on: on, every finished run becomes a trace posted to a
+// loopback OTLP/HTTP receiver that reads and discards the body, waking
+// every 100 ms (instead of 2 s) so the export runs while the steps do.
+// Compare the steps/s of the two.
+func BenchmarkDurableStepOTLP(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("otlp=%v", on), func(b *testing.B) { benchStepOTLP(b, on) })
+	}
+}
+
+func benchStepOTLP(b *testing.B, on bool) {
+	const steps = 20
+	echo, p := stepRig(steps)
+	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
+	ctx := context.Background()
+	var x *telemetry.Traces
+	if on {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+		b.Cleanup(srv.Close)
+		var err error
+		x, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{URL: srv.URL + "/v1/traces", ServiceName: "bench", Store: h.st, Interval: 100 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.Start(ctx)
+		b.Cleanup(func() { _ = x.Close(ctx) })
+	}
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err = h.svc.Wait(ctx, "", r.ID)
+		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
+			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
+	// The process's CPU per step, the lane's share included: steadier than
+	// steps/s on a machine shared with other work.
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*steps), "cpu-µs/step")
+	// A long enough measurement must have exported concurrently.
+	if x != nil && b.Elapsed() > time.Second {
+		if st := x.Status(ctx); st.ExportedSpans == 0 {
+			b.Fatalf("the OTLP lane exported nothing: %+v", st)
+		}
+	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

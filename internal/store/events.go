@@ -56,8 +56,9 @@ func (s *Store) AddEvents(ctx context.Context, evs []event.Event) error {
 type EventFilter struct {
 	RunID     string
 	SessionID string
-	Since     int64 // events with ID > Since
-	Limit     int   // 0 = 500
+	Name      string // one event name
+	Since     int64  // events with ID > Since
+	Limit     int    // 0 = 500
 }
 
 // Events reads stored events in ID order.
@@ -74,6 +75,10 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error
 	if f.SessionID != "" {
 		q += " AND session_id = ?"
 		args = append(args, f.SessionID)
+	}
+	if f.Name != "" {
+		q += " AND name = ?"
+		args = append(args, f.Name)
 	}
 	q += " ORDER BY id LIMIT ?"
 	args = append(args, f.Limit)

@@ -212,7 +212,7 @@ func TestSweepKeepsJournalOfLiveRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	future := time.Now().Add(time.Hour)
-	r, err := s.Sweep(ctx, future, future, false)
+	r, err := s.Sweep(ctx, future, future, store.Keep{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,54 @@ func (s *Store) TrimOutbox(ctx context.Context, limit int64) (Trim, error) {
 	return t, nil
 }
 
+// TraceOutbox is the OTLP trace exporter's durable state.
+type TraceOutbox struct {
+	DaemonID string
+	// Traced is the highest run.finished event id whose run reached the
+	// OTLP receiver; every finished run above it is still to be traced.
+	Traced int64
+	// Pending counts the finished runs above Traced.
+	Pending int64
+}
+
+// TraceOutbox returns the OTLP exporter's state, creating the telemetry
+// row (and with it the daemon id, the traces' service.instance.id) the
+// first time.
+func (s *Store) TraceOutbox(ctx context.Context) (TraceOutbox, error) {
+	var t TraceOutbox
+	err := s.r.QueryRowContext(ctx, "SELECT daemon_id FROM telemetry WHERE id = 1").Scan(&t.DaemonID)
+	if errors.Is(err, sql.ErrNoRows) {
+		var o Outbox
+		o, err = s.TelemetryOutbox(ctx) // creates the row
+		t.DaemonID = o.DaemonID
+	}
+	if err != nil {
+		return TraceOutbox{}, fmt.Errorf("read daemon id: %w", err)
+	}
+	err = s.r.QueryRowContext(ctx, "SELECT traced FROM trace_outbox WHERE id = 1").Scan(&t.Traced)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil // nothing traced yet
+	}
+	if err != nil {
+		return TraceOutbox{}, fmt.Errorf("read trace state: %w", err)
+	}
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE id > ? AND name = 'run.finished'", t.Traced).Scan(&t.Pending); err != nil {
+		return TraceOutbox{}, fmt.Errorf("read trace backlog: %w", err)
+	}
+	return t, nil
+}
+
+// MarkTraced records that every run whose run.finished event id is at most
+// id reached the OTLP receiver. The mark never moves back.
+func (s *Store) MarkTraced(ctx context.Context, id int64) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.exec(ctx, tx, "INSERT INTO trace_outbox (id, traced) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET traced = max(traced, excluded.traced)", id); err != nil {
+			return fmt.Errorf("mark traced: %w", err)
+		}
+		return nil
+	})
+}
+
 // uuid is a random version 4 UUID.
 func uuid() string {
 	var b [16]byte

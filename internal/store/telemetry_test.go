@@ -121,7 +121,7 @@ func TestSweepKeepsUnexportedEvents(t *testing.T) {
 	if err := s.MarkExported(ctx, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Sweep(ctx, time.Now(), time.Now(), true)
+	r, err := s.Sweep(ctx, time.Now(), time.Now(), store.Keep{Unexported: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,70 @@ func TestSweepKeepsUnexportedEvents(t *testing.T) {
 	if len(left) != 2 || left[0].ID != ids[2] {
 		t.Fatalf("left %v", left)
 	}
-	if r, _ := s.Sweep(ctx, time.Now(), time.Now(), false); r.Events != 2 {
+	if r, _ := s.Sweep(ctx, time.Now(), time.Now(), store.Keep{}); r.Events != 2 {
 		t.Fatalf("without telemetry the sweep removed %d, want 2", r.Events)
+	}
+}
+
+// The OTLP lane's mark is its own: it counts finished runs above it, never
+// moves back, and the NDJSON mark does not move it.
+func TestTraceOutboxCountsFinishedRunsAboveItsMark(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	evs := []event.Event{
+		event.New("r1", "s1", event.RunStarted, nil), event.New("r1", "s1", event.RunFinished, nil),
+		event.New("r2", "s1", event.RunStarted, nil), event.New("r2", "s1", event.RunFinished, nil),
+	}
+	if err := s.AddEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.TraceOutbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.DaemonID) != 36 || o.Traced != 0 || o.Pending != 2 {
+		t.Fatalf("fresh trace outbox %+v", o)
+	}
+	if err := s.MarkExported(ctx, evs[3].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkTraced(ctx, evs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkTraced(ctx, evs[0].ID); err != nil { // never moves back
+		t.Fatal(err)
+	}
+	if o, err = s.TraceOutbox(ctx); err != nil || o.Traced != evs[1].ID || o.Pending != 1 {
+		t.Fatalf("after marking run 1: %+v %v", o, err)
+	}
+	ends, err := s.Events(ctx, store.EventFilter{Since: o.Traced, Name: event.RunFinished})
+	if err != nil || len(ends) != 1 || ends[0].RunID != "r2" {
+		t.Fatalf("finished runs above the mark: %+v %v", ends, err)
+	}
+}
+
+// With the OTLP lane on, an old event above its cursor stays until the
+// run's trace left; with both lanes on the lower mark decides.
+func TestSweepKeepsUntracedEvents(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	if _, err := s.TraceOutbox(ctx); err != nil { // as the lane does at start
+		t.Fatal(err)
+	}
+	ids := addEvents(t, s, 4, time.Now().Add(-48*time.Hour))
+	if err := s.MarkTraced(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkExported(ctx, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Sweep(ctx, time.Now(), time.Now(), store.Keep{Unexported: true, Untraced: true}); err != nil || r.Events != 1 {
+		t.Fatalf("both lanes: sweep removed %d events (%v), want the 1 below both marks", r.Events, err)
+	}
+	if r, _ := s.Sweep(ctx, time.Now(), time.Now(), store.Keep{Untraced: true}); r.Events != 0 {
+		t.Fatalf("the OTLP lane alone: sweep removed %d, want 0 (the rest is above its cursor)", r.Events)
+	}
+	if r, _ := s.Sweep(ctx, time.Now(), time.Now(), store.Keep{Unexported: true}); r.Events != 2 {
+		t.Fatalf("the NDJSON lane alone: sweep removed %d, want the 2 up to its mark", r.Events)
 	}
 }

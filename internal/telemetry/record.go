@@ -98,7 +98,7 @@ func (s shaper) record(e event.Event) Record {
 func (s shaper) modelCall(d map[string]any) map[string]any {
 	a := pick(d, event.KeyModel, "gen_ai.request.model", event.KeyProvider, "gen_ai.provider",
 		event.KeyFinishReasons, "gen_ai.response.finish_reasons", event.KeyCostUSD, "gen_ai.usage.cost_usd",
-		event.KeyLatencyMS, "latency_ms", event.KeyCacheHitPct, "cache_hit_pct", event.KeyRetries, "retries", event.KeyStep, "step")
+		event.KeyLatencyMS, "latency_ms", event.KeyWallMS, "wall_ms", event.KeyCacheHitPct, "cache_hit_pct", event.KeyRetries, "retries", event.KeyStep, "step")
 	if u, ok := d[event.KeyUsage].(map[string]any); ok {
 		for from, to := range map[string]string{"input_tokens": "gen_ai.usage.input_tokens", "output_tokens": "gen_ai.usage.output_tokens", "cache_read_tokens": "gen_ai.usage.cached_tokens"} {
 			if v, ok := u[from]; ok {

@@ -1,0 +1,92 @@
+package config
+
+import (
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+)
+
+func TestOTLP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want OTLPConfig
+		bad  string // the variable a refusal names; "" = loads
+	}{
+		{name: "off", env: map[string]string{}, want: OTLPConfig{ServiceName: "delta"}},
+		{name: "base endpoint gets the traces path", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example:4318"},
+			want: OTLPConfig{TracesURL: "https://otel.example:4318/v1/traces", ServiceName: "delta"}},
+		{name: "base endpoint with a path and a slash", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example/otlp/"},
+			want: OTLPConfig{TracesURL: "https://otel.example/otlp/v1/traces", ServiceName: "delta"}},
+		{name: "traces endpoint as is and winning", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://a.example", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b.example/custom"},
+			want: OTLPConfig{TracesURL: "https://b.example/custom", ServiceName: "delta"}},
+		{name: "headers, service and resource", env: map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example", "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20abc, x-team = core ",
+			"OTEL_SERVICE_NAME": "support-bot", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,service.name=ignored"},
+			want: OTLPConfig{TracesURL: "https://otel.example/v1/traces", Headers: map[string]string{"Authorization": "Bearer abc", "x-team": "core"},
+				ServiceName: "support-bot", Resource: map[string]string{"deployment.environment": "prod", "service.name": "ignored"}}},
+		{name: "service.name from the resource when OTEL_SERVICE_NAME is unset", env: map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-res"},
+			want: OTLPConfig{ServiceName: "from-res", Resource: map[string]string{"service.name": "from-res"}}},
+		{name: "plain http without headers anywhere", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.svc:4318"},
+			want: OTLPConfig{TracesURL: "http://collector.svc:4318/v1/traces", ServiceName: "delta"}},
+		{name: "plain http with headers to loopback", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_HEADERS": "a=b"},
+			want: OTLPConfig{TracesURL: "http://127.0.0.1:4318/v1/traces", Headers: map[string]string{"a": "b"}, ServiceName: "delta"}},
+		{name: "plain http with headers elsewhere", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.svc:4318", "OTEL_EXPORTER_OTLP_HEADERS": "a=b"},
+			bad: "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{name: "plain http with headers elsewhere, insecure allowed", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector.svc/t", "OTEL_EXPORTER_OTLP_HEADERS": "a=b", "TELEMETRY_ALLOW_INSECURE": "1"},
+			want: OTLPConfig{TracesURL: "http://collector.svc/t", Headers: map[string]string{"a": "b"}, ServiceName: "delta"}},
+		{name: "gzip", env: map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "GZIP"}, want: OTLPConfig{ServiceName: "delta", Gzip: true}},
+		{name: "bad compression", env: map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, bad: "OTEL_EXPORTER_OTLP_COMPRESSION"},
+		{name: "not a URL", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, bad: "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{name: "grpc scheme", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "grpc://c:4317"}, bad: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{name: "malformed headers", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "Authorization"}, bad: "OTEL_EXPORTER_OTLP_HEADERS"},
+		{name: "malformed resource", env: map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "a=%zz"}, bad: "OTEL_RESOURCE_ATTRIBUTES"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(mapLookup(tc.env))
+			if tc.bad != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("err %v, want a refusal naming %s", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := c.OTLP
+			if g.TracesURL != tc.want.TracesURL || g.ServiceName != tc.want.ServiceName || g.Gzip != tc.want.Gzip || !maps.Equal(g.Headers, tc.want.Headers) || !maps.Equal(g.Resource, tc.want.Resource) {
+				t.Fatalf("OTLP = %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+// A malformed OTEL_EXPORTER_OTLP_HEADERS never echoes its content: it
+// usually holds the backend's credential.
+func TestOTLPHeadersErrorHidesTheValue(t *testing.T) {
+	_, err := Load(mapLookup(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%ZZsecret-value"}))
+	if err == nil || strings.Contains(err.Error(), "secret-value") {
+		t.Fatalf("err %v: want a refusal without the value", err)
+	}
+}
+
+func FuzzParseOTLPPairs(f *testing.F) {
+	for _, s := range []string{"", "a=b", "a=b,c=d", " a = b%20c ", "a", "=b", "a=%zz", ",,a=b,,", "a==b", "a=b=c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseOTLPPairs(s)
+		if err != nil {
+			if m != nil {
+				t.Fatalf("error %v with a result %v", err, m)
+			}
+			return
+		}
+		for k := range m {
+			if k == "" || strings.TrimSpace(k) != k || strings.Contains(k, ",") || strings.Contains(k, "=") {
+				t.Fatalf("%q: bad key %q", s, k)
+			}
+		}
+	})
+}

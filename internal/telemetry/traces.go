@@ -1,0 +1,406 @@
+package telemetry
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/deltaharness/delta/internal/clip"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// The OTLP lane (Traces) sends every finished run as one trace to an
+// OTLP/HTTP receiver with the official OpenTelemetry SDK.
+//
+// It reads the durable events table, never the engine: after a cursor kept
+// in the database (store.TraceOutbox.Traced) it looks for run.finished
+// events, reads that run's events and builds its span tree with the
+// recorded timestamps, then hands the spans to a batching span processor.
+// A step of a run never waits on it. Trace and span ids are derived from
+// the run id, turn number and tool-call id, so a batch sent again after a
+// failure or a restart carries the same ids and the receiver can
+// deduplicate. The cursor moves only after the processor flushed the batch
+// with no failed export, so delivery is at-least-once, as on the NDJSON
+// lane, with the same backoff after a failure.
+//
+// Attributes come from the NDJSON lane's records (shaper.record): the same
+// allowlist, the same DELTA_CAPTURE_PAYLOADS consent for tool arguments,
+// results and error text, the same vault and credential-pattern scrubbing.
+
+// DefaultTraceRuns is how many finished runs one flush round traces.
+const DefaultTraceRuns = 100
+
+// TraceStore is the durable side of the OTLP lane (*store.Store).
+type TraceStore interface {
+	TraceOutbox(ctx context.Context) (store.TraceOutbox, error)
+	Events(ctx context.Context, f store.EventFilter) ([]event.Event, error)
+	MarkTraced(ctx context.Context, id int64) error
+}
+
+// TracesOptions configure the OTLP lane. URL and Store are required; every
+// exporter setting is passed here, from internal/config.
+type TracesOptions struct {
+	URL         string            // the OTLP/HTTP traces URL (…/v1/traces)
+	Headers     map[string]string // sent with every request
+	ServiceName string            // resource service.name
+	Resource    map[string]string // further resource attributes
+	Gzip        bool              // compress request bodies
+	AgentID     string            // gen_ai.agent.id; the agent name when set
+	Payloads    bool              // DELTA_CAPTURE_PAYLOADS
+	Redact      func(string) string
+	Store       TraceStore
+	Client      *http.Client // nil = the SDK's
+	Interval    time.Duration
+	Runs        int           // finished runs per flush round
+	Timeout     time.Duration // one export request
+	MaxBackoff  time.Duration
+	Logger      *slog.Logger
+}
+
+// Traces exports finished runs as traces until Close.
+type Traces struct {
+	o        TracesOptions
+	shaper   shaper
+	endpoint string // scheme://host[:port] of the URL: no credentials, path or query
+	mark     int64
+	tp       *sdktrace.TracerProvider
+	tracer   trace.Tracer
+	rec      *recorder
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu          sync.Mutex
+	runs        int64 // traced since start
+	lastSuccess time.Time
+	lastError   string
+	lastErrorAt time.Time
+	failures    int
+}
+
+// NewTraces builds the OTLP/HTTP exporter, the batching span processor and
+// the tracer provider, and reads the lane's cursor.
+//
+// The SDK also reads OTEL_* variables itself for whatever is not passed
+// explicitly (OTEL_EXPORTER_OTLP_CERTIFICATE, the OTEL_BSP_* and span
+// limit variables, and OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME again
+// for the resource): every value delta documents is passed here and wins.
+func NewTraces(ctx context.Context, o TracesOptions) (*Traces, error) {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Runs <= 0 {
+		o.Runs = DefaultTraceRuns
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("otlp traces: want an absolute http or https URL")
+	}
+	st, err := o.Store.TraceOutbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	compression := otlptracehttp.NoCompression
+	if o.Gzip {
+		compression = otlptracehttp.GzipCompression
+	}
+	opts := []otlptracehttp.Option{
+		otlptracehttp.WithEndpointURL(o.URL), otlptracehttp.WithHeaders(o.Headers),
+		otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf), otlptracehttp.WithCompression(compression),
+		otlptracehttp.WithTimeout(o.Timeout),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: o.Timeout}),
+	}
+	if o.Client != nil {
+		opts = append(opts, otlptracehttp.WithHTTPClient(o.Client))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("otlp traces exporter: %w", err)
+	}
+	attrs := make([]attribute.KeyValue, 0, len(o.Resource)+2)
+	for k, v := range o.Resource {
+		attrs = append(attrs, attribute.String(k, v))
+	}
+	attrs = append(attrs, semconv.ServiceName(o.ServiceName), semconv.ServiceInstanceID(st.DaemonID))
+	rec := &recorder{next: exp}
+	// Blocking: a flush round hands the processor more spans than its
+	// queue holds; the round waits (it runs off the step path) instead of
+	// dropping them.
+	bsp := sdktrace.NewBatchSpanProcessor(rec, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(4096),
+		sdktrace.WithMaxExportBatchSize(512), sdktrace.WithBatchTimeout(time.Second), sdktrace.WithExportTimeout(2*o.Timeout))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bsp), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithIDGenerator(fixedIDs{}), sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, attrs...)))
+	return &Traces{
+		o: o, shaper: shaper{daemonID: st.DaemonID, agentID: o.AgentID, payloads: o.Payloads, redact: o.Redact},
+		endpoint: u.Scheme + "://" + u.Host, mark: st.Traced, tp: tp, rec: rec,
+		tracer: tp.Tracer("github.com/deltaharness/delta/internal/telemetry"),
+	}, nil
+}
+
+// Endpoint is the receiver's scheme and host, safe to show.
+func (t *Traces) Endpoint() string { return t.endpoint }
+
+// Start runs the export loop in the background until Close.
+func (t *Traces) Start(ctx context.Context) {
+	ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	t.done = make(chan struct{})
+	go t.loop(ctx)
+}
+
+// Close stops the loop, then shuts the provider down within a few
+// seconds; spans of runs not yet marked are sent again by the next start.
+func (t *Traces) Close(ctx context.Context) error {
+	if t.cancel != nil {
+		t.cancel()
+		<-t.done
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := t.tp.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("otlp traces shutdown: %w", err)
+	}
+	return nil
+}
+
+func (t *Traces) loop(ctx context.Context) {
+	defer close(t.done)
+	wait := t.o.Interval
+	for {
+		tm := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return
+		case <-tm.C:
+		}
+		err := t.Flush(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		wait = t.next(err)
+	}
+}
+
+func (t *Traces) next(err error) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		t.failures = 0
+		return t.o.Interval
+	}
+	t.failures++
+	t.lastError, t.lastErrorAt = t.clean(err), time.Now()
+	t.o.Logger.Warn("otlp trace export", "err", t.lastError, "failures", t.failures)
+	return backoff(t.o.Interval, t.o.MaxBackoff, t.failures, rand.Float64())
+}
+
+// clean makes an export error safe to show: the SDK names the full URL
+// (whose query could carry a credential) and echoes the receiver's body.
+func (t *Traces) clean(err error) string {
+	s := strings.ReplaceAll(err.Error(), t.o.URL, t.endpoint)
+	return clip.Runes(scrub(s, t.o.Redact), 300)
+}
+
+// Flush traces every finished run after the cursor, a round of Runs at a
+// time, and moves the cursor after each round the receiver took whole.
+func (t *Traces) Flush(ctx context.Context) error {
+	for ctx.Err() == nil {
+		ends, err := t.o.Store.Events(ctx, store.EventFilter{Since: t.mark, Name: event.RunFinished, Limit: t.o.Runs})
+		if err != nil || len(ends) == 0 {
+			return err
+		}
+		failed := t.rec.failedCount()
+		for _, end := range ends {
+			evs, err := t.runEvents(ctx, end)
+			if err != nil {
+				return err
+			}
+			t.emit(buildRun(t.shaper, evs))
+		}
+		fctx, cancel := context.WithTimeout(ctx, 4*t.o.Timeout)
+		err = t.tp.ForceFlush(fctx)
+		cancel()
+		if err == nil {
+			err = t.rec.failedSince(failed)
+		}
+		if err != nil {
+			return fmt.Errorf("export traces: %w", err)
+		}
+		last := ends[len(ends)-1].ID
+		if err := t.o.Store.MarkTraced(context.WithoutCancel(ctx), last); err != nil {
+			return err
+		}
+		t.mark = last
+		t.mu.Lock()
+		t.runs += int64(len(ends))
+		t.lastSuccess = time.Now()
+		t.mu.Unlock()
+		if len(ends) < t.o.Runs {
+			return nil
+		}
+	}
+	return nil
+}
+
+// runEvents reads the run's events up to its run.finished.
+func (t *Traces) runEvents(ctx context.Context, end event.Event) ([]event.Event, error) {
+	const page = 500
+	var out []event.Event
+	since := int64(0)
+	for {
+		evs, err := t.o.Store.Events(ctx, store.EventFilter{RunID: end.RunID, Since: since, Limit: page})
+		if err != nil {
+			return nil, fmt.Errorf("read events of run %s: %w", end.RunID, err)
+		}
+		for _, e := range evs {
+			if e.ID > end.ID {
+				return out, nil
+			}
+			out = append(out, e)
+		}
+		if len(evs) < page {
+			return out, nil
+		}
+		since = evs[len(evs)-1].ID
+	}
+}
+
+// TracesStatus is the OTLP lane's view for /v1/status.
+type TracesStatus struct {
+	Enabled             bool   `json:"enabled"`
+	Endpoint            string `json:"endpoint,omitempty"` // scheme://host: no credentials, path or query
+	Payloads            bool   `json:"capture_payloads"`
+	PendingRuns         int64  `json:"pending_runs"`   // finished runs not yet traced
+	ExportedRuns        int64  `json:"exported_runs"`  // since this process started
+	ExportedSpans       int64  `json:"exported_spans"` // since this process started
+	LastSuccess         string `json:"last_success,omitempty"`
+	LastError           string `json:"last_error,omitempty"`
+	LastErrorAt         string `json:"last_error_at,omitempty"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	StatusError         string `json:"status_error,omitempty"`
+}
+
+// Status reports the lane's endpoint, backlog, counts and last error.
+func (t *Traces) Status(ctx context.Context) TracesStatus {
+	s := TracesStatus{Enabled: true, Endpoint: t.endpoint, Payloads: t.o.Payloads}
+	if st, err := t.o.Store.TraceOutbox(ctx); err != nil {
+		s.StatusError = err.Error()
+	} else {
+		s.PendingRuns = st.Pending
+	}
+	s.ExportedSpans = t.rec.exported()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.ExportedRuns, s.ConsecutiveFailures = t.runs, t.failures
+	if !t.lastSuccess.IsZero() {
+		s.LastSuccess = t.lastSuccess.UTC().Format(time.RFC3339)
+	}
+	if t.lastError != "" {
+		s.LastError, s.LastErrorAt = t.lastError, t.lastErrorAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// recorder sits between the batching processor and the OTLP exporter: it
+// counts exported spans and failed exports for the cursor and the status.
+// It never returns the error to the processor, which would hand it to the
+// process-wide OpenTelemetry error handler (a log line on stderr); the
+// lane reports it instead.
+type recorder struct {
+	next sdktrace.SpanExporter
+
+	mu      sync.Mutex
+	spans   int64
+	failed  int64
+	lastErr error
+}
+
+func (r *recorder) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := r.next.ExportSpans(ctx, spans)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.failed++
+		r.lastErr = err
+	} else {
+		r.spans += int64(len(spans))
+	}
+	return nil
+}
+
+func (r *recorder) Shutdown(ctx context.Context) error { return r.next.Shutdown(ctx) }
+
+func (r *recorder) failedCount() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// failedSince is the last export error when an export failed after the
+// count was before.
+func (r *recorder) failedSince(before int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed > before {
+		return r.lastErr
+	}
+	return nil
+}
+
+func (r *recorder) exported() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spans
+}
+
+// fixedIDs gives each span the ids its builder put in the context, so the
+// same run always yields the same trace and span ids.
+type fixedIDs struct{}
+
+type idsKey struct{}
+
+type spanIDs struct {
+	trace trace.TraceID
+	span  trace.SpanID
+}
+
+func (fixedIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if v, ok := ctx.Value(idsKey{}).(spanIDs); ok {
+		return v.trace, v.span
+	}
+	var tid trace.TraceID
+	var sid trace.SpanID
+	_, _ = crand.Read(tid[:])
+	_, _ = crand.Read(sid[:])
+	return tid, sid
+}
+
+func (f fixedIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	_, sid := f.NewIDs(ctx)
+	return sid
+}
