@@ -152,7 +152,7 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 	p := newPage(s, "")
 	pctx, cancel := chromedp.NewContext(s.inst.ctx,
 		chromedp.WithExistingBrowserContext(s.contextID),
-		chromedp.WithListener(p.tr.handle),
+		chromedp.WithListener(p.listen),
 	)
 	if err := p.attach(ctx, pctx, cancel); err != nil {
 		return nil, fmt.Errorf("new page: %w", s.inst.classify(err))
@@ -209,7 +209,7 @@ func (s *Session) adoptPopup(info *target.Info) {
 	p.tr.mainFrame = cdp.FrameID(info.TargetID)
 	pctx, cancel := chromedp.NewContext(s.inst.ctx,
 		chromedp.WithTargetID(info.TargetID),
-		chromedp.WithListener(p.tr.handle),
+		chromedp.WithListener(p.listen),
 	)
 	if err := p.attach(context.Background(), pctx, cancel); err != nil {
 		s.rt.log.Warn("adopt popup", "session", s.ID, "target", info.TargetID, "err", err)
