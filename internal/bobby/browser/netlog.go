@@ -2,7 +2,7 @@ package browser
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
