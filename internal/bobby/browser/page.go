@@ -65,6 +65,8 @@ type Page struct {
 	pointer   *[2]float64    // last pointer position of a humanized move
 
 	net *netLog // the page's bounded request log
+
+	downloads []*CapturedDownload // started by the page, not yet taken
 }
 
 func newPage(s *Session, opener string) *Page {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -54,6 +55,8 @@ type Session struct {
 	creating int           // NewPage calls in flight
 	closed   error         // nil while usable
 	changed  chan struct{} // closed and replaced when the page set changes
+
+	captureDir string // where the context's downloads land (see enableCapture)
 }
 
 // Policy returns the session's execution policy.
@@ -362,6 +365,9 @@ func (s *Session) close(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.inst.removeSession(s)
+	if s.captureDir != "" {
+		os.RemoveAll(s.captureDir)
+	}
 	if !s.inst.alive() {
 		return nil
 	}
