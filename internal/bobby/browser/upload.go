@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
 )
 
 // MaxUploadFiles bounds the paths of one UploadFiles call.
@@ -90,7 +92,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 			return err
 		}
 		if res.ExceptionDetails != nil {
-			return &EvalError{Text: exceptionText(res.ExceptionDetails)}
+			return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
 		}
 		if res.Result == nil || res.Result.ObjectID == "" {
 			return nil // no input: try the file chooser below
