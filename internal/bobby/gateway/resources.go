@@ -106,7 +106,7 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 func schemasDoc(cs *clientSession) map[string]any {
 	tools := map[string]any{}
 	for _, t := range cs.g.tools {
-		tools[t.name] = map[string]any{"input": withDefs(t.input(cs.principal)), "output": t.outputFull()}
+		tools[t.name] = map[string]any{"input": withDefs(cs.g.withLimits(t.name, t.input(cs.principal))), "output": t.outputFull()}
 	}
 	kinds := map[string]any{}
 	for _, k := range commandKinds(toolTable) {
