@@ -156,7 +156,7 @@
 // bobby://failure-taxonomy (every code: meaning, repair, retry rule),
 // bobby://capabilities (the table above), bobby://phases (phase → tools),
 // bobby://schemas (every tool's input/output schema and each envelope
-// kind's input), and artifact://{id} for screenshots. Prompts:
+// kind's input), and artifact://{id} for screenshots, PDFs and downloads. Prompts:
 // fill_and_submit_form, extract_from_page, recover_workflow, each taking
 // sessionId and pageId.
 package gateway
