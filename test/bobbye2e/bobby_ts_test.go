@@ -158,7 +158,9 @@ func readFile(path string) string {
 // streamable HTTP (bearer header) — initialize, tools/list with the form-loop
 // four in explore, runtime_info, workflow_start + a11y_snapshot on the
 // fixture, toolset_select → list_changed, a phase-hidden tool still callable,
-// and schemaViolation tool errors.
+// the tool families of families.html (obstruction, popup, emulate, cookies,
+// network log, extract, state wait, neighbors, follow), and schemaViolation
+// tool errors.
 func TestTypeScriptClient(t *testing.T) {
 	dir := peers(t)
 	fixtures := httptest.NewServer(http.FileServer(http.Dir("testdata")))

@@ -4,7 +4,8 @@
 // transport: initialize, tools/list in the default phase, runtime_info,
 // workflow_start on a loopback fixture page, a11y_snapshot,
 // toolset_select → notifications/tools/list_changed, a hidden tool still
-// callable, and a schema violation as an isError tool result.
+// callable, the popup, browser-state and second-tier intent tools on
+// families.html, and a schema violation as an isError tool result.
 // Exits non-zero with a message on the first mismatch.
 //
 // Environment:
@@ -154,6 +155,8 @@ async function scenario(label, transport, expect) {
     });
     check(waited.status === "completed", `wait_for after click: ${short(waited)}`);
 
+    await families(client, handle);
+
     // A schema violation is an isError tool result, not a protocol error,
     // naming the schema location and keyword.
     const bad = await call(client, "session_create", {});
@@ -176,6 +179,41 @@ async function scenario(label, transport, expect) {
   } finally {
     await client.close().catch(() => {});
   }
+}
+
+// families exercises the popup, browser-state and second-tier intent tools
+// on families.html (beside FIXTURE_URL): each completes and its result
+// carries the evidence a next call needs. The SDK checks each
+// structuredContent against the tool's outputSchema.
+async function families(client, handle) {
+  const page = env.FIXTURE_URL.replace(/index\.html$/, "families.html");
+  await ok(client, "navigate", { workflowHandle: handle, url: page });
+  const dis = await ok(client, "intent_dismiss_obstruction", { workflowHandle: handle });
+  check(dis.evidence?.obstructions?.dismissed === 1, `intent_dismiss_obstruction: ${short(dis)}`);
+  const pop = await ok(client, "click_and_wait_for_popup", { workflowHandle: handle, selector: "#open" });
+  const popupId = pop.evidence?.popup?.pageId;
+  const pages = await ok(client, "page_list", { sessionId: pop.sessionId });
+  check(popupId && short(pages).includes(popupId), `click_and_wait_for_popup: popup not in page_list: ${short(pop)} ${short(pages)}`);
+  const em = await ok(client, "emulate", { workflowHandle: handle, device: "Pixel 7", locale: "de-DE" });
+  check(em.evidence?.emulation?.viewport?.width === 412, `emulate: ${short(em)}`);
+  await ok(client, "cookie_set", { workflowHandle: handle, cookies: [{ name: "ts", value: "1", url: page }] });
+  const got = await ok(client, "cookie_get", { workflowHandle: handle, name: "ts" });
+  check(got.evidence?.count === 1, `cookie_get: ${short(got)}`);
+  const del = await ok(client, "cookie_delete", { workflowHandle: handle, name: "ts" });
+  check(del.evidence?.deleted === 1, `cookie_delete: ${short(del)}`);
+  const net = await ok(client, "network_log", { workflowHandle: handle, types: ["Document"] });
+  check((net.evidence?.network?.entries ?? []).some((e) => e.url === page && e.status === 200), `network_log: ${short(net)}`);
+  const ex = await ok(client, "intent_extract", { workflowHandle: handle, selector: "#prices" });
+  check(ex.evidence?.extraction?.kind === "table" && ex.evidence.extraction.rows?.length === 2, `intent_extract: ${short(ex)}`);
+  await ok(client, "intent_wait_for_state", {
+    workflowHandle: handle,
+    conditions: [{ kind: "url", matcher: { kind: "contains", value: "families" } }, { kind: "networkQuiet", idleMs: 100 }],
+  });
+  await ok(client, "a11y_snapshot", { workflowHandle: handle });
+  const nb = await ok(client, "context_neighbors", { workflowHandle: handle, question: "Back to the fixture link" });
+  check(nb.neighborhood?.node?.role === "link", `context_neighbors: ${short(nb)}`);
+  const fo = await ok(client, "intent_follow", { workflowHandle: handle, selector: "#next" });
+  check(fo.evidence?.follow?.outcome === "navigated", `intent_follow: ${short(fo)}`);
 }
 
 let failed = false;

@@ -90,6 +90,10 @@ type Options struct {
 
 	// DownloadsDir is the root under which DownloadURL saves files.
 	DownloadsDir string
+	// MaxCaptureBytes bounds a download a page starts itself (a click on
+	// a download link); larger ones are cancelled. Zero means
+	// DefaultMaxCaptureBytes.
+	MaxCaptureBytes int64
 
 	// Navigation is the scheme policy of Page.Navigate.
 	Navigation NavigationPolicy
@@ -319,9 +323,13 @@ func (r *Runtime) NewSession(ctx context.Context, profile string, policy Executi
 		adopting:  make(map[target.ID]bool),
 		changed:   make(chan struct{}),
 	}
+	if err := s.enableCapture(ctx); err != nil {
+		return nil, fmt.Errorf("new session: download capture: %w", err)
+	}
 	r.mu.Lock()
 	if r.state != stateOpen {
 		r.mu.Unlock()
+		os.RemoveAll(s.captureDir)
 		return nil, fmt.Errorf("new session: %w", ErrNotOpen)
 	}
 	r.sessions[s.ID] = s

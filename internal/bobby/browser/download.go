@@ -46,13 +46,18 @@ type Download struct {
 // root. It returns the absolute destination, or an error wrapping
 // ErrPolicyDenied (outside the root) or ErrInvalidArgument.
 func (r *Runtime) DownloadPath(saveAs string) (string, error) {
-	if r.opts.DownloadsDir == "" {
+	return DownloadPathIn(r.opts.DownloadsDir, saveAs)
+}
+
+// DownloadPathIn is DownloadPath against the given downloads root.
+func DownloadPathIn(downloadsRoot, saveAs string) (string, error) {
+	if downloadsRoot == "" {
 		return "", invalidf("downloads are not configured (no downloads directory)")
 	}
 	if strings.TrimSpace(saveAs) == "" || strings.ContainsRune(saveAs, 0) {
 		return "", invalidf("saveAs is empty")
 	}
-	root, err := filepath.Abs(r.opts.DownloadsDir)
+	root, err := filepath.Abs(downloadsRoot)
 	if err != nil {
 		return "", fmt.Errorf("downloads root: %w", err)
 	}
@@ -79,11 +84,17 @@ func (r *Runtime) DownloadPath(saveAs string) (string, error) {
 // is checked against the NavigationPolicy and AllowURL. The file appears
 // only when complete (written to a temporary name, then renamed).
 func (s *Session) DownloadURL(ctx context.Context, rawURL, saveAs string, maxBytes int64) (Download, error) {
+	return s.DownloadTo(ctx, s.rt.opts.DownloadsDir, rawURL, saveAs, maxBytes)
+}
+
+// DownloadTo is DownloadURL into the given downloads root (the gateway's
+// configured one, which need not be the runtime's).
+func (s *Session) DownloadTo(ctx context.Context, downloadsRoot, rawURL, saveAs string, maxBytes int64) (Download, error) {
 	d := Download{URL: rawURL, SavedTo: saveAs}
 	if maxBytes < 1 {
 		return d, fmt.Errorf("download: %w", invalidf("maxBytes %d must be at least 1", maxBytes))
 	}
-	dest, err := s.rt.DownloadPath(saveAs)
+	dest, err := DownloadPathIn(downloadsRoot, saveAs)
 	if err != nil {
 		return d, fmt.Errorf("download: %w", err)
 	}
@@ -147,7 +158,7 @@ func (s *Session) DownloadURL(ctx context.Context, rawURL, saveAs string, maxByt
 		return d, fmt.Errorf("download %s: %w (%d > %d bytes)", rawURL, ErrDownloadTooLarge, resp.ContentLength, maxBytes)
 	}
 
-	if err := insideRoot(s.rt.opts.DownloadsDir, filepath.Dir(dest)); err != nil {
+	if err := insideRoot(downloadsRoot, filepath.Dir(dest)); err != nil {
 		return d, fmt.Errorf("download: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {

@@ -165,9 +165,7 @@ func (p *Page) Click(ctx context.Context, ref NodeRef, opts ClickOptions) (Click
 			}
 			pressed++
 		}
-		if _, err := cdp.Call(pctx, t, input.DispatchMouseEvent, input.DispatchMouseEventParams{
-			Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y, Modifiers: mask,
-		}); err != nil {
+		if err := p.moveTo(pctx, t, x, y, mask); err != nil {
 			return fmt.Errorf("move mouse: %w", err)
 		}
 		for i := 1; i <= count; i++ {
@@ -181,6 +179,9 @@ func (p *Page) Click(ctx context.Context, ref NodeRef, opts ClickOptions) (Click
 				// From here on the page has the click: a dialog that
 				// blocks the release still means the click happened.
 				delivered = true
+			}
+			if err := p.holdButton(pctx); err != nil {
+				return err
 			}
 			if _, err := cdp.Call(pctx, t, input.DispatchMouseEvent, input.DispatchMouseEventParams{
 				Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Modifiers: mask,
@@ -299,9 +300,18 @@ func checkHit(ctx context.Context, t *chromedp.Target, n node, x, y float64) err
 // fire; key handlers see no keystrokes). With clear, the current content is
 // selected and deleted first.
 func (p *Page) TypeText(ctx context.Context, ref NodeRef, text string, clear bool) error {
+	if p.humanized() && len([]rune(text)) > MaxHumanText {
+		return fmt.Errorf("type text: %w", invalidf("humanized typing takes at most %d characters, got %d", MaxHumanText, len([]rune(text))))
+	}
 	group := newObjectGroup()
 	defer p.release(group)
-	err := p.Do(ctx, func(pctx context.Context) error {
+	// Key-by-key typing takes up to 140 ms a character on top of the
+	// action's own bound.
+	timeout := p.session.rt.opts.ActionTimeout
+	if p.humanized() {
+		timeout += time.Duration(len([]rune(text))) * 150 * time.Millisecond
+	}
+	err := p.do(ctx, timeout, func(pctx context.Context) error {
 		t := chromedp.FromContext(pctx).Target
 		n, err := resolve(pctx, t, ref, group)
 		if err != nil {
@@ -349,6 +359,12 @@ func (p *Page) TypeText(ctx context.Context, ref NodeRef, text string, clear boo
 			}
 		}
 		if text == "" {
+			return nil
+		}
+		if p.humanized() {
+			if err := typeKeys(pctx, t, text); err != nil {
+				return fmt.Errorf("type keys: %w", err)
+			}
 			return nil
 		}
 		if _, err := cdp.Call(pctx, t, input.InsertText, input.InsertTextParams{Text: text}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -37,6 +38,8 @@ type instance struct {
 
 	mu       sync.Mutex
 	sessions map[cdp.BrowserContextID]*Session
+
+	caps captures // downloads the pages started
 }
 
 // launch starts a Chromium with a fresh profile directory.
@@ -191,6 +194,8 @@ func (in *instance) failSessions() {
 // commands, so the work is handed to goroutines.
 func (in *instance) onBrowserEvent(ev any) {
 	switch ev := ev.(type) {
+	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
+		in.onDownload(ev)
 	case *target.EventTargetCreated:
 		info := ev.TargetInfo
 		if info == nil || info.Type != "page" {

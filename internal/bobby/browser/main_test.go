@@ -120,6 +120,36 @@ func testHandler() http.Handler {
 			w.(http.Flusher).Flush()
 		}
 	})
+	mux.HandleFunc("/slow-download", func(w http.ResponseWriter, r *http.Request) {
+		// A large file served in chunks with a pause between them and no
+		// Content-Length, so a size limit must act while it downloads.
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		chunk, _ := strconv.Atoi(r.URL.Query().Get("chunk"))
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		chunk = max(chunk, 1)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		for i := 0; i < n; i += chunk {
+			if _, err := w.Write(bytes.Repeat([]byte("z"), min(chunk, n-i))); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(time.Duration(min(ms, 100)) * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			case <-srvStop:
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/echo-headers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "Accept-Language: %s\nUser-Agent: %s\n", r.Header.Get("Accept-Language"), r.Header.Get("User-Agent"))
+	})
+	mux.HandleFunc("/api/items", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"items":[1,2,3]}`)
+	})
 	mux.HandleFunc("/error", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "boom", http.StatusInternalServerError)
 	})

@@ -61,6 +61,12 @@ type Page struct {
 	closed    error // nil while live
 	inflight  map[uint64]context.CancelCauseFunc
 	nextOp    uint64
+	emulation EmulationState // what Emulate and the fingerprint set
+	pointer   *[2]float64    // last pointer position of a humanized move
+
+	net *netLog // the page's bounded request log
+
+	downloads []*CapturedDownload // started by the page, not yet taken
 }
 
 func newPage(s *Session, opener string) *Page {
@@ -70,6 +76,7 @@ func newPage(s *Session, opener string) *Page {
 		session:  s,
 		tr:       newTracker(""),
 		inflight: make(map[uint64]context.CancelCauseFunc),
+		net:      newNetLog(DefaultNetLogSize),
 	}
 	p.tr.onDialog = p.abortInflight
 	p.tr.onCrash = func() { go p.shutdown(ErrPageCrashed) }
@@ -126,6 +133,10 @@ func (p *Page) attach(ctx context.Context, pctx context.Context, cancel context.
 	if err := p.guardRequests(pctx); err != nil {
 		cancel()
 		return fmt.Errorf("install network policy: %w", err)
+	}
+	if err := p.applyFingerprint(pctx); err != nil {
+		cancel()
+		return fmt.Errorf("apply fingerprint: %w", err)
 	}
 
 	detached, err := chromedp.Detached(pctx)

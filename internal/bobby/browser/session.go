@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -54,6 +55,8 @@ type Session struct {
 	creating int           // NewPage calls in flight
 	closed   error         // nil while usable
 	changed  chan struct{} // closed and replaced when the page set changes
+
+	captureDir string // where the context's downloads land (see enableCapture)
 }
 
 // Policy returns the session's execution policy.
@@ -152,7 +155,7 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 	p := newPage(s, "")
 	pctx, cancel := chromedp.NewContext(s.inst.ctx,
 		chromedp.WithExistingBrowserContext(s.contextID),
-		chromedp.WithListener(p.tr.handle),
+		chromedp.WithListener(p.listen),
 	)
 	if err := p.attach(ctx, pctx, cancel); err != nil {
 		return nil, fmt.Errorf("new page: %w", s.inst.classify(err))
@@ -209,7 +212,7 @@ func (s *Session) adoptPopup(info *target.Info) {
 	p.tr.mainFrame = cdp.FrameID(info.TargetID)
 	pctx, cancel := chromedp.NewContext(s.inst.ctx,
 		chromedp.WithTargetID(info.TargetID),
-		chromedp.WithListener(p.tr.handle),
+		chromedp.WithListener(p.listen),
 	)
 	if err := p.attach(context.Background(), pctx, cancel); err != nil {
 		s.rt.log.Warn("adopt popup", "session", s.ID, "target", info.TargetID, "err", err)
@@ -362,6 +365,9 @@ func (s *Session) close(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.inst.removeSession(s)
+	if s.captureDir != "" {
+		os.RemoveAll(s.captureDir)
+	}
 	if !s.inst.alive() {
 		return nil
 	}

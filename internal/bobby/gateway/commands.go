@@ -138,6 +138,19 @@ func runClick(ctx context.Context, x *execCtx, in clickArgs) (map[string]any, ma
 	if len(opts.Modifiers) > 0 {
 		ev["modifiers"] = opts.Modifiers
 	}
+	// A plain click's download has begun by the time the network settled;
+	// a modified one (alt-click saves a link) may begin later, and must be
+	// seen to be refused, so it gets a short grace.
+	grace := time.Duration(0)
+	if len(opts.Modifiers) > 0 {
+		grace = 500 * time.Millisecond
+	}
+	if dls := x.takeDownloads(ctx, grace); len(dls) > 0 {
+		ev["downloads"] = dls
+		if len(opts.Modifiers) > 0 {
+			return ev, nil, errorf(CodeInvalidRequest, "the click started a download, which bobby captures; held modifiers do not apply to a captured download, so click it without modifiers")
+		}
+	}
 	return ev, map[string]any{"x": res.X, "y": res.Y}, nil
 }
 

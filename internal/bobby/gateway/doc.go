@@ -61,12 +61,29 @@
 //	intent_fill               browser:mutate                                              intent
 //	intent_complete_form      browser:mutate                                              explore intent
 //	intent_submit_and_verify  browser:mutate                                              explore intent
+//	click_and_wait_for_popup  browser:mutate                                              act
+//	upload_files              file:upload        also browser:mutate                       act intent
+//	download_url              browser:mutate     artifact:capture → artifact:// resource   act verify
+//	pdf                       artifact:capture   (artifact:// read needs artifact:read)    verify
+//	emulate                   browser:mutate                                              act
+//	cookie_get                page:read                                                   act verify
+//	cookie_set                browser:mutate                                              act
+//	cookie_delete             browser:mutate                                              act
+//	network_log               page:read                                                   act verify
+//	context_neighbors         page:read                                                   intent verify
+//	intent_follow             browser:mutate                                              intent
+//	intent_extract            page:read                                                   intent verify
+//	intent_wait_for_state     page:read                                                   intent verify
+//	intent_dismiss_obstruction browser:mutate                                             intent
 //	command_execute           -                  the capability of the envelope's kind     act
 //
 // "-" means any authenticated principal. browser:fingerprint and
 // browser:humanize gate the execution-policy flags of the same names; the
 // godmode flag zigzagzig (both at once) is advertised only to principals
-// holding both.
+// holding both. Both flags change what pages see (see runtimeFeatures):
+// humanize, the pointer path and typing cadence; fingerprint, a coherent
+// persona per profile. visionAssist is refused (visionAssistFailed): no
+// vision provider is wired, and runtime_info lists no vision feature.
 //
 // # Tool listing
 //
@@ -139,7 +156,7 @@
 // bobby://failure-taxonomy (every code: meaning, repair, retry rule),
 // bobby://capabilities (the table above), bobby://phases (phase → tools),
 // bobby://schemas (every tool's input/output schema and each envelope
-// kind's input), and artifact://{id} for screenshots. Prompts:
+// kind's input), and artifact://{id} for screenshots, PDFs and downloads. Prompts:
 // fill_and_submit_form, extract_from_page, recover_workflow, each taking
 // sessionId and pageId.
 package gateway

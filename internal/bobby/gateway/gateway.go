@@ -117,10 +117,12 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if g.rt == nil {
 		g.rt = browser.New(browser.Options{
-			ExecPath:   cfg.Browser.Path,
-			ExtraFlags: cfg.Browser.Flags,
-			DataDir:    cfg.Browser.DataDir,
-			Logger:     log,
+			ExecPath:        cfg.Browser.Path,
+			ExtraFlags:      cfg.Browser.Flags,
+			DataDir:         cfg.Browser.DataDir,
+			Logger:          log,
+			DownloadsDir:    cfg.HTTP.DownloadsRoot,
+			MaxCaptureBytes: cfg.HTTP.MaxDownloadBytes,
 		})
 	}
 	g.tools, g.toolByName = toolTable, toolIndex

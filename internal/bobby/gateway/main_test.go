@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -107,6 +108,15 @@ func fixtureHandler(stop <-chan struct{}) http.Handler {
 		fmt.Fprint(w, `<!doctype html><title>Slow</title><p id="s">loading</p><script>
 			fetch('/slow?ms=700').then(r => r.text()).then(t => document.getElementById('s').textContent = t);
 		</script>`)
+	})
+	mux.Handle("/b/", http.StripPrefix("/b", http.FileServer(http.Dir("../browser/testdata"))))
+	mux.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
+		bytesHits.Add(1)
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		n = min(n, 1<<20)
+		for i := 0; i < n; i += 1024 {
+			w.Write(bytes.Repeat([]byte("b"), min(1024, n-i)))
+		}
 	})
 	mux.HandleFunc("/fail500", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "internal error", http.StatusInternalServerError)

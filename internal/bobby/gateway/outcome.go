@@ -208,6 +208,12 @@ type commandSpec struct {
 	// needs returns the capabilities the input requires on top of the
 	// kind's own (see needing).
 	needs func(input map[string]any) []policy.Capability
+	// checkpoint, when it reports on, makes the command a checkpointed
+	// boundary: the outcome is recorded under its commandId and attemptId
+	// (the commandId minted when absent, and the outcome's commandId is
+	// that one), so a retry with the same ids replays it instead of running
+	// the command again.
+	checkpoint func(input map[string]any) (commandID, attemptID string, on bool)
 }
 
 // A waiting command waits exactly what the caller asked for: its deadline is
@@ -290,9 +296,26 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	if workflowID == "" {
 		workflowID = newID()
 	}
+	pinned := ""
+	if spec.checkpoint != nil {
+		if cmd, attempt, on := spec.checkpoint(env.Input); on {
+			if cmd == "" {
+				cmd = newID()
+				env.Input["commandId"] = cmd
+			}
+			pinned = cmd
+			if env.IdempotencyKey == "" {
+				env.IdempotencyKey = "checkpoint:" + cmd + ":" + attempt
+			}
+		}
+	}
 	timeout, _ := spec.budget(env.TimeoutMs)
 	run := func() *Outcome {
-		return g.runCommand(ctx, c.principal, spec, env, sess, page, workflowID, timeout)
+		out := g.runCommand(ctx, c.principal, spec, env, sess, page, workflowID, timeout)
+		if pinned != "" {
+			out.CommandID = pinned
+		}
+		return out
 	}
 	if env.IdempotencyKey == "" {
 		return withEcho(run(), env.Scope, false), nil

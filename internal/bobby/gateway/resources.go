@@ -49,7 +49,7 @@ func addResources(cs *clientSession) {
 	if cs.principal.Capabilities.Has(policy.ArtifactRead) {
 		cs.server.AddResourceTemplate(&mcp.ResourceTemplate{
 			URITemplate: artifactScheme + "{id}", Name: "artifact", Title: "Captured artifact",
-			Description: "Screenshots captured by this principal (needs artifact:read).",
+			Description: "Screenshots, PDFs and downloads captured by this principal (needs artifact:read).",
 		}, cs.readArtifact)
 	}
 }
@@ -97,7 +97,7 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 		"rules": []string{
 			"A tool is listed only to principals holding its capability; every call re-checks, so advertisement is never authority.",
 			"Sessions and pages belong to the principal that created them; another principal gets notFound.",
-			"artifact:// resources are created by screenshot (artifact:capture) and read with artifact:read by their owner only.",
+			"artifact:// resources are created by screenshot, pdf, download_url and clicks that download (artifact:capture) and read with artifact:read by their owner only.",
 		},
 		"tools": rows,
 	}
@@ -106,7 +106,7 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 func schemasDoc(cs *clientSession) map[string]any {
 	tools := map[string]any{}
 	for _, t := range cs.g.tools {
-		tools[t.name] = map[string]any{"input": withDefs(t.input(cs.principal)), "output": t.outputFull()}
+		tools[t.name] = map[string]any{"input": withDefs(cs.g.withLimits(t.name, t.input(cs.principal))), "output": t.outputFull()}
 	}
 	kinds := map[string]any{}
 	for _, k := range commandKinds(toolTable) {

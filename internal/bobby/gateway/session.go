@@ -160,7 +160,7 @@ func (cs *clientSession) setPhase(p Phase) bool {
 	cs.phase = p
 	cs.mu.Unlock()
 	if t := cs.g.toolByName["toolset_select"]; t != nil {
-		cs.server.AddTool(t.mcpTool(cs.principal, ""), unreachableHandler)
+		cs.server.AddTool(cs.mcpTool(t, ""), unreachableHandler)
 	}
 	return true
 }
@@ -172,9 +172,9 @@ func (cs *clientSession) registerTools() {
 	cs.explore = map[string]*mcp.Tool{}
 	for _, t := range cs.g.tools {
 		if cs.principal.Capabilities.Has(t.capabilities()...) {
-			cs.server.AddTool(t.mcpTool(cs.principal, ""), unreachableHandler)
+			cs.server.AddTool(cs.mcpTool(t, ""), unreachableHandler)
 			if inPhase(t.name, PhaseExplore) {
-				cs.explore[t.name] = t.mcpTool(cs.principal, PhaseExplore)
+				cs.explore[t.name] = cs.mcpTool(t, PhaseExplore)
 			}
 		}
 	}

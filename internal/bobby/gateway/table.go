@@ -374,6 +374,7 @@ func buildTools() []*toolDef {
 			props: map[string]*jsonschema.Schema{"target": targetSchema, "expect": expectSchema, "waitFor": enum("", "networkQuiet", "navigation")},
 		}, commandSpec{mutates: true, timeout: 60 * time.Second}, runIntentSubmitAndVerify),
 	}
+	tools = append(tools, browserTools()...)
 	// command_execute comes last: its envelope kinds are the command kinds
 	// above.
 	return append(tools, declare(toolSpec{

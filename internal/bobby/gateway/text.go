@@ -124,6 +124,7 @@ func outcomeText(o *Outcome) string {
 	}
 	w.errorOf(toMap(o.Error))
 	w.lines = append(w.lines, formEvidenceText(ev, o.Evidence)...)
+	w.lines = append(w.lines, browserEvidenceText(ev, o.Evidence)...)
 	w.fields(ev)
 	if len(o.Diagnostics) > 0 {
 		w.field("diagnostics", toMap(o.Diagnostics))

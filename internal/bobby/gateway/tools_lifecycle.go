@@ -308,7 +308,14 @@ func handlePageList(ctx context.Context, c *call, args sessionIDArgs) (*pageList
 // runtimeFeatures are the configured runtime features runtime_info lists.
 // vision-assist and vision-provider appear only when vision is wired, which
 // it is not in this version.
-var runtimeFeatures = []string{"chromium", "accessibility-snapshots", "semantic-targets", "forms", "dialogs", "popups", "network-quiet", "screenshots", "workflow-handles", "phases"}
+//
+// humanize and fingerprint are execution-policy flags that change what the
+// page sees: humanize moves the pointer along a curved path and types key
+// by key with a human cadence; fingerprint gives every page of the session
+// the coherent persona of its profile (user agent and client hints,
+// navigator.platform, language headers and Intl locale, timezone, screen).
+var runtimeFeatures = []string{"chromium", "accessibility-snapshots", "semantic-targets", "forms", "dialogs", "popups", "network-quiet", "screenshots", "workflow-handles", "phases",
+	"uploads", "downloads", "pdf", "emulation", "cookies", "network-log", "obstruction-dismissal", "humanize", "fingerprint"}
 
 // runtimeInfoResult is runtime_info's result.
 type runtimeInfoResult struct {

@@ -1,0 +1,193 @@
+package browser
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/deltaharness/delta/internal/bobby/jsobject"
+)
+
+// MaxUploadFiles bounds the paths of one UploadFiles call.
+const MaxUploadFiles = 50
+
+// Upload is the evidence of UploadFiles. It never holds a local path: the
+// names are what the page's file input reports (base names).
+type Upload struct {
+	// Files is how many files the input holds afterwards.
+	Files int      `json:"files"`
+	Names []string `json:"names"`
+	// Via says how the file input was reached: "input" (the target is
+	// one), "label" (a label for it), "descendant" (inside the target),
+	// or "fileChooser" (clicking the target opened a file chooser, as
+	// buttons that stand in for a hidden input do).
+	Via string `json:"via"`
+}
+
+// UploadFiles puts local files on a file input: the target itself, the
+// input a target label stands for, a file input inside the target, or,
+// when the target is none of those, whatever file input clicking it opens
+// a chooser for. Hidden inputs work. Each path must be a readable regular
+// file; errors name only its base name. The caller checks the file:upload
+// capability.
+func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Upload, error) {
+	if len(paths) == 0 || len(paths) > MaxUploadFiles {
+		return Upload{}, fmt.Errorf("upload files: %w", invalidf("give 1..%d paths, got %d", MaxUploadFiles, len(paths)))
+	}
+	abs := make([]string, len(paths))
+	for i, path := range paths {
+		a, err := filepath.Abs(path)
+		if err != nil {
+			return Upload{}, fmt.Errorf("upload files: %w", invalidf("file %q: bad path", filepath.Base(path)))
+		}
+		fi, err := os.Stat(a)
+		switch {
+		case err != nil:
+			return Upload{}, fmt.Errorf("upload files: %w", invalidf("file %q is not readable", filepath.Base(path)))
+		case !fi.Mode().IsRegular():
+			return Upload{}, fmt.Errorf("upload files: %w", invalidf("%q is not a regular file", filepath.Base(path)))
+		}
+		f, err := os.Open(a)
+		if err != nil {
+			return Upload{}, fmt.Errorf("upload files: %w", invalidf("file %q is not readable", filepath.Base(path)))
+		}
+		f.Close()
+		abs[i] = a
+	}
+
+	var up Upload
+	var input cdp.BackendNodeID
+	group := newObjectGroup()
+	defer p.release(group)
+	err := p.Do(ctx, func(pctx context.Context) error {
+		t := chromedp.FromContext(pctx).Target
+		n, err := resolve(pctx, t, ref, group)
+		if err != nil {
+			return err
+		}
+		res, err := cdp.Call(pctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+			FunctionDeclaration: `function(){
+				const isFile = e => e instanceof HTMLInputElement && e.type === "file";
+				const mark = (e, via) => { e.__bobbyVia = via; return e; };
+				if (isFile(this)) return mark(this, "input");
+				if (this instanceof HTMLLabelElement && isFile(this.control)) return mark(this.control, "label");
+				const inner = this.querySelector ? this.querySelector("input[type=file]") : null;
+				if (inner) return mark(inner, "descendant");
+				const label = this.closest ? this.closest("label") : null;
+				if (label && isFile(label.control)) return mark(label.control, "label");
+				return null;
+			}`,
+			ObjectID:    n.object,
+			ObjectGroup: group,
+		})
+		if err != nil {
+			return err
+		}
+		if res.ExceptionDetails != nil {
+			return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
+		}
+		if res.Result == nil || res.Result.ObjectID == "" {
+			return nil // no input: try the file chooser below
+		}
+		desc, err := cdp.Call(pctx, t, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: res.Result.ObjectID})
+		if err != nil {
+			return err
+		}
+		input = desc.Node.BackendNodeID
+		var meta struct {
+			Via      string `json:"via"`
+			Multiple bool   `json:"multiple"`
+		}
+		if err := callOn(pctx, t, res.Result.ObjectID, `function(){ return {via: this.__bobbyVia, multiple: this.multiple} }`, &meta); err != nil {
+			return err
+		}
+		if !meta.Multiple && len(abs) > 1 {
+			return invalidf("the file input takes one file, got %d", len(abs))
+		}
+		up.Via = meta.Via
+		_, err = cdp.Call(pctx, t, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: abs, BackendNodeID: input})
+		return err
+	})
+	if err != nil {
+		return Upload{}, fmt.Errorf("upload files: %w", err)
+	}
+	if input == 0 {
+		if input, err = p.chooseFiles(ctx, ref, abs); err != nil {
+			return Upload{}, fmt.Errorf("upload files: %w", err)
+		}
+		up.Via = "fileChooser"
+	}
+	err = p.Do(ctx, func(pctx context.Context) error {
+		t := chromedp.FromContext(pctx).Target
+		n, err := resolve(pctx, t, NodeRef{BackendNodeID: input}, group)
+		if err != nil {
+			return err
+		}
+		return callOn(pctx, t, n.object, `function(){ return Array.from(this.files || [], f => f.name) }`, &up.Names)
+	})
+	if err != nil {
+		return Upload{}, fmt.Errorf("upload files: read back: %w", err)
+	}
+	if up.Names == nil {
+		up.Names = []string{}
+	}
+	up.Files = len(up.Names)
+	return up, nil
+}
+
+// chooseFiles clicks the target with file-chooser interception on and
+// answers the chooser it opens with the files.
+func (p *Page) chooseFiles(ctx context.Context, ref NodeRef, paths []string) (cdp.BackendNodeID, error) {
+	opened := make(chan *page.EventFileChooserOpened, 1)
+	lctx, stop := context.WithCancel(p.ctx)
+	defer stop()
+	if err := chromedp.Listen(lctx, func(ev any) {
+		if e, ok := ev.(*page.EventFileChooserOpened); ok {
+			select {
+			case opened <- e:
+			default:
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	setIntercept := func(on bool) error {
+		return p.Do(ctx, func(pctx context.Context) error {
+			_, err := cdp.Call(pctx, chromedp.FromContext(pctx).Target, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: on})
+			return err
+		})
+	}
+	if err := setIntercept(true); err != nil {
+		return 0, fmt.Errorf("intercept file chooser: %w", err)
+	}
+	defer func() { _ = setIntercept(false) }()
+	if _, err := p.Click(ctx, ref, ClickOptions{}); err != nil {
+		return 0, err
+	}
+	timer := time.NewTimer(p.session.rt.opts.ActionTimeout)
+	defer timer.Stop()
+	var ev *page.EventFileChooserOpened
+	select {
+	case ev = <-opened:
+	case <-timer.C:
+		return 0, fmt.Errorf("%s is no file input, holds none, and clicking it opened no file chooser: %w", ref, ErrNotInteractable)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if ev.Mode == page.FileChooserOpenedModeSelectSingle && len(paths) > 1 {
+		return 0, invalidf("the file input takes one file, got %d", len(paths))
+	}
+	err := p.Do(ctx, func(pctx context.Context) error {
+		_, err := cdp.Call(pctx, chromedp.FromContext(pctx).Target, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, BackendNodeID: ev.BackendNodeID})
+		return err
+	})
+	return ev.BackendNodeID, err
+}
