@@ -139,7 +139,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "send"}, []string{"usage: delta send", "--json", "--host", "--port port", "(default 8080)"}},
 		{[]string{"send", "-h"}, []string{"usage: delta send", "--json"}},
 		{[]string{"dev", "--help"}, []string{"usage: delta dev <bundle>", "--no-open", "--port port"}},
-		{[]string{"help", "demo"}, []string{"--keep", "--dir directory"}},
+		{[]string{"help", "demo"}, []string{"--keep", "--dir directory", "--browse"}},
 		{[]string{"help", "version"}, []string{"usage: delta version"}},
 		{[]string{"--help"}, []string{"Commands:", "demo"}},
 		{[]string{"init", "-h"}, []string{"usage: delta init <dir>"}},

@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,7 +50,8 @@ func (c *demoCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("demo")
 	keep := fs.Bool("keep", false, "keep the temporary bundle directory afterwards")
 	dirFlag := fs.String("dir", "", "use (and keep) this bundle `directory` instead of a temporary one")
-	const synopsis = "[--keep] [--dir D]"
+	browse := fs.Bool("browse", false, "run the browsing agent: bobby (next to delta or on PATH) as delta's MCP server, against a local shop")
+	const synopsis = "[--keep] [--dir D] [--browse]"
 	pos, err := parse(fs, c.env, synopsis, args)
 	if err != nil {
 		return helpOK(err)
@@ -66,7 +68,16 @@ func (c *demoCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("demo: configuration: %w", err)
 	}
 
-	d := &demo{env: c.env, cfg: cfg, dir: *dirFlag, keep: *keep || *dirFlag != ""}
+	d := &demo{env: c.env, cfg: cfg, dir: *dirFlag, keep: *keep || *dirFlag != "", browse: *browse}
+	if d.browse {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("demo: find the delta executable: %w", err)
+		}
+		if d.bobby, err = findBobby(self, exec.LookPath); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
 	runErr := d.run(ctx)
 	switch {
 	case runErr == nil:
@@ -93,12 +104,20 @@ type demo struct {
 	child   *daemonChild
 	logPath string
 	stopped bool // the child was stopped and its outcome reported
+
+	browse bool      // --browse: the browsing agent against the demo shop
+	bobby  string    // the bobby binary (--browse)
+	shop   *demoShop // the fixture shop (--browse)
 }
 
 func (d *demo) say(format string, a ...any) { fmt.Fprintf(d.stdout, format+"\n", a...) }
 
 func (d *demo) run(ctx context.Context) error {
-	d.say("Delta demo: one complete task, end to end.\n")
+	if d.browse {
+		d.say("Delta demo: a browsing agent, end to end (bobby drives a real Chromium).\n")
+	} else {
+		d.say("Delta demo: one complete task, end to end.\n")
+	}
 
 	// 1. A bundle.
 	if d.dir == "" {
@@ -124,13 +143,17 @@ func (d *demo) run(ctx context.Context) error {
 	if d.cfg.ModelAPIKey != "" {
 		d.say("  model    %s at %s", d.cfg.ModelPrimary, d.cfg.ModelBaseURL)
 	} else {
-		fake, err := scripted.Start(scripted.DemoScript())
+		script, what := scripted.DemoScript(), "scripted demo provider"
+		if d.browse {
+			script, what = scripted.BrowseScript(), "scripted browsing agent"
+		}
+		fake, err := scripted.Start(script)
 		if err != nil {
 			return err
 		}
 		d.fake = fake
 		maps.Copy(overrides, scriptedEnv(fake.URL()))
-		d.say("  model    scripted demo provider (no MODEL_API_KEY/OPENROUTER_API_KEY set)")
+		d.say("  model    %s (no MODEL_API_KEY/OPENROUTER_API_KEY set)", what)
 	}
 
 	// 3. The daemon, as a child on a free loopback port with a fresh
@@ -156,6 +179,15 @@ func (d *demo) run(ctx context.Context) error {
 	overrides["DELTA_INSPECT"] = "on"
 	overrides["DELTA_CONTROL_TOKEN"] = control
 	overrides["DELTA_INSPECT_TOKEN"] = inspect
+	if d.browse {
+		if d.shop, err = startDemoShop(); err != nil {
+			return err
+		}
+		d.say("  shop     %s (the demo's fixture shop, served by this process)", d.shop.url)
+		if overrides["DELTA_MCP_SERVERS"], err = browseServers(d.bobby, stateDir); err != nil {
+			return err
+		}
+	}
 	childEnv := config.DevEnv(d.dir, environMap(d.environ()), overrides, port)
 
 	d.logPath = filepath.Join(stateDir, "demo-daemon.log")
@@ -172,8 +204,17 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.child.waitHealthy(ctx, base); err != nil {
 		return fmt.Errorf("start the daemon: %w", err)
 	}
-	d.say("  daemon   %s (pid %d; log: %s)\n", base, d.child.pid(), d.logPath)
+	d.say("  daemon   %s (pid %d; log: %s)", base, d.child.pid(), d.logPath)
 	cl := newDaemonClient("127.0.0.1", port, control, inspect)
+	if d.browse {
+		tools, err := waitBobby(ctx, cl)
+		if err != nil {
+			return err
+		}
+		d.say("  bobby    %s (delta's stdio MCP server, %d tools)\n", d.bobby, tools)
+		return d.runBrowse(ctx, cl, childEnv["DELTA_WORKSPACE"])
+	}
+	d.say("")
 
 	// 4. A task, and its events as they happen.
 	var task taskBody
@@ -257,6 +298,9 @@ func (d *demo) cleanup(runErr error) {
 	}
 	if d.fake != nil {
 		_ = d.fake.Close()
+	}
+	if d.shop != nil {
+		_ = d.shop.Close(context.Background())
 	}
 	if runErr != nil && d.logPath != "" {
 		if tail := tailFile(d.logPath, 20); tail != "" {
