@@ -83,21 +83,42 @@ func freeAddr(t *testing.T) string {
 // answers. The process gets SIGTERM at cleanup.
 func serve(t *testing.T, token string, expires time.Time) string {
 	t.Helper()
-	dir := t.TempDir()
-	addr := freeAddr(t)
+	return startServe(t, func(addr, dir string) string {
+		return serveTOML(addr, dir, "tsclient", token, expires)
+	}).mcpURL
+}
+
+// serveTOML is a config listening on addr with one principal.
+func serveTOML(addr, dir, name, token string, expires time.Time) string {
 	sum := sha256.Sum256([]byte(token))
-	cfg := fmt.Sprintf(`[http]
+	return fmt.Sprintf(`[http]
 listen = %q
 
 [browser]
 data_dir = %q
 
 [[principals]]
-name = "tsclient"
+name = %q
 token_sha256 = %q
 capabilities = ["browser:mutate", "page:read"]
 expires_at = %s
-`, addr, filepath.Join(dir, "data"), hex.EncodeToString(sum[:]), expires.UTC().Format(time.RFC3339))
+`, addr, filepath.Join(dir, "data"), name, hex.EncodeToString(sum[:]), expires.UTC().Format(time.RFC3339))
+}
+
+// served is a running `bobby serve`.
+type served struct {
+	mcpURL, addr, dir, cfgPath, logPath string
+	proc                                *os.Process
+}
+
+// startServe starts `bobby serve` with the config cfgFor writes for its
+// listen address and folder, and returns once /healthz answers. The
+// process gets SIGTERM at cleanup.
+func startServe(t *testing.T, cfgFor func(addr, dir string) string) served {
+	t.Helper()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := cfgFor(addr, dir)
 	cfgPath := filepath.Join(dir, "bobby.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -139,13 +160,13 @@ expires_at = %s
 		if resp, err := http.Get(base + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base + "/v1/mcp"
+				return served{mcpURL: base + "/v1/mcp", addr: addr, dir: dir, cfgPath: cfgPath, logPath: logPath, proc: cmd.Process}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("bobby serve never became healthy; log:\n%s", readFile(logPath))
-	return ""
+	return served{}
 }
 
 func readFile(path string) string {

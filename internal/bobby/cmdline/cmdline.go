@@ -206,6 +206,7 @@ func runServe(ctx context.Context, cfg config.Config, env config.Env, stderr io.
 		return err
 	}
 	fmt.Fprintf(stderr, "bobby %s: MCP at http://%s%s (principals: %s)\n", gateway.Version, l.Addr(), gateway.MCPPath, principalNames(g))
+	defer reloadOnHangup(ctx, g, cfg.Path, env, stderr)()
 	serveErr := g.Serve(ctx, l)
 	closeErr := g.Close(context.WithoutCancel(ctx))
 	return errors.Join(serveErr, closeErr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
@@ -52,7 +53,8 @@ type Gateway struct {
 	cfg        config.Config
 	log        *slog.Logger
 	now        func() time.Time
-	principals *policy.Registry
+	principals atomic.Pointer[policy.Registry] // swapped by ReloadPrincipals
+	revoked    revokedSessions                 // MCP sessions a reload ended
 	startPhase Phase
 	tools      []*toolDef
 	toolByName map[string]*toolDef
@@ -103,7 +105,6 @@ func New(opts Options) (*Gateway, error) {
 		cfg:        cfg,
 		log:        log.With("system", "gateway"),
 		now:        now,
-		principals: principals,
 		startPhase: Phase(cfg.Toolset.StartPhase),
 		rt:         opts.Runtime,
 		ownsRT:     opts.Runtime == nil,
@@ -115,6 +116,7 @@ func New(opts Options) (*Gateway, error) {
 		sessions:   map[*clientSession]struct{}{},
 		reaper:     &reaper{max: cfg.HTTP.MaxSessions, idle: cfg.HTTP.IdleTimeout},
 	}
+	g.principals.Store(principals)
 	if g.rt == nil {
 		g.rt = browser.New(browser.Options{
 			ExecPath:        cfg.Browser.Path,
@@ -146,8 +148,8 @@ func PrincipalsFromConfig(cfg config.Config) (*policy.Registry, error) {
 	return policy.NewRegistry(ps)
 }
 
-// Principals returns the configured bearer principals.
-func (g *Gateway) Principals() *policy.Registry { return g.principals }
+// Principals returns the current bearer principals.
+func (g *Gateway) Principals() *policy.Registry { return g.registry() }
 
 // Runtime returns the browser runtime.
 func (g *Gateway) Runtime() *browser.Runtime { return g.rt }

@@ -66,7 +66,7 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		SessionTimeout: g.cfg.HTTP.IdleTimeout,
 	})
 	withSlot := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuseBeforeInitialize(w, r) {
+		if g.refuseRevoked(w, r) || refuseBeforeInitialize(w, r) {
 			return
 		}
 		slot := &serverSlot{}
@@ -77,7 +77,7 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		}
 	})
 	verifier := func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
-		p, err := g.principals.Authenticate(token, g.now())
+		p, err := g.registry().Authenticate(token, g.now())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 		}

@@ -285,3 +285,10 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
 	return p, ok
 }
+
+// SameCredential reports whether q is p with the same token, capabilities
+// and expiry: a reload that keeps a principal this way keeps its sessions.
+func (p Principal) SameCredential(q Principal) bool {
+	return p.Name == q.Name && p.hasToken == q.hasToken && p.tokenHash == q.tokenHash &&
+		p.Capabilities == q.Capabilities && p.ExpiresAt.Equal(q.ExpiresAt)
+}
