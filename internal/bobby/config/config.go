@@ -10,6 +10,7 @@
 //	max_download_bytes = 104857600
 //	max_sessions = 32                 # live browser sessions; the least recently used is closed past it
 //	idle_timeout = "15m"              # a browser session (and an MCP session) unused this long is closed
+//	keepalive = "15s"                 # a ": ping" SSE comment on an idle GET /v1/mcp stream this often; "0s" sends none
 //	downloads_root = "/var/lib/bobby/downloads"
 //
 //	[browser]
@@ -64,6 +65,7 @@ const (
 	DefaultMaxDownloadBytes = 100 << 20
 	DefaultMaxSessions      = 32
 	DefaultIdleTimeout      = 15 * time.Minute
+	DefaultKeepAlive        = 15 * time.Second
 	DefaultBrowserPath      = "/usr/bin/chromium"
 	DefaultStartPhase       = "explore"
 	DefaultProfile          = "default"
@@ -123,6 +125,10 @@ type HTTP struct {
 	// used for this long, and ends an MCP session idle as long. A TOML
 	// string such as "15m".
 	IdleTimeout time.Duration `toml:"idle_timeout"`
+	// KeepAlive is how often `bobby serve` writes a ": ping" SSE comment
+	// on a GET /v1/mcp stream, so proxies and clients do not drop a quiet
+	// notification channel; clients ignore comments. Zero sends none.
+	KeepAlive time.Duration `toml:"keepalive"`
 }
 
 // Browser is the [browser] section.
@@ -184,6 +190,7 @@ func Default() Config {
 			MaxDownloadBytes: DefaultMaxDownloadBytes,
 			MaxSessions:      DefaultMaxSessions,
 			IdleTimeout:      DefaultIdleTimeout,
+			KeepAlive:        DefaultKeepAlive,
 		},
 		Browser:  Browser{Path: DefaultBrowserPath},
 		Toolset:  Toolset{StartPhase: DefaultStartPhase},
@@ -282,6 +289,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.IdleTimeout < time.Second {
 		bad("http.idle_timeout", "must be at least 1s (a duration such as \"15m\")")
+	}
+	if c.HTTP.KeepAlive < 0 {
+		bad("http.keepalive", "must not be negative (\"0s\" sends no keep-alive comments)")
 	}
 	if c.HTTP.MaxDownloadBytes <= 0 {
 		bad("http.max_download_bytes", "must be positive")

@@ -113,6 +113,9 @@ func TestParseDefaults(t *testing.T) {
 	if cfg.HTTP.MaxDownloadBytes != DefaultMaxDownloadBytes {
 		t.Errorf("max_download_bytes = %d", cfg.HTTP.MaxDownloadBytes)
 	}
+	if cfg.HTTP.KeepAlive != 15*time.Second {
+		t.Errorf("keepalive default = %s", cfg.HTTP.KeepAlive)
+	}
 	if cfg.HTTP.MaxSessions != 32 || cfg.HTTP.IdleTimeout != 15*time.Minute {
 		t.Errorf("session limit defaults = %d, %s", cfg.HTTP.MaxSessions, cfg.HTTP.IdleTimeout)
 	}
@@ -139,6 +142,7 @@ func TestParseErrors(t *testing.T) {
 		{"zero session cap", "[http]\nmax_sessions = 0", "http.max_sessions"},
 		{"idle timeout too short", "[http]\nidle_timeout = \"10ms\"", "http.idle_timeout"},
 		{"idle timeout not a duration", "[http]\nidle_timeout = \"soon\"", "idle_timeout"},
+		{"negative keepalive", "[http]\nkeepalive = \"-1s\"", "http.keepalive"},
 		{"negative download cap", "[http]\nmax_download_bytes = -1", "http.max_download_bytes"},
 		{"half viewport", "[profiles.p]\nviewport_width = 100", "profiles.p.viewport_width"},
 		{"node without url", "[nodes.v]\nmodel = \"m\"", "nodes.v.url"},

@@ -69,6 +69,11 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		if g.refuseRevoked(w, r) || refuseBeforeInitialize(w, r) {
 			return
 		}
+		if r.Method == http.MethodGet && g.cfg.HTTP.KeepAlive > 0 {
+			k := startKeepAlive(w, g.cfg.HTTP.KeepAlive)
+			defer k.stop()
+			w = k
+		}
 		slot := &serverSlot{}
 		streamable.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, slot)))
 		// A new MCP server whose initialize did not succeed is dropped.
