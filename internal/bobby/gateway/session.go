@@ -53,6 +53,7 @@ func (g *Gateway) newClientSession(p policy.Principal) *clientSession {
 		Instructions:              instructions,
 		Logger:                    g.log,
 		SupportedProtocolVersions: protocolVersions,
+		CompletionHandler:         cs.complete,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{},
