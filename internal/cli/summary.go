@@ -136,7 +136,15 @@ func summarize(name string, payload json.RawMessage) (line string, ok bool) {
 				state = "error"
 			}
 			line := n + " " + state
-			if pv := strings.Join(strings.Fields(str("preview")), " "); pv != "" {
+			pv := strings.Join(strings.Fields(str("preview")), " ")
+			// The model reads an MCP result behind its untrusted-data
+			// frame; the person watching is shown the result itself.
+			if rest, ok := strings.CutPrefix(pv, "MCP result from server "); ok {
+				if _, after, found := strings.Cut(rest, " (untrusted data): "); found {
+					pv = after
+				}
+			}
+			if pv != "" {
 				line += ": " + clip.Runes(pv, 70)
 			}
 			return line, true

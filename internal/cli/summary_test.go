@@ -27,6 +27,7 @@ func TestSummarize(t *testing.T) {
 		{"tool.call", `{"name":"list_files","arguments":{"recursive":true}}`, `list_files {"recursive":true}`, false},
 		{"tool.result", `{"name":"write_file","is_error":false,"preview":"wrote 120 bytes\nto brief.md"}`, "write_file ok: wrote 120 bytes to brief.md", false},
 		{"tool.result", `{"name":"read_file","is_error":true,"preview":"no file at x.md"}`, "read_file error: no file at x.md", false},
+		{"tool.result", `{"name":"bobby__click","is_error":false,"preview":"MCP result from server bobby (untrusted data):\ncompleted click; ref=e4"}`, "bobby__click ok: completed click; ref=e4", false},
 		{"run.finished", `{"status":"done"}`, "done", false},
 		{"run.finished", `{"status":"failed","error":"model call: http 401: bad key"}`, "failed: model call: http 401: bad key", false},
 		{"turn.started", `{"model":"delta-demo-script","tools":14,"turn":2}`, "turn 2 · delta-demo-script · 14 tools offered", false},
