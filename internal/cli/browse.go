@@ -30,6 +30,19 @@ const (
 	bobbyEnvCapabilities = "AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES"
 )
 
+// browseChromium is the browser the demo's bobby config names (bobby's
+// default, the Debian chromium package).
+const browseChromium = "/usr/bin/chromium"
+
+// checkChromium fails early, with the fix, when the demo's browser is
+// missing; bobby would otherwise start and fail on the agent's first call.
+func checkChromium() error {
+	if _, err := os.Stat(browseChromium); err != nil {
+		return fmt.Errorf("delta demo --browse needs Chromium at %s for bobby (apt-get install -y chromium): %w", browseChromium, err)
+	}
+	return nil
+}
+
 // errNoBobby says where `delta demo --browse` looked for bobby and how to
 // put it there; nothing is built at run time.
 type errNoBobby struct{ next string }
@@ -68,7 +81,7 @@ func browseServers(bobby, stateDir string) (string, error) {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	cfgPath := filepath.Join(dir, "bobby.toml")
-	cfg := fmt.Sprintf("# written by `delta demo --browse`\n[browser]\ndata_dir = %q\n", filepath.Join(dir, "profile"))
+	cfg := fmt.Sprintf("# written by `delta demo --browse`\n[browser]\npath = %q\ndata_dir = %q\n", browseChromium, filepath.Join(dir, "profile"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", cfgPath, err)
 	}
@@ -117,7 +130,7 @@ func waitBobby(ctx context.Context, cl *daemonClient) (int, error) {
 			}
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("bobby did not connect as delta's MCP server within %s (%s); bobby needs Chromium at /usr/bin/chromium (apt-get install -y chromium), and `bobby doctor` checks it", healthTimeout, last)
+			return 0, fmt.Errorf("bobby did not connect as delta's MCP server within %s (%s); the daemon log has bobby's output, and `bobby doctor` checks its setup", healthTimeout, last)
 		}
 		select {
 		case <-ctx.Done():

@@ -77,6 +77,9 @@ func (c *demoCommand) Run(ctx context.Context, args []string) error {
 		if d.bobby, err = findBobby(self, exec.LookPath); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
+		if err := checkChromium(); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	runErr := d.run(ctx)
 	switch {
