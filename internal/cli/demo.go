@@ -183,7 +183,7 @@ func (d *demo) run(ctx context.Context) error {
 	overrides["DELTA_CONTROL_TOKEN"] = control
 	overrides["DELTA_INSPECT_TOKEN"] = inspect
 	if d.browse {
-		if d.shop, err = startDemoShop(); err != nil {
+		if d.shop, err = startDemoShop(ctx); err != nil {
 			return err
 		}
 		d.say("  shop     %s (the demo's fixture shop, served by this process)", d.shop.url)

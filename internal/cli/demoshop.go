@@ -45,8 +45,9 @@ func randomInt(n int64) int64 {
 
 func shopPrice() string { return fmt.Sprintf("$%d.%02d", 20+randomInt(480), randomInt(100)) }
 
-// startDemoShop serves the shop on a free loopback port until Close.
-func startDemoShop() (*demoShop, error) {
+// startDemoShop serves the shop on a free loopback port until Close; ctx
+// bounds the listen only.
+func startDemoShop(ctx context.Context) (*demoShop, error) {
 	pages, err := template.ParseFS(demoShopPages, "demoshop/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("demo shop pages: %w", err)
@@ -67,7 +68,7 @@ func startDemoShop() (*demoShop, error) {
 		http.NotFound(w, r)
 	})
 	mux.HandleFunc("POST /ask", s.ask)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo shop: listen: %w", err)
 	}
