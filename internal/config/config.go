@@ -69,8 +69,8 @@ type Config struct {
 	// Port the HTTP API listens on (PORT, 1–65535, default 8080).
 	Port int `env:"PORT"`
 	// Bind is the listen address (DELTA_BIND). Default 127.0.0.1, so a new
-	// daemon is never reachable from the network by accident; set 0.0.0.0
-	// deliberately, with DELTA_CONTROL_TOKEN, to expose it.
+	// daemon is never reachable from the network by accident; any address
+	// other than loopback refuses to load without DELTA_CONTROL_TOKEN.
 	Bind string `env:"DELTA_BIND"`
 	// DB is the SQLite database path (DELTA_DB, default data/delta.db).
 	DB string `env:"DELTA_DB"`
@@ -431,6 +431,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		RetentionEventsDays:  l.intRange("DELTA_RETENTION_EVENTS_DAYS", 30, 1, 36500),
 		RetentionJournalDays: l.intRange("DELTA_RETENTION_JOURNAL_DAYS", 30, 1, 36500),
 		SubagentDepth:        l.intRange("DELTA_SUBAGENT_DEPTH", 0, 0, MaxSubagentDepth),
+	}
+	if c.ControlToken == "" && !loopbackHost(c.Bind) {
+		l.fail("DELTA_BIND", c.Bind, "listening beyond loopback needs DELTA_CONTROL_TOKEN, or anyone who reaches the port can start runs; set DELTA_CONTROL_TOKEN, or bind 127.0.0.1")
 	}
 	c.TelemetryAllowInsecure = l.boolean("TELEMETRY_ALLOW_INSECURE")
 	c.TelemetryURL = l.telemetryURL("TELEMETRY_URL", c.TelemetryAllowInsecure)

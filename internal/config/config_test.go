@@ -56,7 +56,9 @@ func TestLoadValues(t *testing.T) {
 	}{
 		{"port", map[string]string{"PORT": " 9090 "}, func(c Config) any { return c.Port }, 9090},
 		{"empty port is default", map[string]string{"PORT": ""}, func(c Config) any { return c.Port }, 8080},
-		{"bind", map[string]string{"DELTA_BIND": "0.0.0.0"}, func(c Config) any { return c.Bind }, "0.0.0.0"},
+		{"bind", map[string]string{"DELTA_BIND": "0.0.0.0", "DELTA_CONTROL_TOKEN": "t"}, func(c Config) any { return c.Bind }, "0.0.0.0"},
+		{"loopback bind needs no token", map[string]string{"DELTA_BIND": "::1"}, func(c Config) any { return c.Bind }, "::1"},
+		{"localhost bind needs no token", map[string]string{"DELTA_BIND": "localhost"}, func(c Config) any { return c.Bind }, "localhost"},
 		{"concurrency", map[string]string{"DELTA_MAX_CONCURRENCY": "3"}, func(c Config) any { return c.MaxConcurrency }, 3},
 		{"concurrency clamp low", map[string]string{"DELTA_MAX_CONCURRENCY": "0"}, func(c Config) any { return c.MaxConcurrency }, 1},
 		{"concurrency clamp negative", map[string]string{"DELTA_MAX_CONCURRENCY": "-9"}, func(c Config) any { return c.MaxConcurrency }, 1},
@@ -148,6 +150,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		name, value string
 		wantInMsg   string
 	}{
+		{"DELTA_BIND", "0.0.0.0", "DELTA_CONTROL_TOKEN"},
+		{"DELTA_BIND", "::", "DELTA_CONTROL_TOKEN"},
+		{"DELTA_BIND", "192.168.1.10", "DELTA_CONTROL_TOKEN"},
 		{"PORT", "0", "1 to 65535"},
 		{"PORT", "70000", "1 to 65535"},
 		{"PORT", "http", "integer"},
