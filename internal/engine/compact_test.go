@@ -498,7 +498,10 @@ func TestCompactedWindowIsRebuiltFromTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A second engine over the same store, as after a restart.
+	// A second engine over the same store, as after a restart: the first
+	// one's dispatcher stops first, so it cannot take the next run (whose
+	// events would then reach only the first engine's broker).
+	h.q.Close(ctx)
 	l.mu.Lock()
 	l.turns, l.main = 0, nil
 	l.mu.Unlock()
@@ -516,7 +519,9 @@ func TestCompactedWindowIsRebuiltFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = svc.Wait(ctx, "", r.ID); err != nil || r.Status != store.StatusDone {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if r, err = svc.Wait(wctx, "", r.ID); err != nil || r.Status != store.StatusDone {
 		t.Fatalf("second run %v %s %s", err, r.Status, r.Error)
 	}
 	got := l.main[0]

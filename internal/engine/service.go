@@ -208,11 +208,19 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, erro
 	return s.store.Run(context.WithoutCancel(ctx), id)
 }
 
+// waitBackstop is how often Wait re-reads a run it has heard nothing of.
+const waitBackstop = 2 * time.Second
+
 // Wait blocks until the owner's run is terminal or ctx ends.
 func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error) {
 	terminal := func(e event.Event) bool { return e.RunID == id && e.Terminal() }
 	live := s.subscribe(16, terminal)
 	defer func() { live.Close() }()
+	// The live event is the fast path; the slow re-read is the backstop, so
+	// a run finished where this broker cannot see it (another dispatcher on
+	// the same database) still ends the wait.
+	backstop := time.NewTicker(waitBackstop)
+	defer backstop.Stop()
 	for {
 		r, err := s.Get(ctx, owner, id)
 		if err != nil || store.Terminal(r.Status) {
@@ -221,6 +229,7 @@ func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error)
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()
+		case <-backstop.C:
 		case _, ok := <-live.C:
 			if !ok { // dropped as a slow consumer: resubscribe and re-check
 				live = s.subscribe(16, terminal)
