@@ -417,10 +417,26 @@ func (b *bridge) startSSE(ctx context.Context) {
 			}
 			resp, err := b.client.Do(req)
 			if err == nil {
-				if resp.StatusCode != http.StatusOK {
+				switch {
+				case resp.StatusCode == http.StatusOK:
+				case resp.StatusCode == http.StatusConflict:
+					// The previous stream is not released yet: retry below.
+					resp.Body.Close()
+					resp = nil
+				case resp.StatusCode == http.StatusBadRequest && lastID != "":
+					// The server no longer keeps the events after lastID:
+					// start again from those it keeps, and have the client
+					// list tools again, since a list_changed may be lost.
+					resp.Body.Close()
+					lastID = ""
+					b.emit([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
+					continue
+				default:
 					resp.Body.Close()
 					return // no stream offered (or session gone): nothing to retry
 				}
+			}
+			if err == nil && resp != nil {
 				b.copySSE(resp.Body, &lastID, b.emit)
 				resp.Body.Close()
 			}

@@ -40,6 +40,9 @@ type serverSlot struct {
 // GET /healthz.
 func (g *Gateway) HTTPHandler() http.Handler {
 	g.reaper.enable(g)
+	// One bounded store serves every MCP session of this handler: a dropped
+	// SSE stream resumes with Last-Event-ID.
+	events := newEventStore(MaxEventRecords, maxSessionEventBytes, maxEventBytes)
 	template := mcp.NewServer(&mcp.Implementation{Name: "bobby", Version: Version}, &mcp.ServerOptions{
 		SupportedProtocolVersions: protocolVersions, Logger: g.log,
 	})
@@ -60,6 +63,7 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		}
 		return slot.cs.server
 	}, &mcp.StreamableHTTPOptions{
+		EventStore:          events,
 		Logger:              g.log,
 		MaxRequestBodyBytes: MaxHTTPBodyBytes,
 		// An MCP session idle this long is closed, like a browser session.
@@ -91,7 +95,12 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		}
 		return &auth.TokenInfo{UserID: p.Name, Scopes: p.Capabilities.Strings(), Extra: map[string]any{tokenInfoPrincipal: p}}, nil
 	}
-	protected := auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(withSlot)
+	resumable := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !refuseEventGap(w, r, events) {
+			withSlot.ServeHTTP(w, r)
+		}
+	})
+	protected := auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(resumable)
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, protected)
 	mux.HandleFunc("GET /healthz", g.healthz)
