@@ -57,7 +57,7 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 		}
 		u := st.Usage
 		var step int
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		err := s.queryRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
 			WHERE id = ? AND status = 'running' RETURNING steps`, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID).Scan(&step)
 		if errors.Is(err, sql.ErrNoRows) {

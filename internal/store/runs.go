@@ -131,7 +131,13 @@ func getRun(ctx context.Context, q interface {
 }
 
 // Run reads one run.
-func (s *Store) Run(ctx context.Context, id string) (Run, error) { return getRun(ctx, s.r, id) }
+func (s *Store) Run(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(s.readRow(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return r, err
+}
 
 // CreateRun durably queues a run and its run.queued event. It returns the
 // existing run (created=false) when the owner's idempotency key is already

@@ -51,6 +51,8 @@ type Store struct {
 	r    *sql.DB // readers (== w for in-memory databases)
 	path string
 
+	wstmts, rstmts stmtCache // prepared statements (stmts.go)
+
 	// resumes holds the runs ResumeRuns marked in this process whose Start
 	// has not yet been called: Start hands out that resume instead of
 	// writing a second one.
@@ -119,6 +121,8 @@ func openFile(path string) (w, r *sql.DB, err error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.wstmts.close()
+	s.rstmts.close()
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -220,12 +224,10 @@ func txOn(ctx context.Context, w *sql.DB, fn func(*sql.Tx) error) error {
 		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
 		return err
 	}
-	return tx.Commit()
-}
-
-// exec runs a write statement inside tx. (A prepared-statement cache was
-// measured and dropped: preparing on the single writer connection while a
-// transaction holds it would deadlock.)
-func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	return tx.ExecContext(ctx, query, args...)
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	// The writer connection is free again: prepare what fn ran unprepared.
+	s.wstmts.prepareWanted(ctx, s.w)
+	return nil
 }

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// Prepared statements, cached by query text.
+//
+// The SQLite driver compiles a statement on every call that is not made
+// through a prepared one, and an insert into a table with triggers (the
+// messages' full-text index) compiles its triggers too: that was a fifth of
+// a durable step's CPU. A write statement cannot be prepared on the single
+// writer connection while a transaction holds it (the prepare would wait
+// for the connection the transaction never releases), so a query seen
+// inside a transaction is prepared after that transaction commits, and the
+// transactions after it run it through Tx.StmtContext, which reuses the
+// connection's compiled statement. Reads are prepared on the reader pool
+// at first use.
+
+// maxStmts bounds each cache: the store's statements are fixed text, so
+// the bound only guards against a query built per call.
+const maxStmts = 256
+
+type stmtCache struct {
+	mu    sync.Mutex
+	ready map[string]*sql.Stmt
+	want  map[string]bool // seen in a transaction, to prepare after it
+}
+
+// get returns query's prepared statement, or nil; a miss marks it wanted.
+func (c *stmtCache) get(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.ready[query]; st != nil {
+		return st
+	}
+	if len(c.ready)+len(c.want) < maxStmts {
+		if c.want == nil {
+			c.want = map[string]bool{}
+		}
+		c.want[query] = true
+	}
+	return nil
+}
+
+// prepareWanted prepares the wanted statements on db. It must not be
+// called while the caller holds one of db's connections.
+func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
+	c.mu.Lock()
+	var qs []string
+	for q := range c.want {
+		qs = append(qs, q)
+	}
+	clear(c.want)
+	c.mu.Unlock()
+	for _, q := range qs {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // the next transaction runs it unprepared and asks again
+		}
+		c.mu.Lock()
+		if c.ready == nil {
+			c.ready = map[string]*sql.Stmt{}
+		}
+		if old := c.ready[q]; old != nil {
+			_ = old.Close()
+		}
+		c.ready[q] = st
+		c.mu.Unlock()
+	}
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.ready {
+		_ = st.Close()
+	}
+	clear(c.ready)
+	clear(c.want)
+}
+
+// exec runs a write statement inside tx, prepared when it has been seen
+// before.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.wstmts.get(query); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow is exec for a statement that returns one row (RETURNING).
+func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := s.wstmts.get(query); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// readRow runs a one-row read on the reader pool through a statement
+// prepared at its first use.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st := s.rstmts.get(query)
+	if st == nil {
+		s.rstmts.prepareWanted(ctx, s.r)
+		if st = s.rstmts.get(query); st == nil {
+			return s.r.QueryRowContext(ctx, query, args...)
+		}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
