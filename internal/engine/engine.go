@@ -428,6 +428,9 @@ type execution struct {
 
 	mu      sync.Mutex      // guards history: tool results commit concurrently
 	history []model.Message // the session's conversation as committed
+	// memo lets the wire client reuse its encoding of the conversation's
+	// unchanged opening from one call of this attempt to the next.
+	memo    model.Memo
 	callIDs map[string]bool // every tool-call id of history, built on the first checkpoint (callid.go)
 	// historyEnd is where the stored conversation ends in the request the
 	// last assemble built; the messages after it are per-turn blocks.
@@ -706,7 +709,7 @@ func (x *execution) assemble(ctx context.Context, system []string, specs []model
 		otherBytes += messagesBytes(msgs[min(before, len(msgs)):])
 	}
 	est := bytesToTokens(estimateFixedBytes(system, specs)+histBytes+otherBytes) + imagesOf(msgs)*estimateImageTokens + estimateOutputReserve
-	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort}, est
+	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort, Memo: &x.memo}, est
 }
 
 // historyBytes is the serialized size of x.history, measuring only the
@@ -783,7 +786,13 @@ func checkBudget(r store.Run, b Budget) error {
 // sanitize makes a stored history valid for a provider: an assistant tool
 // call without a result (a crash or cancel between intent and result) gets a
 // synthetic interrupted result so the wire never sees a dangling call.
+// When every call is answered — the shape every committed turn has — it
+// returns history itself, so a step does not build a set and a copy of the
+// whole conversation to find nothing.
 func sanitize(history []model.Message) []model.Message {
+	if allAnswered(history) {
+		return history
+	}
 	answered := make(map[string]bool)
 	for _, m := range history {
 		if m.Role == model.RoleTool {
@@ -805,6 +814,31 @@ func sanitize(history []model.Message) []model.Message {
 		}
 	}
 	return out
+}
+
+// allAnswered reports, without allocating, that every tool call of
+// history has its result after it and before the next assistant message.
+// It can say false of a history sanitize would leave as it is (a result
+// stored out of place); sanitize then takes its long way.
+func allAnswered(history []model.Message) bool {
+	for i := range history {
+		for _, c := range history[i].ToolCalls {
+			if history[i].Role != model.RoleAssistant {
+				break
+			}
+			found := false
+			for j := i + 1; j < len(history) && history[j].Role != model.RoleAssistant; j++ {
+				if history[j].Role == model.RoleTool && history[j].ToolCallID == c.ID {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // withoutImages drops the messages that carry attached images (Attach

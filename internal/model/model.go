@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 )
 
 // Role of a conversation message.
@@ -78,6 +79,47 @@ type Request struct {
 	Messages        []Message // history then per-turn user blocks
 	Tools           []ToolSpec
 	ReasoningEffort string // "" = provider default
+	// Memo, when set, carries a wire client's work on this conversation
+	// from one call to the next (the encoded opening of its messages,
+	// which grow by appending). It never changes what is sent, only what
+	// it costs to build; nil builds every call from scratch.
+	Memo *Memo `json:"-"`
+}
+
+// Memo is scratch a wire client keeps for one conversation between calls:
+// one value, tagged with the client that stored it. Take hands the value
+// over and clears it, so the taker owns it alone and may extend it in
+// place; a concurrent call on the same conversation finds nothing and
+// builds from scratch. The zero value is ready.
+type Memo struct {
+	mu    sync.Mutex
+	owner any
+	v     any
+}
+
+// Take returns and clears the value owner stored, or nil.
+func (m *Memo) Take(owner any) any {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.owner != owner {
+		return nil
+	}
+	v := m.v
+	m.owner, m.v = nil, nil
+	return v
+}
+
+// Put stores owner's value, replacing whatever the memo held.
+func (m *Memo) Put(owner, v any) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.owner, m.v = owner, v
 }
 
 // Usage is what one call cost.

@@ -130,14 +130,19 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	if c.setupErr != nil {
 		return model.Response{}, &model.Error{Message: c.setupErr.Error(), Err: c.setupErr}
 	}
-	p, err := build(req, c.openRouter, &c.toolDefs)
+	pre, _ := req.Memo.Take(c).(*prefix)
+	p, err := buildAfter(req, c.openRouter, &c.toolDefs, pre)
 	if err != nil {
 		return model.Response{}, err
+	}
+	body := p.encode()
+	if p.next != nil {
+		req.Memo.Put(c, p.next)
 	}
 	callCtx, cancel := model.CallContext(ctx, c.timeout)
 	defer cancel()
 
-	res, err := Post(callCtx, c.chat.New, p.encode())
+	res, err := Post(callCtx, c.chat.New, body)
 	if err != nil {
 		if res != nil && res.Body != nil {
 			defer res.Body.Close()

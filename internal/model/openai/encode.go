@@ -17,14 +17,28 @@ import (
 const escapeHTML = false
 
 // encode is the request body for a streamed call with usage reported.
+// The opening reused from the last body (p.head, p.skip elements) is
+// copied, not extended in place: the transport may still be reading the
+// last body when its call has returned. With p.next set, the opening of
+// this body is collected in it for the next call.
 func (p *request) encode() []byte {
-	b := make([]byte, 0, p.sizeHint())
-	b = append(b, `{"messages":[`...)
+	b := make([]byte, 0, len(p.head)+p.sizeHint())
+	if p.skip > 0 {
+		b = append(b, p.head...)
+	} else {
+		b = append(b, `{"messages":[`...)
+	}
 	for i := range p.Messages {
-		if i > 0 {
+		if i > 0 || p.skip > 0 {
 			b = append(b, ',')
 		}
 		b = p.Messages[i].appendJSON(b)
+		if p.next != nil && len(p.next.ends) < len(p.next.keys) {
+			p.next.ends = append(p.next.ends, len(b))
+		}
+	}
+	if p.next != nil {
+		p.next.body = b
 	}
 	b = append(b, `],"model":`...)
 	b = model.AppendString(b, p.Model, escapeHTML)

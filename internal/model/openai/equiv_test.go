@@ -364,3 +364,142 @@ func irregular(data []byte) bool {
 	found, _ := value()
 	return found
 }
+
+// TestMemoMatchesSDK: one client, given a memo, sends on every call of
+// wiretest.MemoConversation exactly the SDK's bytes, on both lanes.
+func TestMemoMatchesSDK(t *testing.T) {
+	for _, base := range []string{directBase, routerBase} {
+		tr := &modeltest.Capture{}
+		c := New(Options{BaseURL: base, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
+		memo := &model.Memo{}
+		for _, st := range wiretest.MemoConversation(equivRequest()) {
+			if st.Fresh {
+				memo = &model.Memo{}
+			}
+			if st.Before != nil {
+				st.Before()
+			}
+			r := st.Req
+			r.Memo = memo
+			_, _ = c.Complete(context.Background(), r, model.Stream{})
+			want := viaSDK(t, base, st.Req)
+			if !bytes.Equal(tr.Body, want.Body) {
+				t.Fatalf("%s, %s:\nmemo: %s\nsdk:  %s", base, st.Name, tr.Body, want.Body)
+			}
+		}
+	}
+}
+
+// TestMemoReusesTheOpening: after a call, the next call of a grown
+// conversation builds only what follows the unchanged opening (the system
+// blocks and the old history, not the old per-turn block), and its body
+// is the fresh encoding's; a compaction that rewrites the first message
+// reuses only the system blocks.
+func TestMemoReusesTheOpening(t *testing.T) {
+	memo := &model.Memo{}
+	owner := new(int)
+	send := func(req model.Request) (skip int) {
+		t.Helper()
+		req.Memo = memo
+		pre, _ := memo.Take(owner).(*prefix)
+		p, err := buildAfter(req, false, nil, pre)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p.encode()
+		memo.Put(owner, p.next)
+		req.Memo = nil
+		fresh, err := build(req, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fresh.encode(); !bytes.Equal(got, want) {
+			t.Fatalf("memo body differs:\nmemo:  %s\nfresh: %s", got, want)
+		}
+		return p.skip
+	}
+	req := equivRequest() // two non-empty system blocks, one user message
+	turn := func(n int) model.Message {
+		return model.Message{Role: model.RoleUser, Content: fmt.Sprintf("<delta:turn>%d</delta:turn>", n)}
+	}
+	hist := append([]model.Message(nil), req.Messages...)
+	with := func(msgs ...model.Message) model.Request {
+		r := req
+		r.Messages = append(append([]model.Message(nil), hist...), msgs...)
+		return r
+	}
+	if skip := send(with(turn(1))); skip != 0 {
+		t.Fatalf("first call reused %d elements", skip)
+	}
+	for n := 2; n <= 5; n++ {
+		id := fmt.Sprint("call_", n)
+		hist = append(hist, model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: id, Name: "t", Arguments: json.RawMessage(`{}`)}}},
+			model.Message{Role: model.RoleTool, ToolCallID: id, Content: "ok"})
+		want := 2 + len(hist) - 2 // system blocks and the history the last call had
+		if skip := send(with(turn(n))); skip != want {
+			t.Fatalf("call %d reused %d elements, want %d", n, skip, want)
+		}
+	}
+	hist = append([]model.Message{{Role: model.RoleUser, Content: "<summary/>"}}, hist[len(hist)-2:]...)
+	if skip := send(with(turn(6))); skip != 2 {
+		t.Fatalf("after a compaction the call reused %d elements, want the 2 system blocks", skip)
+	}
+}
+
+// FuzzMemoMatchesFresh draws a conversation's calls from ops: grow a tool
+// round, change the per-turn block, rewrite a stored message, replace the
+// history's opening, add a message with images, or start a fresh memo;
+// each call's body through the memo must equal a fresh encoding's.
+func FuzzMemoMatchesFresh(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 2, 0, 3, 0, 4, 0, 5, 0}, "text <&> \u2028")
+	f.Add([]byte{4, 4, 0, 2, 2, 3, 3}, "")
+	f.Fuzz(func(t *testing.T, ops []byte, text string) {
+		if len(ops) > 64 {
+			ops = ops[:64]
+		}
+		owner := new(int)
+		memo := &model.Memo{}
+		req := equivRequest()
+		hist := append([]model.Message(nil), req.Messages...)
+		for i, op := range ops {
+			switch op % 6 {
+			case 0:
+				id := fmt.Sprint("call_", i)
+				hist = append(hist, model.Message{Role: model.RoleAssistant, Content: text, ToolCalls: []model.ToolCall{{ID: id, Name: text, Arguments: json.RawMessage(text)}}},
+					model.Message{Role: model.RoleTool, ToolCallID: id, Content: text + fmt.Sprint(i)})
+			case 1:
+				text += "."
+			case 2:
+				k := int(op/6) % len(hist)
+				hist[k].Content += text
+				for j := range hist[k].ToolCalls {
+					hist[k].ToolCalls[j].Arguments = append(hist[k].ToolCalls[j].Arguments, 'x')
+				}
+			case 3:
+				hist[0] = model.Message{Role: model.RoleUser, Content: "<summary>" + text}
+			case 4:
+				hist = append(hist, model.Message{Role: model.RoleUser, Content: text, Images: []model.Image{{MIME: "image/png", Data: []byte(text)}}})
+			case 5:
+				memo = &model.Memo{}
+			}
+			r := req
+			r.Messages = append(append([]model.Message(nil), hist...), model.Message{Role: model.RoleUser, Content: text})
+			r.Memo = memo
+			pre, _ := memo.Take(owner).(*prefix)
+			p, err := buildAfter(r, false, nil, pre)
+			r.Memo = nil
+			fresh, ferr := build(r, false, nil)
+			if (err == nil) != (ferr == nil) {
+				t.Fatalf("op %d: memo build error %v, fresh %v", i, err, ferr)
+			}
+			if err != nil {
+				continue
+			}
+			got := p.encode()
+			memo.Put(owner, p.next)
+			if want := fresh.encode(); !bytes.Equal(got, want) {
+				t.Fatalf("op %d: memo body differs:\nmemo:  %s\nfresh: %s", i, got, want)
+			}
+		}
+	})
+}

@@ -18,6 +18,13 @@ type request struct {
 	ReasoningEffort string
 	RouterEffort    string
 	ToolDefs        []byte // the tools, encoded (tool.appendJSON) and comma-separated
+
+	// Reuse of the last body's opening (prefix.go): the first skip
+	// elements are not in Messages, their bytes are head; next, when the
+	// request has a memo, collects this body's opening for the next call.
+	skip int
+	head []byte
+	next *prefix
 }
 
 // message is one chat message; Role selects the fields it sends.
@@ -53,24 +60,71 @@ func buildParams(req model.Request, openRouter bool) (request, error) {
 
 // build is buildParams with the client's memo of tool definitions.
 func build(req model.Request, openRouter bool, defs *model.ToolDefs) (request, error) {
+	return buildAfter(req, openRouter, defs, nil)
+}
+
+// buildAfter is build reusing pre, the opening of the conversation's last
+// body (nil = none): the leading elements equal to pre's are not built
+// again. When req has a memo, the request also collects its own opening.
+func buildAfter(req model.Request, openRouter bool, defs *model.ToolDefs, pre *prefix) (request, error) {
 	if req.Model == "" {
 		return request{}, fmt.Errorf("build chat request: model is required")
 	}
-	p := request{Model: req.Model, Messages: make([]message, 0, len(req.System)+len(req.Messages))}
+	p := request{Model: req.Model}
+	if req.Memo != nil {
+		p.next = &prefix{}
+		if pre != nil {
+			p.next.keys, p.next.ends = pre.keys[:0], pre.ends[:0] // owned: Take handed them over
+		}
+	}
+	// matching is whether every element so far equals pre's; keep is
+	// whether every element so far has its key in p.next.
+	matching, keep := pre != nil, p.next != nil
+	elem := 0
+	add := func(key func() elemKey, same func(*elemKey) bool, msg func() (message, error)) error {
+		if matching && elem < len(pre.keys) && same(&pre.keys[elem]) {
+			p.skip = elem + 1
+			p.next.keys = p.next.keys[:elem+1] // the key in place is the same
+			elem++
+			return nil
+		}
+		matching = false
+		m, err := msg()
+		if err != nil {
+			return err
+		}
+		if keep && len(m.Images) == 0 {
+			p.next.keys = append(p.next.keys, key())
+		} else {
+			keep = false
+		}
+		p.Messages = append(p.Messages, m)
+		elem++
+		return nil
+	}
 	for _, block := range req.System {
 		if block == "" {
 			continue
 		}
-		p.Messages = append(p.Messages, message{Role: model.RoleSystem, Content: block})
+		_ = add(func() elemKey { return systemKey(block) },
+			func(k *elemKey) bool {
+				return k.role == model.RoleSystem && k.content == block && len(k.calls) == 0 && k.toolCallID == ""
+			},
+			func() (message, error) { return message{Role: model.RoleSystem, Content: block}, nil })
 	}
-	for i, m := range req.Messages {
-		msg, err := buildMessage(m)
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		err := add(func() elemKey { return messageKey(m) }, func(k *elemKey) bool { return k.sameMessage(m) },
+			func() (message, error) { return buildMessage(*m) })
 		if err != nil {
 			return request{}, fmt.Errorf("build chat request: message %d: %w", i, err)
 		}
-		p.Messages = append(p.Messages, msg)
 	}
-	if len(p.Messages) == 0 {
+	if p.skip > 0 {
+		p.head = pre.body[:pre.ends[p.skip-1]]
+		p.next.ends = p.next.ends[:p.skip]
+	}
+	if len(p.Messages) == 0 && p.skip == 0 {
 		return request{}, fmt.Errorf("build chat request: no messages")
 	}
 	if effort := strings.ToLower(strings.TrimSpace(req.ReasoningEffort)); effort != "" {

@@ -92,6 +92,7 @@ func Run(t *testing.T, w Wire) {
 		{"tool calls assembled across chunks", w.toolCalls},
 		{"reasoning streams before text", w.reasoning},
 		{"history round trip", w.history},
+		{"a memo never changes the bytes sent", w.memoSameBytes},
 		{"static headers sent", w.staticHeaders},
 		{"bad requests fail before sending", w.badRequests},
 		{"another wire's extra never sent", w.foreignExtra},
