@@ -66,9 +66,12 @@ type rig struct {
 	turns  int
 }
 
-func newRig(b *testing.B, turns int) *rig {
+func newRig(b *testing.B, turns int) *rig { return newRigWith(b, turns, 4, script(turns)) }
+
+// newRigWith is newRig with the engine's run concurrency and the script.
+func newRigWith(b *testing.B, turns, concurrency int, sc scripted.Script) *rig {
 	b.Helper()
-	fake, err := scripted.Start(script(turns))
+	fake, err := scripted.Start(sc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +106,7 @@ func newRig(b *testing.B, turns int) *rig {
 		ToolNames: func(string) []string { return reg.Names() },
 		Budget:    func(string) engine.Budget { return budget },
 	})
-	q := queue.New(st, eng.Execute, 4, nil)
+	q := queue.New(st, eng.Execute, concurrency, nil)
 	if err := q.Open(); err != nil {
 		b.Fatal(err)
 	}
