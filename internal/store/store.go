@@ -212,7 +212,14 @@ func migrateDB(ctx context.Context, w *sql.DB, path string, ms []migration) erro
 }
 
 // tx runs fn in one immediate write transaction.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error { return txOn(ctx, s.w, fn) }
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := txOn(ctx, s.w, fn); err != nil {
+		return err
+	}
+	// The writer connection is free again: prepare what fn ran unprepared.
+	s.wstmts.prepareWanted(ctx, s.w)
+	return nil
+}
 
 // txOn runs fn in one immediate write transaction on w.
 func txOn(ctx context.Context, w *sql.DB, fn func(*sql.Tx) error) error {
@@ -224,10 +231,5 @@ func txOn(ctx context.Context, w *sql.DB, fn func(*sql.Tx) error) error {
 		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	// The writer connection is free again: prepare what fn ran unprepared.
-	s.wstmts.prepareWanted(ctx, s.w)
-	return nil
+	return tx.Commit()
 }
