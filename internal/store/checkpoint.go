@@ -57,9 +57,9 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 		}
 		u := st.Usage
 		var step int
-		err := s.queryRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		err := s.scanRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
-			WHERE id = ? AND status = 'running' RETURNING steps`, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID).Scan(&step)
+			WHERE id = ? AND status = 'running' RETURNING steps`, []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID}, &step)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
 		}

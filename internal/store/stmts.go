@@ -56,7 +56,7 @@ func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
 	clear(c.want)
 	c.mu.Unlock()
 	for _, q := range qs {
-		st, err := db.PrepareContext(ctx, q)
+		st, err := db.PrepareContext(ctx, q) //nolint:sqlclosecheck // cached: close() closes it
 		if err != nil {
 			continue // the next transaction runs it unprepared and asks again
 		}
@@ -85,27 +85,32 @@ func (c *stmtCache) close() {
 // exec runs a write statement inside tx, prepared when it has been seen
 // before.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if st := s.wstmts.get(query); st != nil {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := s.wstmts.get(query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
+		ts := tx.StmtContext(ctx, st)
+		defer ts.Close() // only the transaction's handle; the compiled statement stays
+		return ts.ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
 }
 
-// queryRow is exec for a statement that returns one row (RETURNING).
-func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if st := s.wstmts.get(query); st != nil {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+// scanRow is exec for a statement that returns one row (RETURNING),
+// scanned into dest.
+func (s *Store) scanRow(ctx context.Context, tx *sql.Tx, query string, args []any, dest ...any) error {
+	if st := s.wstmts.get(query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
+		ts := tx.StmtContext(ctx, st)
+		defer ts.Close()
+		return ts.QueryRowContext(ctx, args...).Scan(dest...)
 	}
-	return tx.QueryRowContext(ctx, query, args...)
+	return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
 }
 
 // readRow runs a one-row read on the reader pool through a statement
 // prepared at its first use.
 func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
-	st := s.rstmts.get(query)
+	st := s.rstmts.get(query) //nolint:sqlclosecheck // cached: Store.Close closes it
 	if st == nil {
 		s.rstmts.prepareWanted(ctx, s.r)
-		if st = s.rstmts.get(query); st == nil {
+		if st = s.rstmts.get(query); st == nil { //nolint:sqlclosecheck // cached: Store.Close closes it
 			return s.r.QueryRowContext(ctx, query, args...)
 		}
 	}
