@@ -29,8 +29,10 @@ var walkJS string
 //     base is the first ref number to hand out when the document has no
 //     refs yet; pass the previous walk's Next so refs never repeat within a
 //     page across navigations.
-//   - ("locate", n) returns {json, el}: where the element behind ref eN is
-//     (see [ParseLocation]) and the element itself.
+//   - ("locate", n) returns {json, el, root}: where the element behind ref
+//     eN is (see [ParseLocation]), the element itself and the shadow root
+//     holding it (null in a document); ("reveal", n) first scrolls it, and
+//     every frame holding it, into view.
 //
 // Refs are kept in the page (a WeakMap from element to number and back), so
 // the same element keeps its ref across walks for as long as it lives.
@@ -215,7 +217,10 @@ type Location struct {
 	Width     float64 `json:"width"`
 	Height    float64 `json:"height"`
 	Visible   bool    `json:"visible"`
-	InFrame   bool    `json:"inFrame"`
+	// Hit is true when the point at the center lands on the element or
+	// inside it, not on something covering it.
+	Hit     bool `json:"hit"`
+	InFrame bool `json:"inFrame"`
 }
 
 // ParseLocation decodes the walker's "locate" answer.

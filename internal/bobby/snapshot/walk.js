@@ -3,7 +3,8 @@
 // with (op, arg):
 //   op "walk",   arg = the first ref number to hand out when this document
 //                has none yet: returns {json, frames}
-//   op "locate", arg = a ref number: returns {json, el, root}, root being
+//   op "locate" (or "reveal", which first scrolls it into view), arg = a
+//                ref number: returns {json, el, root}, root being
 //                the shadow root holding el (null in a document)
 // json is a JSON text (one round trip, no per-node protocol values); frames
 // lists the contentWindow of every iframe node by its index, so the
@@ -448,15 +449,32 @@ function bobbyA11y(op, arg) {
     const root = { r: 'RootWebArea', n: document.title, p: { url: location.href }, c: kids };
     return { json: JSON.stringify({ root, next: st.next }), frames };
   }
-  if (op === 'locate') {
+  if (op === 'locate' || op === 'reveal') {
     const ref = st.byId.get(Number(arg));
     const el = ref && ref.deref();
     if (!el) return { json: JSON.stringify({ found: false }), el: null };
     if (!el.isConnected) return { json: JSON.stringify({ found: true, connected: false }), el: null };
+    if (op === 'reveal') {
+      // Bring the element (and each frame holding it) into view before a
+      // pointer action aims at it.
+      let e = el;
+      while (e) {
+        e.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+        const fw = e.ownerDocument.defaultView;
+        e = fw && fw !== top ? fw.frameElement : null;
+      }
+    }
     // The element's box in the top-level viewport: add each frame's offset
     // (its box plus border and padding) on the way up.
     const r = el.getBoundingClientRect();
     let x = r.left, y = r.top, visible = r.width > 0 && r.height > 0;
+    // hit: the point a click aims at lands on the element (or inside it),
+    // not on something covering it.
+    let hit = false;
+    try {
+      let at = el.getRootNode().elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+      hit = !!at && (at === el || el.contains(at) || (at.shadowRoot && at.shadowRoot.contains(el)) || (el.labels && Array.from(el.labels).some((l) => l === at || l.contains(at))));
+    } catch (e) { hit = false; }
     let w = el.ownerDocument.defaultView, inFrame = false;
     while (w && w !== top && w.frameElement) {
       inFrame = true;
@@ -470,7 +488,7 @@ function bobbyA11y(op, arg) {
     return {
       json: JSON.stringify({
         found: true, connected: true, role: roleOf(el), name: nameOf(el, roleOf(el)).name,
-        x: x + r.width / 2, y: y + r.height / 2, width: r.width, height: r.height, visible, inFrame,
+        x: x + r.width / 2, y: y + r.height / 2, width: r.width, height: r.height, visible, hit, inFrame,
       }),
       el,
       root: el.getRootNode() instanceof ShadowRoot ? el.getRootNode() : null,
