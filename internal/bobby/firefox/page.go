@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
@@ -27,7 +28,12 @@ type Page struct {
 
 	mu   sync.Mutex
 	next int64 // the ref number the next new document starts from
+
+	dmu    sync.Mutex
+	prompt *Prompt // the open dialog, while WatchDialogs runs
 }
+
+type bidiEvent = bidi.Event
 
 // NewPage wraps the browsing context bc of conn.
 func NewPage(conn *bidi.Conn, bc string) *Page { return &Page{conn: conn, bc: bc, next: 1} }
@@ -240,10 +246,34 @@ func (p *Page) Click(ctx context.Context, t snapshot.Target, o ClickOptions) (Lo
 	if len(keys) > 0 {
 		actions = append(actions, map[string]any{"type": "key", "id": "bobby-keys", "actions": key})
 	}
-	if err := p.conn.PerformActions(ctx, p.bc, actions); err != nil {
-		return loc, fmt.Errorf("click %s: %w", loc.Ref, err)
+	return loc, p.perform(ctx, "click "+loc.Ref, actions)
+}
+
+// perform runs input actions. Firefox answers input.performActions only
+// once the events were handled, and a handler that opens alert() or
+// confirm() holds that answer until the dialog closes: when the page
+// watches dialogs, a dialog opening ends the wait (the action did happen;
+// the dialog is the caller's to handle).
+func (p *Page) perform(ctx context.Context, what string, actions []any) error {
+	done := make(chan error, 1)
+	go func() { done <- p.conn.PerformActions(ctx, p.bc, actions) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			return nil
+		case <-tick.C:
+			if _, open := p.Dialog(); open {
+				return nil
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		}
 	}
-	return loc, nil
 }
 
 // TypeText types text into the focused element, one key press per
@@ -263,9 +293,5 @@ func (p *Page) TypeText(ctx context.Context, text string) error {
 		}
 		key = append(key, map[string]any{"type": "keyDown", "value": k}, map[string]any{"type": "keyUp", "value": k})
 	}
-	err := p.conn.PerformActions(ctx, p.bc, []any{map[string]any{"type": "key", "id": "bobby-keys", "actions": key}})
-	if err != nil {
-		return fmt.Errorf("type text: %w", err)
-	}
-	return nil
+	return p.perform(ctx, "type text", []any{map[string]any{"type": "key", "id": "bobby-keys", "actions": key}})
 }

@@ -3,6 +3,9 @@
 // with (op, arg):
 //   op "walk",   arg = the first ref number to hand out when this document
 //                has none yet: returns {json, frames}
+//   op "read",   arg = a ref number or 0 for the page: returns {json} with
+//                its text, value (never a password's), visibility, and the
+//                document's url and readyState, for waits
 //   op "locate" (or "reveal", which first scrolls it into view), arg = a
 //                ref number: returns {json, el, root}, root being
 //                the shadow root holding el (null in a document)
@@ -448,6 +451,24 @@ function bobbyA11y(op, arg) {
     if (document.body) walkChildren(document.body, kids, active === document.body ? null : active, 0);
     const root = { r: 'RootWebArea', n: document.title, p: { url: location.href }, c: kids };
     return { json: JSON.stringify({ root, next: st.next }), frames };
+  }
+  if (op === 'read') {
+    // What a wait compares: the text, value and visibility of the element
+    // behind a ref, or of the page (arg 0), and the document's state.
+    const base = { url: location.href, readyState: document.readyState };
+    if (!Number(arg)) {
+      return { json: JSON.stringify(Object.assign(base, { found: true, connected: true, visible: true,
+        text: document.body ? document.body.innerText : '', value: '' })), el: null };
+    }
+    const ref = st.byId.get(Number(arg));
+    const el = ref && ref.deref();
+    if (!el || !el.isConnected) return { json: JSON.stringify(Object.assign(base, { found: !!el, connected: false })), el: null };
+    const r = el.getBoundingClientRect();
+    const s = styleOf(el);
+    const visible = r.width > 0 && r.height > 0 && !!s && s.visibility !== 'hidden' && s.visibility !== 'collapse';
+    const value = (el.localName === 'input' && el.type === 'password') ? '' : (el.value != null ? String(el.value) : '');
+    return { json: JSON.stringify(Object.assign(base, { found: true, connected: true, visible,
+      text: el.innerText != null ? el.innerText : el.textContent, value })), el: null };
   }
   if (op === 'locate' || op === 'reveal') {
     const ref = st.byId.get(Number(arg));

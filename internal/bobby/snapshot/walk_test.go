@@ -486,3 +486,28 @@ func mustSnap(t testing.TB, w *Walk, o Options) *Snapshot {
 	}
 	return s
 }
+
+// BenchmarkSnapshotEngines takes the catalogue's snapshot on both engines:
+// time per snapshot, and the bytes an agent reads (the same text on both).
+func BenchmarkSnapshotEngines(b *testing.B) {
+	url := allFixtures().URL + "/catalog.html"
+	b.Run("chromium", func(b *testing.B) {
+		ctx := browser.Open(b, url)
+		var s *Snapshot
+		for b.Loop() {
+			var err error
+			if s, err = Take(ctx, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(s.Bytes), "bytes/snapshot")
+	})
+	b.Run("firefox", func(b *testing.B) {
+		p := ffOpen(b, url)
+		var s *Snapshot
+		for b.Loop() {
+			s = p.take(b, Options{})
+		}
+		b.ReportMetric(float64(s.Bytes), "bytes/snapshot")
+	})
+}
