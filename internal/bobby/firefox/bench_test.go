@@ -3,6 +3,7 @@ package firefox
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
@@ -46,7 +47,9 @@ func BenchmarkClickSettled(b *testing.B) {
 		if _, err := p.Click(ctx, box, ClickOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		for eval(b, p, `document.querySelector('[name=news]').checked`) != want { //nolint:revive // settled: the page shows the new state
+		// Settled: the page shows the new state.
+		for eval(b, p, `document.querySelector('[name=news]').checked`) != want {
+			time.Sleep(time.Millisecond)
 		}
 		want = !want
 	}
