@@ -470,3 +470,68 @@ func FuzzRemoteValueDecode(f *testing.F) {
 		_, _ = v.Decode() // must not panic, whatever the page returned
 	})
 }
+
+func TestSandboxIsolatesGlobalsAndLocatorUsesTheBrowsersRoles(t *testing.T) {
+	b := firefox(t)
+	ctx := testCtx(t)
+	_, bc := tab(t, b)
+	srv := fixture(t, `<!doctype html><title>s</title><label>Email <input id="e"></label><iframe srcdoc="<button>Inner</button>"></iframe>
+<div role="button" aria-label="Fancy">x</div><script>window.pageSecret = 7;</script>`)
+	if _, err := b.Navigate(ctx, bc, srv.URL, WaitComplete); err != nil {
+		t.Fatal(err)
+	}
+	// A sandbox shares the DOM, not the page's globals, and keeps its own
+	// across calls.
+	v, err := b.CallFunctionIn(ctx, bc, "iso", `() => { window.mine = 'kept'; return [typeof window.pageSecret, document.getElementById('e').localName, document.querySelector('iframe').contentWindow]; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := v.Items()
+	if len(items) != 3 {
+		t.Fatalf("sandbox call answered %+v", v)
+	}
+	if got, _ := items[0].Decode(); got != "undefined" {
+		t.Errorf("the sandbox sees the page's global: typeof = %v", got)
+	}
+	if got, _ := items[1].Decode(); got != "input" {
+		t.Errorf("the sandbox does not see the DOM: %v", got)
+	}
+	frame := items[2].WindowContext()
+	tree, err := b.Tree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	for _, c := range tree {
+		if c.Context == bc && len(c.Children) == 1 {
+			child = c.Children[0].Context
+		}
+	}
+	if frame == "" || frame != child {
+		t.Errorf("the iframe's window serializes as context %q, the tree says %q", frame, child)
+	}
+	again, err := b.CallFunctionIn(ctx, bc, "iso", `() => ({mine: window.mine})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := again.Field("mine"); !ok || f.Type != "string" {
+		t.Errorf("the sandbox lost its global between calls: %+v", again)
+	}
+	if page, _ := b.Evaluate(ctx, bc, `typeof window.mine`); page.Type != "string" || string(page.Value) != `"undefined"` {
+		t.Errorf("the page sees the sandbox's global: %+v", page)
+	}
+	// Firefox's accessibility engine names the label-less div by aria-label
+	// and the input by its label.
+	for _, q := range []struct{ role, name string }{{"button", "Fancy"}, {"textbox", "Email"}} {
+		nodes, err := b.LocateByRole(ctx, bc, q.role, q.name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) != 1 || nodes[0].SharedID == "" {
+			t.Errorf("locate %s %q: %+v", q.role, q.name, nodes)
+		}
+	}
+	if nodes, err := b.LocateByRole(ctx, child, "button", "Inner", 0); err != nil || len(nodes) != 1 {
+		t.Errorf("locate inside the iframe's context: %v %+v", err, nodes)
+	}
+}

@@ -201,6 +201,13 @@ func (c *Conn) Evaluate(ctx context.Context, bc, expression string) (RemoteValue
 // with args (Go values, serialized as BiDi local values: strings, numbers,
 // booleans, nil, slices and string-keyed maps), awaiting a returned promise.
 func (c *Conn) CallFunction(ctx context.Context, bc, fn string, args ...any) (RemoteValue, error) {
+	return c.CallFunctionIn(ctx, bc, "", fn, args...)
+}
+
+// CallFunctionIn is CallFunction in the named sandbox of bc ("" = the page
+// realm): an isolated realm over the same DOM whose globals page scripts
+// neither see nor replace. A sandbox lives as long as its document.
+func (c *Conn) CallFunctionIn(ctx context.Context, bc, sandbox, fn string, args ...any) (RemoteValue, error) {
 	local := make([]any, len(args))
 	for i, a := range args {
 		v, err := LocalValue(a)
@@ -209,9 +216,13 @@ func (c *Conn) CallFunction(ctx context.Context, bc, fn string, args ...any) (Re
 		}
 		local[i] = v
 	}
+	target := map[string]string{"context": bc}
+	if sandbox != "" {
+		target["sandbox"] = sandbox
+	}
 	var out evalResult
 	err := c.Call(ctx, "script.callFunction", map[string]any{
-		"functionDeclaration": fn, "arguments": local, "target": map[string]string{"context": bc},
+		"functionDeclaration": fn, "arguments": local, "target": target,
 		"awaitPromise": true, "userActivation": true,
 	}, &out)
 	if err != nil {
@@ -334,6 +345,56 @@ func (v RemoteValue) Decode() (any, error) {
 	}
 }
 
+// Field returns the entry named key of an object value.
+func (v RemoteValue) Field(key string) (RemoteValue, bool) {
+	if v.Type != "object" && v.Type != "map" {
+		return RemoteValue{}, false
+	}
+	var pairs [][2]json.RawMessage
+	if json.Unmarshal(v.Value, &pairs) != nil {
+		return RemoteValue{}, false
+	}
+	for _, p := range pairs {
+		var k string
+		if json.Unmarshal(p[0], &k) != nil || k != key {
+			continue
+		}
+		var out RemoteValue
+		if json.Unmarshal(p[1], &out) != nil {
+			return RemoteValue{}, false
+		}
+		return out, true
+	}
+	return RemoteValue{}, false
+}
+
+// Items returns the elements of an array or set value.
+func (v RemoteValue) Items() []RemoteValue {
+	if v.Type != "array" && v.Type != "set" {
+		return nil
+	}
+	var out []RemoteValue
+	if json.Unmarshal(v.Value, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// WindowContext returns the browsing context id of a window value (a
+// frame's contentWindow), "" for any other value.
+func (v RemoteValue) WindowContext() string {
+	if v.Type != "window" {
+		return ""
+	}
+	var w struct {
+		Context string `json:"context"`
+	}
+	if json.Unmarshal(v.Value, &w) != nil {
+		return ""
+	}
+	return w.Context
+}
+
 // Cookie is a cookie as BiDi's storage module reports it.
 type Cookie struct {
 	Name     string `json:"name"`
@@ -428,4 +489,36 @@ func (c *Conn) PerformActions(ctx context.Context, bc string, actions []any) err
 // pressed in context.
 func (c *Conn) ReleaseActions(ctx context.Context, bc string) error {
 	return c.Call(ctx, "input.releaseActions", map[string]string{"context": bc}, nil)
+}
+
+// LocateByRole lists the nodes of bc's document whose role and accessible
+// name, as Firefox's own accessibility engine computes them, are role and
+// name (name "" = any), up to max (0 = all), searching under the nodes with
+// the shared ids start (none = the document; a shadow root's id searches
+// inside it, which the document search does not enter). It is the
+// browser's truth for what an in-page computation approximates.
+func (c *Conn) LocateByRole(ctx context.Context, bc, role, name string, max int, start ...string) ([]RemoteValue, error) {
+	v := map[string]string{}
+	if role != "" {
+		v["role"] = role
+	}
+	if name != "" {
+		v["name"] = name
+	}
+	p := map[string]any{"context": bc, "locator": map[string]any{"type": "accessibility", "value": v}}
+	if max > 0 {
+		p["maxNodeCount"] = max
+	}
+	if len(start) > 0 {
+		refs := make([]map[string]string, len(start))
+		for i, id := range start {
+			refs[i] = map[string]string{"sharedId": id}
+		}
+		p["startNodes"] = refs
+	}
+	var out struct {
+		Nodes []RemoteValue `json:"nodes"`
+	}
+	err := c.Call(ctx, "browsingContext.locateNodes", p, &out)
+	return out.Nodes, err
 }

@@ -106,6 +106,8 @@ func TestDoctor(t *testing.T) {
 	expired := write("expired.toml", "[[principals]]\nname = \"agent\"\ntoken_sha256 = \""+hash+"\"\ncapabilities = [\"page:read\"]\nexpires_at = 2026-08-01T00:00:00Z\n")
 	badCap := write("badcap.toml", "[[principals]]\nname = \"agent\"\ntoken_sha256 = \""+hash+"\"\ncapabilities = [\"root\"]\n")
 	badBrowser := write("nobrowser.toml", "[browser]\npath = \"/nonexistent/chromium\"\n")
+	firefox := write("firefox.toml", "[browser]\nengine = \"firefox\"\n[[principals]]\nname = \"agent\"\ntoken_sha256 = \""+hash+"\"\ncapabilities = [\"page:read\"]\n")
+	noFirefox := write("nofirefox.toml", "[browser]\nengine = \"firefox\"\npath = \"/nonexistent/firefox\"\n")
 
 	for _, tt := range []struct {
 		name, config, listen string
@@ -118,8 +120,18 @@ func TestDoctor(t *testing.T) {
 		{"expired fails", expired, "127.0.0.1:0", false, true, []string{"FAIL credential  agent expired"}},
 		{"bad capability fails", badCap, "127.0.0.1:0", false, true, []string{"FAIL config", "unknown capability"}},
 		{"missing browser fails", badBrowser, "127.0.0.1:0", true, true, []string{"FAIL browser"}},
+		// Firefox: the engine is refused by the config (its tools are not
+		// built), yet doctor launches it and opens a BiDi session.
+		{"firefox engine", firefox, "127.0.0.1:0", true, true, []string{"FAIL config", "not yet supported",
+			"ok   browser     /usr/bin/firefox-esr launches and its WebDriver BiDi endpoint opens a session (firefox 1", "ok   listen"}},
+		{"missing firefox fails", noFirefox, "127.0.0.1:0", true, true, []string{"FAIL browser     /nonexistent/firefox: no WebDriver BiDi session"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.config == firefox {
+				if _, err := os.Stat(config.DefaultFirefoxPath); err != nil && os.Getenv("CI") == "" {
+					t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", config.DefaultFirefoxPath)
+				}
+			}
 			var out strings.Builder
 			err := Doctor(context.Background(), &out, DoctorOptions{ConfigPath: tt.config, Listen: tt.listen, Now: now, SkipBrowser: !tt.browser})
 			if (err != nil) != tt.wantErr {
@@ -131,6 +143,12 @@ func TestDoctor(t *testing.T) {
 				}
 			}
 		})
+	}
+	// serve refuses the engine whose tools are not built, saying what is missing.
+	var errb strings.Builder
+	if err := Main(context.Background(), []string{"serve", "--config", firefox}, nil, &errb, &errb, config.Env{}); err == nil ||
+		!strings.Contains(err.Error(), "not yet supported") || !strings.Contains(err.Error(), "engine seam") {
+		t.Errorf("serve with engine = firefox: %v", err)
 	}
 	// A taken listen address fails.
 	var out strings.Builder

@@ -2,6 +2,7 @@ package cmdline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/deltaharness/delta/internal/bobby/bidi"
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/config"
 	"github.com/deltaharness/delta/internal/bobby/gateway"
@@ -25,6 +27,10 @@ type DoctorOptions struct {
 
 // doctorBrowser launches the configured browser for real and asks its version.
 func doctorBrowser(ctx context.Context, cfg config.Config, report func(level, check, format string, args ...any)) {
+	if cfg.Browser.Engine == config.EngineFirefox {
+		doctorFirefox(ctx, cfg, report)
+		return
+	}
 	rt := browser.New(browser.Options{
 		ExecPath: cfg.Browser.Path, ExtraFlags: cfg.Browser.Flags, DataDir: cfg.Browser.DataDir,
 		Logger: slog.New(slog.DiscardHandler), LaunchTimeout: 30 * time.Second,
@@ -42,6 +48,25 @@ func doctorBrowser(ctx context.Context, cfg config.Config, report func(level, ch
 		return
 	}
 	report("ok", "browser", "%s launches (%s)", cfg.Browser.Path, v)
+}
+
+// doctorFirefox launches Firefox, connects to its WebDriver BiDi endpoint
+// and opens a session: the whole path the Firefox engine needs.
+func doctorFirefox(ctx context.Context, cfg config.Config, report func(level, check, format string, args ...any)) {
+	lctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	b, err := bidi.Launch(lctx, bidi.LaunchOptions{Path: cfg.Browser.Path, DataDir: cfg.Browser.DataDir, Args: cfg.Browser.Flags})
+	if err != nil {
+		report("FAIL", "browser", "%s: no WebDriver BiDi session: %v", cfg.Browser.Path, err)
+		return
+	}
+	defer b.Close()
+	if _, err := b.Tree(lctx); err != nil {
+		report("FAIL", "browser", "%s: the BiDi session does not answer: %v", cfg.Browser.Path, err)
+		return
+	}
+	report("ok", "browser", "%s launches and its WebDriver BiDi endpoint opens a session (%s %s)",
+		cfg.Browser.Path, b.Capabilities.BrowserName, b.Capabilities.BrowserVersion)
 }
 
 // Doctor checks what `bobby serve` needs and prints one line per check:
@@ -65,10 +90,14 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 	if err == nil {
 		_, err = gateway.PrincipalsFromConfig(cfg)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, config.ErrEngineNotReady) && cfg.Browser.Engine != "":
+		// The rest of the file is sound: check that engine's browser anyway.
+		report("FAIL", "config", "%v", err)
+	case err != nil:
 		report("FAIL", "config", "%v", err)
 		cfg = config.Default()
-	} else {
+	default:
 		src := cfg.Path
 		if src == "" {
 			src = "(defaults; no file)"

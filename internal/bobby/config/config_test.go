@@ -148,6 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{"node without url", "[nodes.v]\nmodel = \"m\"", "nodes.v.url"},
 		{"bad syntax", "[http\nlisten=", "parse toml"},
 		{"wrong type", "[http]\nlisten = 5", "listen"},
+		{"unknown engine", "[browser]\nengine = \"webkit\"", "browser.engine"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.toml), noEnv)
@@ -158,6 +159,26 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, tt.wantKey)
 			}
 		})
+	}
+}
+
+func TestEngineFirefoxIsRefusedWithWhatIsMissing(t *testing.T) {
+	cfg, err := Parse([]byte("[browser]\nengine = \"firefox\""), noEnv)
+	if !errors.Is(err, ErrEngineNotReady) || !strings.Contains(err.Error(), "browser.engine") ||
+		!strings.Contains(err.Error(), "not yet supported") || !strings.Contains(err.Error(), `engine = "chromium"`) {
+		t.Fatalf("firefox engine: %v, want a not-yet-supported error naming the key and the way out", err)
+	}
+	// The configuration comes back beside the error, for bobby doctor.
+	if cfg.Browser.Engine != EngineFirefox || cfg.Browser.Path != DefaultFirefoxPath {
+		t.Errorf("engine %q path %q, want firefox at %s", cfg.Browser.Engine, cfg.Browser.Path, DefaultFirefoxPath)
+	}
+	cfg, err = Parse([]byte("[browser]\nengine = \"firefox\"\npath = \"/opt/ff/firefox\"\n[http]\nmax_sessions = 0"), noEnv)
+	if err == nil || cfg.Browser.Engine != "" {
+		t.Errorf("another bad key beside the engine: cfg %+v, err %v; want the zero config", cfg.Browser, err)
+	}
+	cfg, err = Parse([]byte("[browser]\nengine = \"chromium\""), noEnv)
+	if err != nil || cfg.Browser.Path != DefaultBrowserPath {
+		t.Errorf("chromium engine: path %q, %v", cfg.Browser.Path, err)
 	}
 }
 

@@ -21,6 +21,17 @@
 // control described as X" from it, or answers nothing when the description
 // is ambiguous, partial or below [ConfidenceFloor].
 //
+// On engines without an accessibility-tree command (Firefox over WebDriver
+// BiDi), [WalkFunction] is an in-page walker that computes roles (explicit
+// role, else the implicit HTML mapping) and accessible names (labelledby,
+// aria-label, labels, alt, title, placeholder, content) in Chromium's role
+// vocabulary, descending into same-origin iframes and open shadow roots and
+// skipping hidden nodes; [ParseWalk] builds the same node tree from its
+// answer, so [Walk.Snapshot] renders with the same rules. Its refs are
+// numbers the page keeps per element (a WeakMap in an isolated realm), so a
+// ref lives as long as its element, and a new document continues the
+// numbering instead of reusing old refs.
+//
 // The functions take a chromedp page context (chromedp.FromContext(ctx).Target
 // set) as their first argument and never open a tab; the caller applies
 // timeouts and dialog guards. This package does not import internal/bobby/browser.

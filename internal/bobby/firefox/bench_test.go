@@ -1,0 +1,59 @@
+package firefox
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/bobby/snapshot"
+)
+
+// BenchmarkSessionStart is a new isolated session with its first page: a
+// user context and a tab in it, as browser.BenchmarkSessionStart measures
+// Chromium's (the close is outside the timer).
+func BenchmarkSessionStart(b *testing.B) {
+	open(b, "/signup.html") // launches the shared Firefox
+	ctx := context.Background()
+	for b.Loop() {
+		uc, err := shared.CreateUserContext(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := shared.CreateTab(ctx, uc); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer() // as Chromium's bench: the close is not the start
+		if err := shared.RemoveUserContext(ctx, uc); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkClickSettled clicks a checkbox by its ref and waits until the
+// page shows the new state.
+func BenchmarkClickSettled(b *testing.B) {
+	p := open(b, "/signup.html")
+	ctx := context.Background()
+	s, err := p.Snapshot(ctx, snapshot.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var box snapshot.Target
+	for _, n := range s.Nodes {
+		if n.Role == "checkbox" && n.Name == "Send me product news" {
+			box = n.Target()
+		}
+	}
+	want := true
+	for b.Loop() {
+		if _, err := p.Click(ctx, box, ClickOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		// Settled: the page shows the new state.
+		for eval(b, p, `document.querySelector('[name=news]').checked`) != want {
+			time.Sleep(time.Millisecond)
+		}
+		want = !want
+	}
+}

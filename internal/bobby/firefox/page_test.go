@@ -1,0 +1,321 @@
+package firefox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/snapshot"
+)
+
+var (
+	shared     *bidi.Browser
+	sharedErr  error
+	sharedOnce sync.Once
+	fixtures   *httptest.Server
+)
+
+func TestMain(m *testing.M) {
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir("../gateway/testdata")))
+	mux.HandleFunc("/keys.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><title>Keys</title>
+<button id="b" style="margin-top:2000px">Far button</button>
+<script>window.seen = []; document.getElementById('b').addEventListener('click',
+  (e) => window.seen.push({shift: e.shiftKey, ctrl: e.ctrlKey, alt: e.altKey, detail: e.detail}));</script>`))
+	})
+	mux.HandleFunc("/dyn.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><title>Dyn</title>
+<label>Code <input id="code"></label>
+<p id="gone">Loading…</p>
+<button id="ask" onclick="window.answer = confirm('Delete the draft?')">Delete</button>
+<script>setTimeout(() => { document.getElementById('gone').remove();
+  const p = document.createElement('p'); p.textContent = 'Ready to go'; document.body.appendChild(p);
+  history.pushState({}, "", "/dyn.html?step=2"); }, 500);</script>`))
+	})
+	// The form posts here; the welcome page is what a user lands on.
+	mux.HandleFunc("POST /welcome.html", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, "../gateway/testdata/welcome.html")
+	})
+	fixtures = httptest.NewServer(mux)
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	fixtures.Close()
+	os.Exit(code)
+}
+
+// open launches (once) a real headless Firefox and opens a tab in a fresh
+// user context at path. Without Firefox the tests skip, except under CI.
+func open(t testing.TB, path string) *Page {
+	t.Helper()
+	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
+		}
+		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
+	}
+	sharedOnce.Do(func() { shared, sharedErr = bidi.Launch(context.Background(), bidi.LaunchOptions{}) })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	ctx := testCtx(t)
+	uc, err := shared.CreateUserContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shared.RemoveUserContext(context.Background(), uc) })
+	bc, err := shared.CreateTab(ctx, uc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.SetViewport(ctx, bc, 1024, 768); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPage(shared.Conn, bc)
+	if _, err := p.Navigate(ctx, fixtures.URL+path); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func eval(t testing.TB, p *Page, expr string) any {
+	t.Helper()
+	v, err := p.conn.Evaluate(testCtx(t), p.bc, expr)
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	d, _ := v.Decode()
+	return d
+}
+
+// TestFormLoopOnFirefox signs up through the snapshot's refs: click each
+// field, type, tick the terms, submit, and land on the welcome page.
+func TestFormLoopOnFirefox(t *testing.T) {
+	p := open(t, "/signup.html")
+	ctx := testCtx(t)
+	s, err := p.Snapshot(ctx, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(role, name string) snapshot.Target {
+		for _, n := range s.Nodes {
+			if n.Role == role && n.Name == name {
+				return n.Target()
+			}
+		}
+		t.Fatalf("no %s %q in:\n%s", role, name, s.Text)
+		return snapshot.Target{}
+	}
+	for _, f := range []struct{ role, name, text string }{
+		{"textbox", "Email", "ada@example.com"},
+		{"textbox", "Full name", "Ada Lovelace"},
+		{"textbox", "Password", "correct horse battery"},
+	} {
+		if _, err := p.Click(ctx, ref(f.role, f.name), ClickOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.TypeText(ctx, f.text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Click(ctx, ref("checkbox", "I accept the terms"), ClickOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := p.Snapshot(ctx, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`textbox "Email" [required] [ref=`, `]: "ada@example.com"`, `textbox "Password" [required] [hasValue]`,
+		`checkbox "I accept the terms" [checked]`} {
+		if !strings.Contains(after.Text, want) {
+			t.Errorf("after filling, the snapshot lacks %q:\n%s", want, after.Text)
+		}
+	}
+	if strings.Contains(after.Text, "correct horse") {
+		t.Errorf("the snapshot shows the password:\n%s", after.Text)
+	}
+	if got := eval(t, p, `document.querySelector('[name=name]').value`); got != "Ada Lovelace" {
+		t.Errorf("full name field holds %v", got)
+	}
+	if _, err := p.Click(ctx, ref("button", "Create account"), ClickOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if eval(t, p, `document.title`) == "Welcome" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done, err := p.Snapshot(ctx, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Title != "Welcome" || !strings.Contains(done.Text, `heading "Welcome aboard"`) {
+		t.Errorf("submitting did not land on the welcome page: %q\n%s", done.Title, done.Text)
+	}
+	// The old page's refs are gone, and say so with the repair.
+	if _, err := p.Locate(ctx, ref("button", "Create account"), false); !errors.Is(err, snapshot.ErrTargetNotFound) {
+		t.Errorf("a ref of the left page: %v", err)
+	}
+}
+
+func TestClickHoldsModifiersAndScrollsIntoView(t *testing.T) {
+	p := open(t, "/keys.html")
+	ctx := testCtx(t)
+	far := snapshot.Target{Role: "button", Name: "Far button"}
+	if _, err := p.Click(ctx, far, ClickOptions{Modifiers: []string{"Shift", "Control"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Click(ctx, far, ClickOptions{Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	got := eval(t, p, `JSON.stringify(window.seen)`)
+	want := `[{"shift":true,"ctrl":true,"alt":false,"detail":1},{"shift":false,"ctrl":false,"alt":false,"detail":1},{"shift":false,"ctrl":false,"alt":false,"detail":2}]`
+	if got != want {
+		t.Errorf("clicks seen %v\nwant        %s", got, want)
+	}
+	for _, o := range []ClickOptions{{Modifiers: []string{"Hyper"}}, {Button: "fourth"}, {Count: 9}} {
+		if _, err := p.Click(ctx, far, o); err == nil {
+			t.Errorf("click %+v accepted", o)
+		}
+	}
+	if _, err := p.Locate(ctx, snapshot.Target{Selector: "#b"}, false); !errors.Is(err, snapshot.ErrInvalidTarget) {
+		t.Errorf("selector target: %v", err)
+	}
+	// A covered element is refused with a reason, never clicked blind.
+	eval(t, p, `(() => { const d = document.createElement('div'); d.style.cssText = 'position:fixed;inset:0;z-index:9;background:#fff'; document.body.appendChild(d); })()`)
+	if _, err := p.Click(ctx, far, ClickOptions{}); !errors.Is(err, ErrNotInteractable) {
+		t.Errorf("click through an overlay: %v", err)
+	}
+}
+
+func TestWaitsOnFirefox(t *testing.T) {
+	p := open(t, "/dyn.html")
+	ctx := testCtx(t)
+	s, err := p.Snapshot(ctx, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code snapshot.Target
+	for _, n := range s.Nodes {
+		if n.Role == "textbox" && n.Name == "Code" {
+			code = n.Target()
+		}
+	}
+	// The paragraph renders as text, without a ref; the walker numbered
+	// its element all the same.
+	gone := snapshot.Target{Ref: refOfID(t, p, "gone")}
+	contains := func(want string) func(string) bool { return func(s string) bool { return strings.Contains(s, want) } }
+	for _, w := range []Wait{
+		{Kind: WaitText, Match: contains("Ready to go")},
+		{Kind: WaitURL, Match: contains("step=2")},
+		{Kind: WaitDocument, ReadyState: "complete"},
+		{Kind: WaitElement, Target: &gone, State: "hidden"},
+	} {
+		if err := p.WaitFor(ctx, w); err != nil {
+			t.Errorf("wait %s: %v", w.Kind, err)
+		}
+	}
+	if _, err := p.Click(ctx, code, ClickOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.TypeText(ctx, "X-42"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitFor(ctx, Wait{Kind: WaitValue, Target: &code, Match: func(v string) bool { return v == "X-42" }}); err != nil {
+		t.Errorf("wait value: %v", err)
+	}
+	err = p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "Ready to go") {
+		t.Errorf("a wait that cannot hold: %v, want a timeout showing the last text", err)
+	}
+	err = p.WaitFor(ctx, Wait{Kind: WaitNetworkQuiet})
+	if !errors.Is(err, ErrUnsupportedOnEngine) || !strings.Contains(err.Error(), "chromium") {
+		t.Errorf("networkQuiet: %v, want unsupportedOnEngine with a repair", err)
+	}
+	for _, bad := range []Wait{{Kind: "soon"}, {Kind: WaitText}, {Kind: WaitElement}, {Kind: WaitDocument, ReadyState: "done"},
+		{Kind: WaitElement, Target: &code, State: "glowing"}, {Kind: WaitValue, Match: contains("x")}} {
+		if err := p.WaitFor(ctx, bad); err == nil {
+			t.Errorf("wait %+v accepted", bad)
+		}
+	}
+}
+
+// refOfID returns the ref the walker gave the element with the DOM id.
+func refOfID(t *testing.T, p *Page, id string) string {
+	t.Helper()
+	for i := int64(1); i < p.next; i++ {
+		ref := "e" + strconv.FormatInt(i, 10)
+		v, err := p.conn.CallFunctionIn(testCtx(t), p.bc, sandbox, `(ref) => { const m = window[Symbol.for('bobby.a11y.refs')]; const r = m && m.byId.get(ref); const el = r && r.deref(); return el ? el.id : ''; }`, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := v.Decode(); got == id {
+			return ref
+		}
+	}
+	t.Fatalf("no ref for #%s", id)
+	return ""
+}
+
+func TestDialogsAndScreenshotOnFirefox(t *testing.T) {
+	p := open(t, "/dyn.html")
+	ctx := testCtx(t)
+	stop, err := p.WatchDialogs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if _, err := p.HandleDialog(ctx, true, ""); !errors.Is(err, ErrNoDialog) {
+		t.Errorf("handling without a dialog: %v", err)
+	}
+	if _, err := p.Click(ctx, snapshot.Target{Role: "button", Name: "Delete"}, ClickOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pr Prompt
+	for range 100 {
+		var ok bool
+		if pr, ok = p.Dialog(); ok {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pr.Type != "confirm" || pr.Message != "Delete the draft?" {
+		t.Fatalf("dialog = %+v", pr)
+	}
+	if _, err := p.HandleDialog(ctx, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval(t, p, `window.answer`); got != true {
+		t.Errorf("the page's confirm() returned %v after accepting", got)
+	}
+	if _, ok := p.Dialog(); ok {
+		t.Error("a handled dialog is still reported open")
+	}
+	png, err := p.Screenshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 1000 {
+		t.Errorf("screenshot is not a PNG of the page (%d bytes)", len(png))
+	}
+}
