@@ -124,6 +124,11 @@ func runClick(ctx context.Context, x *execCtx, in clickArgs) (map[string]any, ma
 		return nil, nil, err
 	}
 	opts := browser.ClickOptions{Modifiers: in.Modifiers, Button: in.Button, ClickCount: in.ClickCount}
+	if saves, err := x.page.SavesLink(ctx, ref, opts.Modifiers); err != nil {
+		return map[string]any{"ref": refName}, nil, err
+	} else if saves {
+		return map[string]any{"ref": refName, "modifiers": opts.Modifiers}, nil, errorf(CodeInvalidRequest, "this modified click saves the link as a download, which bobby captures; held modifiers do not apply to a captured download, so click it without modifiers (or use download_url for the link's target)")
+	}
 	res, err := x.page.Click(ctx, ref, opts)
 	ev := map[string]any{"ref": refName}
 	if res.Dialog != nil {
