@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -33,34 +32,52 @@ type Rows interface {
 // confirmation and prior use. There is no minimum: with few rows a row that
 // shares no word with the task still ranks into the result.
 func Rank(rows []store.Memory, task string, now time.Time, limit int) []store.Memory {
+	if limit <= 0 || len(rows) == 0 {
+		return nil
+	}
 	words := terms(task)
+	// Keep the best limit rows by index in a small sorted slice: recall
+	// scores a few hundred rows to show five, so sorting them all (and
+	// moving whole rows around) is most of the work otherwise.
 	type scored struct {
-		m store.Memory
+		i int
 		s float64
 	}
-	out := make([]scored, 0, len(rows))
-	for _, m := range rows {
-		out = append(out, scored{m, score(m, words, now)})
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].s != out[j].s {
-			return out[i].s > out[j].s
+	better := func(a, b scored) bool {
+		if a.s != b.s {
+			return a.s > b.s
 		}
-		return out[i].m.ID < out[j].m.ID
-	})
-	if len(out) > limit {
-		out = out[:limit]
+		return rows[a.i].ID < rows[b.i].ID
 	}
-	res := make([]store.Memory, len(out))
-	for i, s := range out {
-		res[i] = s.m
+	top := make([]scored, 0, min(limit, len(rows))+1)
+	var seen []string // reused across rows
+	for i := range rows {
+		c := scored{i, score(&rows[i], words, now, &seen)}
+		if len(top) == limit && !better(c, top[len(top)-1]) {
+			continue
+		}
+		j := len(top)
+		for j > 0 && better(c, top[j-1]) {
+			j--
+		}
+		top = slices.Insert(top, j, c)
+		if len(top) > limit {
+			top = top[:limit]
+		}
+	}
+	res := make([]store.Memory, len(top))
+	for k, c := range top {
+		res[k] = rows[c.i]
 	}
 	return res
 }
 
-func score(m store.Memory, task map[string]bool, now time.Time) float64 {
+// score rates one row for the task's words; seen is scratch space for the
+// row's distinct terms (a row holds few words: a slice beats a map).
+func score(m *store.Memory, task map[string]bool, now time.Time, scratch *[]string) float64 {
 	n, hit := 0, 0
-	var seen []string // a row holds few words: a slice beats a map
+	seen := (*scratch)[:0]
+	defer func() { *scratch = seen[:0] }()
 	for _, part := range [2]string{m.Content, m.Aliases} {
 		eachTerm(part, func(w string) {
 			if slices.Contains(seen, w) {

@@ -196,19 +196,29 @@ type MemoryView struct {
 // Confidence, Untrusted, Runs, Uses and Confirmed (the rest stay zero).
 func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, error) {
 	since := v.Since.UnixMilli()
-	const cols = "SELECT id, scope, kind, content, aliases, confidence, untrusted, runs, uses, confirmed_at FROM memories"
-	const live = ` AND used_at >= ? AND NOT (untrusted = 1 AND runs < 2)`
-	q := cols + " WHERE namespace = ? AND scope = 'agent' AND agent_id IN (?, '')" + live
+	variant := 0
 	args := []any{v.Namespace, v.AgentID, since}
 	if v.UserID != "" {
-		q += " UNION ALL " + cols + " WHERE namespace = ? AND scope = 'user' AND agent_id IN (?, '') AND user_id = ?" + live
+		variant |= 1
 		args = append(args, v.Namespace, v.AgentID, v.UserID, since)
 	}
 	if v.TaskType != "" {
-		q += " UNION ALL " + cols + " WHERE namespace = ? AND scope = 'task_type' AND task_type = ?" + live
+		variant |= 2
 		args = append(args, v.Namespace, v.TaskType, since)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	q := recallQueries[variant]
+	st := s.rstmts.get(q) //nolint:sqlclosecheck // cached: Store.Close closes it
+	if st == nil {
+		s.rstmts.prepareWanted(ctx, s.r)
+		st = s.rstmts.get(q) //nolint:sqlclosecheck // cached: Store.Close closes it
+	}
+	var rows *sql.Rows
+	var err error
+	if st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.r.QueryContext(ctx, q, args...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("visible memories: %w", err)
 	}
@@ -216,10 +226,14 @@ func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, er
 	out := make([]Memory, 0, 64)
 	for rows.Next() {
 		var m Memory
-		var confirmed int64
-		if err := rows.Scan(&m.ID, &m.Scope, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &m.Untrusted, &m.Runs, &m.Uses, &confirmed); err != nil {
+		var uses, confirmed, packed int64
+		if err := rows.Scan(&m.ID, &m.Kind, &m.Content, &m.Aliases, &m.Confidence, &uses, &confirmed, &packed); err != nil {
 			return nil, fmt.Errorf("visible memories: %w", err)
 		}
+		m.Scope = [3]string{MemoryScopeAgent, MemoryScopeUser, MemoryScopeTaskType}[packed&3]
+		m.Untrusted = packed&4 != 0
+		m.Runs = int(packed >> 3)
+		m.Uses = int(uses)
 		m.Confirmed = time.UnixMilli(confirmed).UTC()
 		out = append(out, m)
 	}
@@ -228,6 +242,31 @@ func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, er
 	}
 	return out, nil
 }
+
+// recallQueries are VisibleMemories' queries by variant: bit 0 adds the
+// user's rows, bit 1 the task type's. They run through prepared statements
+// (recall runs at every session open, and compiling the three-branch query
+// each time cost about as much as running it). Each sqlite column read
+// costs a few driver calls per row, so the small fields travel packed in
+// one integer: runs*8 + untrusted*4 + the branch (0 agent, 1 user, 2 task
+// type), which names the scope.
+var recallQueries = func() (qs [4]string) {
+	cols := func(branch int) string {
+		return fmt.Sprintf("SELECT id, kind, content, aliases, confidence, uses, confirmed_at, runs*8 + untrusted*4 + %d FROM memories", branch)
+	}
+	const live = ` AND used_at >= ? AND NOT (untrusted = 1 AND runs < 2)`
+	for variant := range qs {
+		q := cols(0) + " WHERE namespace = ? AND scope = 'agent' AND agent_id IN (?, '')" + live
+		if variant&1 != 0 {
+			q += " UNION ALL " + cols(1) + " WHERE namespace = ? AND scope = 'user' AND agent_id IN (?, '') AND user_id = ?" + live
+		}
+		if variant&2 != 0 {
+			q += " UNION ALL " + cols(2) + " WHERE namespace = ? AND scope = 'task_type' AND task_type = ?" + live
+		}
+		qs[variant] = q
+	}
+	return qs
+}()
 
 func collectMemories(rows *sql.Rows) ([]Memory, error) {
 	defer rows.Close()
