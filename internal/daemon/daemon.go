@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deltaharness/delta/internal/api"
@@ -51,11 +52,12 @@ type parts struct {
 	workspace string // absolute path, for uploads
 	files     *workspace.Root
 	images    *vision.Registry
-	self      *remember.File   // DELTA.md and its revisions (restorable in safe mode too)
-	skills    *skills.Index    // DELTA_SKILLS=local outside safe mode; nil otherwise
-	registry  *skills.Registry // DELTA_SKILLS=mcp with a bound skill registry; nil otherwise
-	memory    *memoryRail      // nil in safe mode
-	hydration *hydration       // nil without DELTA_HYDRATE_* and in safe mode
+	self      *remember.File                  // DELTA.md and its revisions (restorable in safe mode too)
+	skills    *skills.Index                   // DELTA_SKILLS=local outside safe mode; nil otherwise
+	registry  atomic.Pointer[skills.Registry] // DELTA_SKILLS=mcp with a bound skill registry; nil otherwise
+	learning  learningBinder                  // re-binds the registry and promotion as MCP tools connect
+	memory    *memoryRail                     // nil in safe mode
+	hydration *hydration                      // nil without DELTA_HYDRATE_* and in safe mode
 	queue     *queue.Queue
 	service   *engine.Service
 	redact    func(string) string // vault values out of any text
@@ -167,7 +169,11 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			Logger: logger, Resolve: resolve, Redact: red.Redact, SaveImage: saveImage(p.images),
 			// Tools a server reveals later (bobby's phases) join the
 			// registry, searchable on the next turn.
-			OnToolsAdded: func(ts []tool.Tool) { reg.AddMissing(ts...); prompt.bindTools(reg.Names()) }})
+			OnToolsAdded: func(ts []tool.Tool) {
+				reg.AddMissing(ts...)
+				prompt.bindTools(reg.Names())
+				p.learning.add(ts)
+			}})
 		// Open never fails for a dead server: its tools are absent and
 		// its state is in /v1/status.
 		_ = p.mcp.Open(ctx)
@@ -176,8 +182,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		if p.vault != nil {
 			// A server that waited for a credential connects when it arrives.
 			p.vault.OnPut(func(string) {
-				reg.AddMissing(p.mcp.Retry(context.WithoutCancel(ctx))...)
+				ts := p.mcp.Retry(context.WithoutCancel(ctx))
+				reg.AddMissing(ts...)
 				prompt.bindTools(reg.Names())
+				p.learning.add(ts)
 			})
 		}
 	}
@@ -185,15 +193,16 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// The learning rail binds to the product's tools connected at boot: the
 	// skill registry (DELTA_SKILLS=mcp) and the promotion adapters. Its
 	// loops start only then, so a reflection drained at start can stage a
-	// promotion and a promotion owed since before a crash is sent.
-	var mcpTools []string
+	// promotion and a promotion owed since before a crash is sent. A server
+	// that connects later (a credential arrived, tools revealed later)
+	// re-decides both bindings, and a promotion staged for an adapter that
+	// is bound now drains.
+	p.memory.newPromoter(cfg, b.Vocab(), reg, broker, logger)
+	var mcpTools []tool.Tool
 	if p.mcp != nil {
-		for _, t := range p.mcp.Tools() {
-			mcpTools = append(mcpTools, t.Spec().Name)
-		}
+		mcpTools = p.mcp.Tools()
 	}
-	p.registry = bindRegistry(cfg, mcpTools, reg, logger)
-	p.memory.bindPromotion(cfg, b.Vocab(), mcpTools, p.registry, reg, broker, logger)
+	p.learning.open(func(names []string) { p.bindLearning(cfg, b.Vocab(), names, reg, logger) }, mcpTools)
 	p.closers.add("reflector", p.memory.start(ctx))
 	// Hydration calls MCP tools detached from the run: it closes (and
 	// waits for those calls) before the servers do.

@@ -69,8 +69,8 @@ func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) 
 			out = append(out, b)
 		}
 	}
-	if p.registry != nil {
-		if b := p.registry.Block(ctx, runID, sessionID, task); b != "" {
+	if r := p.registry.Load(); r != nil {
+		if b := r.Block(ctx, runID, sessionID, task); b != "" {
 			out = append(out, b)
 		}
 	}
@@ -87,12 +87,13 @@ func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) 
 // indexed now and which folders were refused.
 func skillsStatus(cfg config.Config, p *parts) map[string]any {
 	out := map[string]any{"backend": cfg.Skills}
+	registry := p.registry.Load()
 	switch {
-	case cfg.Skills == config.SkillsMCP && p.registry == nil:
+	case cfg.Skills == config.SkillsMCP && registry == nil:
 		out["state"] = "unbound: no connected MCP server has a skill create, update or propose tool"
 	case cfg.Skills == config.SkillsMCP:
 		out["state"] = "on"
-		out["server"], out["tools"] = p.registry.Family(), p.registry.Tools()
+		out["server"], out["tools"] = registry.Family(), registry.Tools()
 	case cfg.Skills == config.SkillsLocal && p.skills == nil:
 		out["state"] = "off: DELTA_SAFE_MODE=1"
 	case cfg.Skills == config.SkillsLocal:

@@ -22,7 +22,8 @@ import (
 type memoryRail struct {
 	st         *store.Store
 	reflector  *memory.Reflector // nil without a utility lane
-	promoter   *memory.Promoter  // nil until bindPromotion
+	promoter   *memory.Promoter  // nil until newPromoter
+	mu         sync.Mutex        // guards promotion
 	promotion  promotionBinding
 	namespace  string
 	agentID    string

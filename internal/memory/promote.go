@@ -130,6 +130,12 @@ type Promoter struct {
 	wake  chan struct{}
 	mu    sync.Mutex
 	stale map[int64]bool // rows for an adapter that is no longer bound, warned once
+
+	// bound is the adapters: CuratedTool and Capability at first, changed
+	// by Bind when tools connect after boot.
+	bmu        sync.RWMutex
+	curated    string
+	capability Capability
 }
 
 // NewPromoter fills defaults; Run starts its loop.
@@ -152,20 +158,45 @@ func NewPromoter(o PromoterOptions) *Promoter {
 	if o.TargetKind == "" {
 		o.TargetKind = "note"
 	}
-	return &Promoter{o: o, wake: make(chan struct{}, 1), stale: map[int64]bool{}}
+	return &Promoter{o: o, wake: make(chan struct{}, 1), stale: map[int64]bool{},
+		curated: o.CuratedTool, capability: o.Capability}
+}
+
+// Bind replaces the adapters (curated "" or capability nil: not bound), as
+// when an MCP server connects after boot, and asks the loop to drain: rows
+// staged for an adapter that is bound now are sent, rows for one that is
+// not stay stranded.
+func (p *Promoter) Bind(curated string, capability Capability) {
+	p.bmu.Lock()
+	p.curated, p.capability = curated, capability
+	p.bmu.Unlock()
+	p.mu.Lock()
+	clear(p.stale) // a row stranded again is warned about again
+	p.mu.Unlock()
+	p.Notify()
+}
+
+func (p *Promoter) adapters() (string, Capability) {
+	p.bmu.RLock()
+	defer p.bmu.RUnlock()
+	return p.curated, p.capability
 }
 
 // Bound reports whether any adapter is bound.
-func (p *Promoter) Bound() bool { return p.o.CuratedTool != "" || p.o.Capability != nil }
+func (p *Promoter) Bound() bool {
+	curated, capability := p.adapters()
+	return curated != "" || capability != nil
+}
 
 func (p *Promoter) target(kind string) (target, adapter string) {
+	curated, capability := p.adapters()
 	if kind == "procedure" {
-		if p.o.Capability == nil {
+		if capability == nil {
 			return store.PromotionCapability, ""
 		}
-		return store.PromotionCapability, p.o.Capability.Family()
+		return store.PromotionCapability, capability.Family()
 	}
-	return store.PromotionCurated, p.o.CuratedTool
+	return store.PromotionCurated, curated
 }
 
 // Stage is the reflector's promotion decision: a stage for a lesson that
@@ -268,14 +299,21 @@ func (p *Promoter) attempt(ctx context.Context, row store.Promotion) error {
 }
 
 func (p *Promoter) send(ctx context.Context, row store.Promotion) (string, error) {
+	curated, capability := p.adapters()
 	if row.Target == store.PromotionCapability {
-		return p.o.Capability.ProposeProcedure(ctx, ProcedureOf(row))
+		if capability == nil || capability.Family() != row.Adapter {
+			return "", fmt.Errorf("the skill registry %s is no longer bound", row.Adapter)
+		}
+		return capability.ProposeProcedure(ctx, ProcedureOf(row))
+	}
+	if curated == "" || curated != row.Adapter {
+		return "", fmt.Errorf("the curated tool %s is no longer bound", row.Adapter)
 	}
 	args, err := p.Arguments(row)
 	if err != nil {
 		return "", err
 	}
-	return p.o.Call(ctx, p.o.CuratedTool, args, row.Key)
+	return p.o.Call(ctx, curated, args, row.Key)
 }
 
 // Values are the placeholders a writeShape can use for row.

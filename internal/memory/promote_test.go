@@ -316,3 +316,48 @@ func TestProcedurePromotesToTheCapabilityStore(t *testing.T) {
 		t.Fatalf("row %+v", ps[0])
 	}
 }
+
+// TestPromotionWaitsForItsAdapterToBind: a promotion staged by an earlier
+// process whose curated tool is not connected at this boot stays staged;
+// binding another tool leaves it stranded; once its own tool binds (the MCP
+// server connected late), the next drain sends it exactly once.
+func TestPromotionWaitsForItsAdapterToBind(t *testing.T) {
+	g := newRig(t, memory.PromoterOptions{})
+	g.reflect("", "jd-generation", "pitfall", "Lead with the role's scope; cut adjectives.")
+	g.reflect("", "jd-generation", "pitfall", "Lead with the role's scope; cut adjectives.")
+	if ps := g.promotions(); len(ps) != 1 || ps[0].Adapter != "product__learning_write" {
+		t.Fatalf("staged: %+v", ps)
+	}
+	var sent []string
+	late := memory.NewPromoter(memory.PromoterOptions{Store: g.st,
+		Call: func(_ context.Context, tool string, _ map[string]any, _ string) (string, error) {
+			sent = append(sent, tool)
+			return "proposal accepted", nil
+		}})
+	if late.Bound() {
+		t.Fatal("a promoter with no adapters reports bound")
+	}
+	ctx := context.Background()
+	if err := late.Drain(ctx); err != nil || len(sent) != 0 {
+		t.Fatalf("unbound drain sent %v (%v)", sent, err)
+	}
+	late.Bind("other__learning_write", nil)
+	if err := late.Drain(ctx); err != nil || len(sent) != 0 {
+		t.Fatalf("a drain bound to another tool sent %v (%v)", sent, err)
+	}
+	if ps := g.promotions(); ps[0].State != store.PromotionStaged || ps[0].Attempts != 0 {
+		t.Fatalf("the stranded row was touched: %+v", ps[0])
+	}
+	late.Bind("product__learning_write", nil)
+	for range 2 {
+		if err := late.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sent) != 1 || sent[0] != "product__learning_write" {
+		t.Fatalf("after binding the row's tool: sent %v, want one call", sent)
+	}
+	if ps := g.promotions(); ps[0].State != store.PromotionSent {
+		t.Fatalf("after the send: %+v", ps[0])
+	}
+}

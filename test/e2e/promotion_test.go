@@ -258,3 +258,65 @@ func TestAmbiguousWriteSuffixPromotesNothing(t *testing.T) {
 		t.Fatalf("learning_write calls: crm %d, hr %d; want none", n, m)
 	}
 }
+
+// TestLateServerBindsPromotionAndRegistry: the product's server waits for
+// a vault credential at boot, so nothing is bound: /v1/status says so and a
+// recurring lesson is kept locally only. Once the credential is stored the
+// server connects, the curated tool and the skill registry bind without a
+// restart, and the next recurrence is proposed exactly once; the next job
+// carries the registry's capability block.
+func TestLateServerBindsPromotionAndRegistry(t *testing.T) {
+	product := mcptest.NewProduct(mcptest.ProductSkill{Name: "jd-template", Description: "How to draft a job description for any role",
+		Body: "Use the house template: title, scope, duties, requirements."})
+	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
+	t.Cleanup(srv.Close)
+	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL,
+		"headers": map[string]string{"Authorization": "Bearer {{vault:PRODUCT_TOKEN}}"}}})
+	script := &learningScript{}
+	fake := startScript(t, script.reply)
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent",
+		"DELTA_VAULT_KEY=0123456789abcdef-test-key")
+
+	mem := d.drained()
+	if p := mem["promotion"].(map[string]any); p["curated_tool"] != "" || p["skill_registry"] != "" {
+		t.Fatalf("before the credential: promotion status %v, want nothing bound", p)
+	}
+	d.as("", jdJob("LESSON draft the JD for a billing engineer"))
+	d.as("", jdJob("LESSON draft the JD for a data engineer"))
+	mem = d.drained()
+	if out := mem["promotion"].(map[string]any)["outbox"].(map[string]any); out["staged"] != float64(0) || out["sent"] != float64(0) {
+		t.Fatalf("unbound outbox %v, want nothing staged", out)
+	}
+
+	if s, m := d.call("PUT", "/v1/secrets/PRODUCT_TOKEN", `{"value":"product-token-1","purpose":"product"}`); s != 201 {
+		t.Fatalf("store the credential: %d %v", s, m)
+	}
+	_, stat := d.call("GET", "/v1/status", "")
+	l := stat["learning"].(map[string]any)
+	if p := l["memory"].(map[string]any)["promotion"].(map[string]any); p["curated_tool"] != "product__learning_write" || p["skill_registry"] != "product" {
+		t.Fatalf("after the credential: promotion status %v", p)
+	}
+	if sk := l["skills"].(map[string]any); sk["state"] != "on" || sk["server"] != "product" {
+		t.Fatalf("after the credential: skills status %v", sk)
+	}
+	d.as("", jdJob("LESSON draft the JD for a support engineer"))
+	d.drained()
+	if out := d.promotionsSettled(); out["sent"] != float64(1) {
+		t.Fatalf("after the lesson recurred once bound: outbox %v, want one sent", out)
+	}
+	if calls := product.Calls("learning_write"); len(calls) != 1 || !strings.HasPrefix(calls[0].Key, "prm_") {
+		t.Fatalf("learning_write calls %+v, want exactly one", calls)
+	}
+	d.as("", jdJob("SIXTH draft the JD for a security engineer"))
+	req, ok := script.firstRequest("SIXTH")
+	if !ok {
+		t.Fatal("the last job made no model request")
+	}
+	found := false
+	for _, m := range req.Messages {
+		found = found || m.Role == "user" && strings.Contains(m.Content, "Loaded procedure jd-template (version 1)")
+	}
+	if !found {
+		t.Fatalf("the job after binding lacks the registry's capability block: %+v", req.Messages)
+	}
+}
