@@ -65,6 +65,7 @@ type parts struct {
 	traces    *telemetry.Traces   // nil unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT (delta serve only)
 	closers   closers             // what build opened, closed last first by close
 	boot      store.Boot          // what Serve recorded in the meta table at start
+	logger    *slog.Logger
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
@@ -103,7 +104,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	if err != nil {
 		return nil, err
 	}
-	p := &parts{store: st, workspace: ws.Dir(), files: ws}
+	p := &parts{store: st, workspace: ws.Dir(), files: ws, logger: logger}
 	p.closers.add("store", func(context.Context) error { return st.Close() })
 	defer func() {
 		if err != nil {

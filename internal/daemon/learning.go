@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/config"
@@ -71,7 +72,14 @@ func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) 
 	}
 	if r := p.registry.Load(); r != nil {
 		if b := r.Block(ctx, runID, sessionID, task); b != "" {
-			out = append(out, b)
+			// The block is an MCP server's answer: a lesson reflected
+			// from this run is untrusted (held until a second distinct
+			// run), as after hydration. Unmarked, the block is left out.
+			if err := p.store.MarkUntrustedInput(context.WithoutCancel(ctx), runID, "skill_registry", time.Now()); err != nil {
+				p.logger.Warn("skill registry block left out", event.KeyRun, runID, "err", err)
+			} else {
+				out = append(out, b)
+			}
 		}
 	}
 	if b := p.memory.block(ctx, runID, sessionID, task); b != "" {

@@ -360,8 +360,20 @@ func (s *Store) RecordHydration(ctx context.Context, e event.Event, untrusted bo
 	return evs[0], nil
 }
 
+// MarkUntrustedInput records that a run's prompt carried text from outside
+// the operator's control before any tool call of its own, such as the skill
+// registry's capability block (an MCP server's answer); reason names the
+// source. Marking a run twice keeps the first mark.
+func (s *Store) MarkUntrustedInput(ctx context.Context, runID, reason string, at time.Time) error {
+	if _, err := s.w.ExecContext(ctx, `INSERT OR IGNORE INTO run_untrusted_input (run_id, reason, created_at) VALUES (?, ?, ?)`,
+		runID, reason, at.UnixMilli()); err != nil {
+		return fmt.Errorf("mark run %s as having read untrusted input: %w", runID, err)
+	}
+	return nil
+}
+
 // RunReadUntrusted reports whether a run's prompt carried untrusted input
-// before its own tool calls (RecordHydration).
+// before its own tool calls (RecordHydration, MarkUntrustedInput).
 func (s *Store) RunReadUntrusted(ctx context.Context, runID string) (bool, error) {
 	var u bool
 	if err := s.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM run_untrusted_input WHERE run_id = ?)", runID).Scan(&u); err != nil {

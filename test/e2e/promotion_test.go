@@ -241,8 +241,8 @@ func TestAmbiguousWriteSuffixPromotesNothing(t *testing.T) {
 	d.as("", jdJob("LESSON draft the JD for a billing engineer"))
 	d.as("", jdJob("LESSON draft the JD for a data engineer"))
 	mem := d.drained()
-	if mem["rows"] != float64(1) {
-		t.Fatalf("memory %v, want the lesson kept locally", mem)
+	if mem["rows"] != float64(1) || mem["held"] != float64(0) {
+		t.Fatalf("memory %v, want the lesson kept locally, not held (no registry block reached these runs)", mem)
 	}
 	p := mem["promotion"].(map[string]any)
 	if p["curated_tool"] != "" || !strings.Contains(fmt.Sprint(p["curated_warning"]), "matches 2 tools") {
@@ -318,5 +318,41 @@ func TestLateServerBindsPromotionAndRegistry(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("the job after binding lacks the registry's capability block: %+v", req.Messages)
+	}
+}
+
+// TestRegistryBlockMakesLessonsUntrusted: the skill registry's capability
+// block is an MCP server's answer in the prompt, so a lesson reflected from
+// a run that saw it is marked as drawn from untrusted input and held until
+// a second distinct run produces it, exactly as after hydration.
+func TestRegistryBlockMakesLessonsUntrusted(t *testing.T) {
+	product := mcptest.NewProduct(mcptest.ProductSkill{Name: "jd-template", Description: "How to draft a job description for any role",
+		Body: "Use the house template: title, scope, duties, requirements."})
+	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
+	t.Cleanup(srv.Close)
+	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL}})
+	script := &learningScript{}
+	fake := startScript(t, script.reply)
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=mcp")
+	run := d.as("", jdJob("LESSON draft the JD for a billing engineer"))
+	if req, ok := script.firstRequest("LESSON"); !ok || !strings.Contains(fmt.Sprint(req.Messages), "Loaded procedure jd-template") {
+		t.Fatal("the run's request lacks the capability block")
+	}
+	mem := d.drained()
+	if mem["rows"] != float64(1) || mem["held"] != float64(1) {
+		t.Fatalf("memory %v, want the lesson held", mem)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.Memories(context.Background())
+	if err != nil || len(rows) != 1 || !rows[0].Untrusted || !rows[0].Held() {
+		t.Fatalf("memory rows %+v (%v), want one untrusted held row", rows, err)
+	}
+	prov, err := st.MemoryProvenance(context.Background(), rows[0].ID)
+	if err != nil || len(prov) != 1 || prov[0].RunID != run["id"] || !prov[0].Untrusted {
+		t.Fatalf("provenance %+v (%v), want the run marked untrusted", prov, err)
 	}
 }
