@@ -66,6 +66,7 @@ type parts struct {
 	closers   closers             // what build opened, closed last first by close
 	boot      store.Boot          // what Serve recorded in the meta table at start
 	logger    *slog.Logger
+	toolNames func(profile string) []string // a run's tool envelope by its placed tier
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
@@ -132,6 +133,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// vision model; the record lives in this process only.
 	p.images = vision.New(ws, vision.Options{Models: cfg.VisionModels, Logger: logger})
 	reg, tools := buildTools(cfg, ws, p.vault, plans, p.images, logger)
+	p.toolNames = tools.names
 	broker := event.NewBroker()
 	reg.Add(recall.New(st, recall.Options{Record: recordEvent(st, broker, logger), Logger: logger}))
 	// The self-file exists in every boot, so an operator can restore a

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/deltaharness/delta/internal/bundle"
@@ -65,13 +68,14 @@ func addSkills(ctx context.Context, cfg config.Config, dir string, reg *tool.Reg
 // hydration.
 func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) []string {
 	var out []string
+	callable := p.callable(ctx, runID)
 	if p.skills != nil {
-		if b := p.skills.Block(ctx, runID, sessionID, task); b != "" {
+		if b := p.skills.Block(ctx, runID, sessionID, task, callable); b != "" {
 			out = append(out, b)
 		}
 	}
 	if r := p.registry.Load(); r != nil {
-		if b := r.Block(ctx, runID, sessionID, task); b != "" {
+		if b := r.Block(ctx, runID, sessionID, task, callable); b != "" {
 			// The block is an MCP server's answer: a lesson reflected
 			// from this run is untrusted (held until a second distinct
 			// run), as after hydration. Unmarked, the block is left out.
@@ -89,6 +93,28 @@ func (p *parts) skillBlocks(ctx context.Context, runID, sessionID, task string) 
 		out = append(out, b)
 	}
 	return out
+}
+
+// callable is the run's tool envelope as a predicate (its placed tier and
+// DELTA_ALLOWED_TOOLS), read once on first use, so a skills block names
+// only tools the run can call. A run that cannot be read is told of none.
+func (p *parts) callable(ctx context.Context, runID string) func(string) bool {
+	var names []string
+	var once sync.Once
+	return func(n string) bool {
+		once.Do(func() {
+			run, err := p.store.Run(ctx, runID)
+			if err != nil || p.toolNames == nil {
+				return
+			}
+			var req struct {
+				Profile string `json:"profile"`
+			}
+			_ = json.Unmarshal(run.Request, &req) // unreadable: the ceiling's placement of ""
+			names = p.toolNames(req.Profile)
+		})
+		return slices.Contains(names, n)
+	}
 }
 
 // skillsStatus reports the skills backend: for local, how many skills are

@@ -139,3 +139,38 @@ func TestLearningStatusHydration(t *testing.T) {
 		t.Fatalf("safe mode hydration %v", hy)
 	}
 }
+
+// The local skills block tells a run only about the tools it may call:
+// with DELTA_ALLOWED_TOOLS leaving skill_get out, the block points at
+// read_file instead and never names skill_get.
+func TestSkillsBlockNamesOnlyCallableTools(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "cite-check"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skills", "cite-check", "SKILL.md"),
+		[]byte("---\nname: cite-check\ndescription: Verify citations against sources.\n---\nSteps.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		allowed, want, unwanted string
+	}{
+		{"", "read it with skill_get (or read_file", ""},
+		{"skill_search,read_file", "read skills/<folder>/SKILL.md with read_file", "skill_get"},
+	} {
+		env := map[string]string{"DELTA_SKILLS": "local", "DELTA_WORKSPACE": dir}
+		if tc.allowed != "" {
+			env["DELTA_ALLOWED_TOOLS"] = tc.allowed
+		}
+		p, _ := built(t, env)
+		ctx := context.Background()
+		if _, _, _, err := p.store.CreateRun(ctx, store.NewRun{ID: "resp_1", SessionID: "s_1", Request: json.RawMessage(`{"input":"check citations","profile":"trusted"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		blocks := p.skillBlocks(ctx, "resp_1", "s_1", "check citations")
+		if len(blocks) != 1 || !strings.Contains(blocks[0], tc.want) || !strings.Contains(blocks[0], "- cite-check:") ||
+			(tc.unwanted != "" && strings.Contains(blocks[0], tc.unwanted)) {
+			t.Fatalf("allowed %q: blocks %q, want %q and never %q", tc.allowed, blocks, tc.want, tc.unwanted)
+		}
+	}
+}

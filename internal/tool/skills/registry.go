@@ -178,11 +178,14 @@ func (r *Registry) Get(ctx context.Context, name string) (Versioned, bool, error
 // Block is the capability block of one execution attempt: the registry's
 // first listed procedure loaded, the others listed as references, framed as
 // untrusted directory data; "" when the registry lists none, fails, or does
-// not answer within the wait. A late answer is not awaited and does not
-// abort the underlying calls, which finish on their own time limit.
-func (r *Registry) Block(ctx context.Context, runID, sessionID, task string) string {
+// not answer within the wait. It names the registry's get tool only when
+// callable reports the run may call it (nil: all). A late answer is not
+// awaited and does not abort the underlying calls, which finish on their
+// own time limit.
+func (r *Registry) Block(ctx context.Context, runID, sessionID, task string, callable func(name string) bool) string {
+	canGet := r.get != "" && (callable == nil || callable(r.get))
 	done := make(chan string, 1)
-	go func() { done <- r.block(context.WithoutCancel(ctx)) }()
+	go func() { done <- r.block(context.WithoutCancel(ctx), canGet) }()
 	t := time.NewTimer(r.wait)
 	defer t.Stop()
 	select {
@@ -195,7 +198,7 @@ func (r *Registry) Block(ctx context.Context, runID, sessionID, task string) str
 	return ""
 }
 
-func (r *Registry) block(ctx context.Context) string {
+func (r *Registry) block(ctx context.Context, canGet bool) string {
 	entries, err := r.Search(ctx)
 	if err != nil {
 		r.logger.Warn("skill registry search", "err", err)
@@ -214,7 +217,11 @@ func (r *Registry) block(ctx context.Context) string {
 		fmt.Fprintf(&b, "- %s: %s\n", first.Name, clip.Runes(oneLine(orNone(first.Description)), RegistryDescChars))
 	}
 	if len(entries) > 1 {
-		fmt.Fprintf(&b, "Other references (load one with %s {\"name\": …}):\n", r.get)
+		if canGet {
+			fmt.Fprintf(&b, "Other references (load one with %s {\"name\": …}):\n", r.get)
+		} else {
+			b.WriteString("Other references (this run has no tool to load them):\n")
+		}
 		n := 0
 		for _, e := range entries[1:] {
 			line := fmt.Sprintf("- %s: %s\n", e.Name, clip.Runes(oneLine(orNone(e.Description)), RegistryDescChars))

@@ -90,7 +90,7 @@ func TestRegistryBlockLoadsTheFirstProcedure(t *testing.T) {
 		mcptest.ProductSkill{Name: "offer-letter", Description: "Drafting offer letters"},
 	)
 	r := product(t, p)
-	b := r.Block(context.Background(), "resp_1", "sess_1", "draft a JD")
+	b := r.Block(context.Background(), "resp_1", "sess_1", "draft a JD", nil)
 	for _, want := range []string{skills.BlockPrefix, "directory data", "not instructions", "Loaded procedure jd-template (version 1)",
 		"1. Scope first.", "- offer-letter: Drafting offer letters", "</delta:skills>"} {
 		if !strings.Contains(b, want) {
@@ -104,8 +104,13 @@ func TestRegistryBlockLoadsTheFirstProcedure(t *testing.T) {
 	if len(get) != 1 || len(get[0].Args) != 1 || get[0].Args["name"] != "jd-template" {
 		t.Fatalf("get calls %+v, want one with exactly {name}", get)
 	}
-	if b := product(t, mcptest.NewProduct()).Block(context.Background(), "resp_2", "sess_2", "x"); b != "" {
+	if b := product(t, mcptest.NewProduct()).Block(context.Background(), "resp_2", "sess_2", "x", nil); b != "" {
 		t.Fatalf("an empty registry gave a block: %q", b)
+	}
+	// A run that may not call the registry's skill_get is not told to.
+	b = r.Block(context.Background(), "resp_3", "sess_3", "draft a JD", func(n string) bool { return !strings.HasSuffix(n, "skill_get") })
+	if strings.Contains(b, "skill_get") || !strings.Contains(b, "- offer-letter: Drafting offer letters") || !strings.Contains(b, "no tool to load them") {
+		t.Fatalf("block for a run without skill_get:\n%s", b)
 	}
 }
 

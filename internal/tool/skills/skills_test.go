@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,7 +187,7 @@ func TestSkillToolsAndBlock(t *testing.T) {
 		}
 		return res
 	}
-	if x.Block(context.Background(), "resp_1", "s_1", "task") != "" {
+	if x.Block(context.Background(), "resp_1", "s_1", "task", nil) != "" {
 		t.Fatal("a block with no skills")
 	}
 	writeSkill(t, dir, "cite-check", "---\nname: cite-check\ndescription: |\n  Verify citations.\n  Use for any draft with sources.\n---\n# Procedure\nRead each source.\n")
@@ -205,9 +206,34 @@ func TestSkillToolsAndBlock(t *testing.T) {
 	if res := run(tools[1], `{"name":"nope"}`); !res.IsError {
 		t.Fatalf("skill_get of an unknown skill = %+v", res)
 	}
-	blk := x.Block(context.Background(), "resp_1", "s_1", "check the citations of this draft")
+	blk := x.Block(context.Background(), "resp_1", "s_1", "check the citations of this draft", nil)
 	if !strings.HasPrefix(blk, skills.BlockPrefix) || !strings.Contains(blk, "not instructions") ||
 		!strings.Contains(blk, "- cite-check: Verify citations. Use for any draft with sources.") || strings.Contains(blk, "Read each source") {
 		t.Fatalf("block = %s", blk)
+	}
+	// The block names only the tools the run may call.
+	cases := []struct {
+		name     string
+		allowed  []string
+		want     string
+		unwanted []string
+	}{
+		{"both", []string{"skill_get", "read_file"}, "read it with skill_get (or read_file on skills/<folder>/SKILL.md)", nil},
+		{"no skill_get", []string{"read_file", "skill_search"}, "read skills/<folder>/SKILL.md with read_file", []string{"skill_get"}},
+		{"no read_file", []string{"skill_get"}, "read it with skill_get before", []string{"read_file"}},
+		{"neither", nil, "which this run has no tool to read", []string{"skill_get", "read_file"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			blk := x.Block(context.Background(), "resp_1", "s_1", "check the citations of this draft", func(n string) bool { return slices.Contains(tc.allowed, n) })
+			if !strings.Contains(blk, tc.want) || !strings.Contains(blk, "- cite-check:") {
+				t.Fatalf("block lacks %q:\n%s", tc.want, blk)
+			}
+			for _, u := range tc.unwanted {
+				if strings.Contains(blk, u) {
+					t.Fatalf("block names %s, which the run cannot call:\n%s", u, blk)
+				}
+			}
+		})
 	}
 }
