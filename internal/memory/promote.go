@@ -126,14 +126,15 @@ type PromoterOptions struct {
 // timer: a failed attempt waits for the next successful reflection or the
 // next start.
 type Promoter struct {
-	o     PromoterOptions
-	wake  chan struct{}
-	mu    sync.Mutex
-	stale map[int64]bool // rows for an adapter that is no longer bound, warned once
+	o    PromoterOptions
+	wake chan struct{}
+	mu   sync.Mutex // one drain at a time
 
-	// bound is the adapters: CuratedTool and Capability at first, changed
-	// by Bind when tools connect after boot.
+	// bmu guards the adapters (CuratedTool and Capability at first,
+	// changed by Bind when tools connect after boot) and stale, never held
+	// across a call, so Bind never waits for a drain.
 	bmu        sync.RWMutex
+	stale      map[int64]bool // rows for an adapter that is not bound now, warned once
 	curated    string
 	capability Capability
 }
@@ -169,10 +170,8 @@ func NewPromoter(o PromoterOptions) *Promoter {
 func (p *Promoter) Bind(curated string, capability Capability) {
 	p.bmu.Lock()
 	p.curated, p.capability = curated, capability
-	p.bmu.Unlock()
-	p.mu.Lock()
 	clear(p.stale) // a row stranded again is warned about again
-	p.mu.Unlock()
+	p.bmu.Unlock()
 	p.Notify()
 }
 
@@ -249,8 +248,11 @@ func (p *Promoter) Drain(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if _, adapter := p.target(row.Kind); adapter != row.Adapter {
-			if !p.stale[row.ID] {
-				p.stale[row.ID] = true
+			p.bmu.Lock()
+			warned := p.stale[row.ID]
+			p.stale[row.ID] = true
+			p.bmu.Unlock()
+			if !warned {
 				p.o.Logger.Warn("promotion stranded: its adapter is not bound now; restore the binding or migrate the outbox",
 					"promotion", row.ID, "adapter", row.Adapter, "bound", adapter)
 			}
