@@ -123,8 +123,8 @@ type PromoterOptions struct {
 
 // Promoter drains the promotion outbox: at start (rows a crash or a
 // shutdown left) and whenever a reflection completed. There is no retry
-// timer: a failed attempt waits for the next successful reflection or the
-// next start.
+// timer: a failed attempt waits for the next successful reflection, the
+// next binding change (Bind) or the next start.
 type Promoter struct {
 	o    PromoterOptions
 	wake chan struct{}
