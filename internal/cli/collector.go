@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/deltaharness/delta/internal/collector"
 	"github.com/deltaharness/delta/internal/config"
@@ -40,7 +37,7 @@ func (c *collectorCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageFor(c.env, fs, synopsis, "--listen %q: %v", *listen, err)
 	}
-	if ip := net.ParseIP(host); token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if token == "" && !isLoopbackHost(host) {
 		return fmt.Errorf("collector: --listen %s is not loopback: set DELTA_COLLECTOR_TOKEN so only exporters holding it can write", *listen)
 	}
 	logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
@@ -56,19 +53,9 @@ func (c *collectorCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("collector: %w", err)
 	}
-	srv := &http.Server{Handler: col.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("collector listening", "addr", ln.Addr().String(), "ingest", collector.IngestPath)
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	if err := serveHTTP(ctx, ln, col.Handler()); err != nil {
 		return fmt.Errorf("collector: %w", err)
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("collector: shutdown: %w", err)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -44,7 +43,7 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageFor(c.env, fs, schedulerSynopsis, "--listen %q: %v", *listen, err)
 	}
-	if ip := net.ParseIP(host); cfg.Token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if cfg.Token == "" && !isLoopbackHost(host) {
 		return usageFor(c.env, fs, schedulerSynopsis, "--listen %s is not loopback: set DELTA_CONTROL_TOKEN so only daemons holding it can manage schedules", *listen)
 	}
 	logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
@@ -63,21 +62,13 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("scheduler listening", "addr", ln.Addr().String(), "db", *db, "daemon", *daemonURL)
 	s.Open(ctx)
 	var serveErr error
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
+	if err := serveHTTP(ctx, ln, s.Handler()); err != nil {
 		serveErr = fmt.Errorf("scheduler: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		serveErr = errors.Join(serveErr, fmt.Errorf("scheduler: shutdown: %w", err))
-	}
-	return errors.Join(serveErr, s.Close(sctx))
+	return errors.Join(serveErr, s.Close(cctx))
 }
