@@ -374,13 +374,8 @@ func TestSendTokensGoToTheirOwnGates(t *testing.T) {
 }
 
 func TestSendNoDaemon(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close() // nothing listens there now
-	_, _, err = runFast(t, nil, "--port", port, "hi")
+	port := strconv.Itoa(testPort(t)) // nothing listens there now
+	_, _, err := runFast(t, nil, "--port", port, "hi")
 	if err == nil || !strings.Contains(err.Error(), "no Delta daemon answers at http://127.0.0.1:"+port) {
 		t.Fatalf("err = %v, want a clear 'no daemon' message", err)
 	}
@@ -483,14 +478,9 @@ func TestWatchReconnectOutcomes(t *testing.T) {
 }
 
 func TestWatchNoDaemonFailsAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := strconv.Itoa(testPort(t))
 	e := env{stdout: io.Discard, stderr: io.Discard, lookup: mapLookup(nil)}
-	err = (&watchCommand{env: e}).Run(context.Background(), []string{"--port", port})
+	err := (&watchCommand{env: e}).Run(context.Background(), []string{"--port", port})
 	if err == nil || !strings.Contains(err.Error(), "no Delta daemon answers") {
 		t.Fatalf("watch with no daemon: %v, want the 'no daemon' error, not a retry loop", err)
 	}

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"net"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,24 +12,9 @@ import (
 // tokens, its model at modelURL, and returns its base URL.
 func smokeDaemon(t *testing.T, modelURL string) string {
 	t.Helper()
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if r := runBin(t, cleanEnv(), "init", ws); r.code != 0 {
-		t.Fatalf("init: %s", r.stderr)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	d := &serveProc{t: t, port: port, env: cleanEnv("PORT="+port, "HOME="+dir,
-		"DELTA_DB="+filepath.Join(dir, "delta.db"), "DELTA_WORKSPACE="+ws, "DELTA_LEASE_HOLDER=smoke-test",
-		"MODEL_BASE_URL="+modelURL, "MODEL_API_KEY=k", "DELTA_MODEL_PRIMARY=scripted/demo", "DELTA_BUILD=smoke-build",
-		"DELTA_CONTROL_TOKEN=run-token", "DELTA_INSPECT_TOKEN=inspect-token")}
-	d.start()
-	t.Cleanup(d.kill)
-	return "http://127.0.0.1:" + port
+	d := startServeProc(t, "smoke-test", modelURL, "DELTA_BUILD=smoke-build",
+		"DELTA_CONTROL_TOKEN=run-token", "DELTA_INSPECT_TOKEN=inspect-token")
+	return "http://127.0.0.1:" + d.port
 }
 
 func TestSmokeBinary(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +27,27 @@ type serveProc struct {
 	cmd    *exec.Cmd
 	log    *syncBuffer
 	exited chan error
+}
+
+// startServeProc initialises a workspace in a temporary home and starts
+// `delta serve` on a free port with the scripted demo model at modelURL,
+// under the lease holder name given; extra adds environment. The process
+// is killed when the test ends.
+func startServeProc(t *testing.T, holder, modelURL string, extra ...string) *serveProc {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if r := runBin(t, cleanEnv(), "init", ws); r.code != 0 {
+		t.Fatalf("init: %s", r.stderr)
+	}
+	port := strconv.Itoa(testPort(t))
+	env := append([]string{"PORT=" + port, "HOME=" + dir,
+		"DELTA_DB=" + filepath.Join(dir, "delta.db"), "DELTA_WORKSPACE=" + ws, "DELTA_LEASE_HOLDER=" + holder,
+		"MODEL_BASE_URL=" + modelURL, "MODEL_API_KEY=k", "DELTA_MODEL_PRIMARY=scripted/demo"}, extra...)
+	d := &serveProc{t: t, port: port, env: cleanEnv(env...)}
+	d.start()
+	t.Cleanup(d.kill)
+	return d
 }
 
 func (s *serveProc) start() {
@@ -136,22 +156,8 @@ func TestWatchBinarySurvivesDaemonRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fake.Close() })
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "ws")
-	if r := runBin(t, cleanEnv(), "init", ws); r.code != 0 {
-		t.Fatalf("init: %s", r.stderr)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	d := &serveProc{t: t, port: port, env: cleanEnv("PORT="+port, "HOME="+dir,
-		"DELTA_DB="+filepath.Join(dir, "delta.db"), "DELTA_WORKSPACE="+ws, "DELTA_LEASE_HOLDER=watch-test",
-		"MODEL_BASE_URL="+fake.URL(), "MODEL_API_KEY=k", "DELTA_MODEL_PRIMARY=scripted/demo")}
-	d.start()
-	t.Cleanup(d.kill)
+	d := startServeProc(t, "watch-test", fake.URL())
+	port := d.port
 
 	var out, errb syncBuffer
 	watch := exec.Command(deltaBin, "watch", "--port", port)
