@@ -40,7 +40,17 @@ var echoProvider = model.ProviderFunc(func(_ context.Context, req model.Request,
 
 func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
 	t.Helper()
-	dir := t.TempDir()
+	srv, _, _ := startServer(t, o, p)
+	return srv
+}
+
+// startServer serves api.New(o) over a real store and engine in a fresh
+// directory, which it returns; close stops everything and closes the
+// database, so its files can be read whole. It runs again, harmlessly,
+// when the test ends.
+func startServer(t *testing.T, o api.Options, p model.Provider) (srv *httptest.Server, dir string, close func()) {
+	t.Helper()
+	dir = t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +59,7 @@ func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := tool.NewRegistry()
-	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"test-model"}, Prompt: b, Tools: reg,
+	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"test-model"}, Prompt: b, Tools: tool.NewRegistry(),
 		ToolNames: func(string) []string { return nil },
 		Budget:    func(string) engine.Budget { return engine.Budget{Steps: 10, Tokens: 1e9, CostUSD: 100} }})
 	q := queue.New(st, eng.Execute, 4, nil)
@@ -58,13 +67,19 @@ func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
 		t.Fatal(err)
 	}
 	o.Service = engine.NewService(st, q, eng)
-	srv := httptest.NewServer(api.New(o))
-	t.Cleanup(func() {
+	srv = httptest.NewServer(api.New(o))
+	done := false
+	close = func() {
+		if done {
+			return
+		}
+		done = true
 		srv.Close()
 		q.Close(context.Background())
 		st.Close()
-	})
-	return srv
+	}
+	t.Cleanup(close)
+	return srv, dir, close
 }
 
 func do(t *testing.T, method, url, body string, hdr map[string]string) (int, map[string]any) {
@@ -325,9 +340,10 @@ func TestDevStreamReplayMatchesPagedEvents(t *testing.T) {
 	}
 }
 
-func TestStrictTenantAndQueue(t *testing.T) {
-	hold := make(chan struct{})
-	slow := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+// heldEcho is echoProvider answering only once hold is closed, so the runs
+// it serves stay in the queue meanwhile.
+func heldEcho(hold <-chan struct{}) model.Provider {
+	return model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
 		select {
 		case <-hold:
 		case <-ctx.Done():
@@ -335,6 +351,11 @@ func TestStrictTenantAndQueue(t *testing.T) {
 		}
 		return echoProvider(ctx, req, s)
 	})
+}
+
+func TestStrictTenantAndQueue(t *testing.T) {
+	hold := make(chan struct{})
+	slow := heldEcho(hold)
 	srv := newServer(t, api.Options{StrictTenant: true}, slow)
 	defer close(hold)
 	if s, m := do(t, "POST", srv.URL+"/v1/tasks", `{"input":"x"}`, nil); s != 401 {
@@ -358,14 +379,7 @@ func TestStrictTenantAndQueue(t *testing.T) {
 
 func TestQueueHidesOtherOwners(t *testing.T) {
 	hold := make(chan struct{})
-	slow := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return model.Response{}, ctx.Err()
-		}
-		return echoProvider(ctx, req, s)
-	})
+	slow := heldEcho(hold)
 	srv := newServer(t, api.Options{}, slow)
 	defer close(hold)
 	do(t, "POST", srv.URL+"/v1/tasks", `{"input":"a"}`, map[string]string{"X-Delta-User": "alice"})

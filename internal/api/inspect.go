@@ -318,15 +318,26 @@ func (s *Server) devFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out, "truncated": truncated, "writable": s.o.InspectWrite})
 }
 
-// devFile is GET /v1/dev/files/{path...}: one file's text.
-func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
+// operatorFile is the {path...} of a file request when files are served
+// and the path is one the operator may see; otherwise it answers the
+// request with the reason and ok is false.
+func (s *Server) operatorFile(w http.ResponseWriter, r *http.Request) (rel string, ok bool) {
 	if s.o.Files == nil {
 		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "files are not available"})
-		return
+		return "", false
 	}
-	rel := r.PathValue("path")
+	rel = r.PathValue("path")
 	if err := s.o.Files.CheckOperator(rel); err != nil {
 		writeError(w, s.o.Logger, fileError(err, rel))
+		return "", false
+	}
+	return rel, true
+}
+
+// devFile is GET /v1/dev/files/{path...}: one file's text.
+func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
+	rel, ok := s.operatorFile(w, r)
+	if !ok {
 		return
 	}
 	b, err := s.o.Files.ReadFile(rel)
@@ -349,13 +360,8 @@ func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
 // bytes go to disk atomically. Only with DELTA_INSPECT_WRITE; the daemon's
 // state and secrets files are refused.
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
-	if s.o.Files == nil {
-		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "files are not available"})
-		return
-	}
-	rel := r.PathValue("path")
-	if err := s.o.Files.CheckOperator(rel); err != nil {
-		writeError(w, s.o.Logger, fileError(err, rel))
+	rel, ok := s.operatorFile(w, r)
+	if !ok {
 		return
 	}
 	var body struct {

@@ -2,9 +2,7 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,46 +11,14 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/api"
-	"github.com/deltaharness/delta/internal/bundle"
-	"github.com/deltaharness/delta/internal/engine"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
-	"github.com/deltaharness/delta/internal/tool"
 )
 
 // metadataServer is newServer with the database directory exposed; close
 // stops everything and closes the database, so its files can be read whole.
 func metadataServer(t *testing.T, o api.Options) (url, dbDir string, close func()) {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Load(bundle.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(engine.Options{Store: st, Provider: echoProvider, Models: []string{"test-model"}, Prompt: b, Tools: tool.NewRegistry(),
-		ToolNames: func(string) []string { return nil },
-		Budget:    func(string) engine.Budget { return engine.Budget{Steps: 10, Tokens: 1e9, CostUSD: 100} }})
-	q := queue.New(st, eng.Execute, 4, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
-	o.Service = engine.NewService(st, q, eng)
-	srv := httptest.NewServer(api.New(o))
-	done := false
-	close = func() {
-		if done {
-			return
-		}
-		done = true
-		srv.Close()
-		q.Close(context.Background())
-		st.Close()
-	}
-	t.Cleanup(close)
+	srv, dir, close := startServer(t, o, echoProvider)
 	return srv.URL, dir, close
 }
 
