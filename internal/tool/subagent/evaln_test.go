@@ -9,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/tool"
@@ -341,31 +339,15 @@ func TestEvalNCancelKillsEveryChild(t *testing.T) {
 		_, err := runEval(ctx, t, env.tool(), `{"task":"wait forever","n":4}`)
 		done <- err
 	}()
-	var procs []int
-	for len(procs) < 8 {
-		procs = procs[:0]
+	procs := waitPIDs(8, func() []string {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.pids"))
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			for _, s := range strings.Fields(string(b)) {
-				n, _ := strconv.Atoi(s)
-				procs = append(procs, n)
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return files
+	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
 	}
-	for _, pid := range procs {
-		for i := 0; alive(pid); i++ {
-			if i > 500 {
-				t.Fatalf("process %d outlived the cancelled call", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitDead(t, procs)
 	if j.calls() != 0 {
 		t.Errorf("judge called after cancel")
 	}

@@ -142,21 +142,37 @@ func TestCancelKillsChildGroup(t *testing.T) {
 		_, err := call(ctx, t, newTool(exe, t.TempDir(), 100, 1, &ch), "wait forever")
 		done <- err
 	}()
-	var procs []int
-	for len(procs) < 2 {
-		b, err := os.ReadFile(pids)
-		if err == nil {
-			for _, f := range strings.Fields(string(b)) {
-				n, _ := strconv.Atoi(f)
-				procs = append(procs, n)
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	procs := waitPIDs(2, func() []string { return []string{pids} })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
 	}
+	waitDead(t, procs)
+}
+
+// waitPIDs waits until the files named by files hold n process ids in all
+// (whitespace-separated) and returns them.
+func waitPIDs(n int, files func() []string) []int {
+	for {
+		var procs []int
+		for _, f := range files() {
+			b, _ := os.ReadFile(f)
+			for _, s := range strings.Fields(string(b)) {
+				pid, _ := strconv.Atoi(s)
+				procs = append(procs, pid)
+			}
+		}
+		if len(procs) >= n {
+			return procs
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDead fails the test if any of procs is still alive after about five
+// seconds: a cancelled call must take its whole process group down.
+func waitDead(t *testing.T, procs []int) {
+	t.Helper()
 	for _, pid := range procs {
 		for i := 0; alive(pid); i++ {
 			if i > 500 {
