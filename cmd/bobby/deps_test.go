@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,11 +40,7 @@ func TestDeps(t *testing.T) {
 		"github.com/deltaharness/delta/internal/bobby/config",
 		"github.com/deltaharness/delta/internal/bobby/cmdline",
 	} {
-		found := false
-		for _, d := range deps {
-			found = found || d == need
-		}
-		if !found {
+		if !slices.Contains(deps, need) {
 			t.Errorf("bobby does not link %s (the guard is looking at the wrong package)", need)
 		}
 	}

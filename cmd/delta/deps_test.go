@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,11 +42,7 @@ func TestDeps(t *testing.T) {
 		"github.com/deltaharness/delta/internal/model/scripted",
 		"modernc.org/sqlite",
 	} {
-		found := false
-		for _, d := range deps {
-			found = found || d == need
-		}
-		if !found {
+		if !slices.Contains(deps, need) {
 			t.Errorf("delta does not link %s (the guard is looking at the wrong package)", need)
 		}
 	}
