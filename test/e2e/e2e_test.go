@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/internal/store"
 )
 
 var deltaBin string
@@ -120,6 +121,18 @@ func (d *daemon) start() {
 func (d *daemon) logText() string {
 	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.log"))
 	return string(b)
+}
+
+// openStore opens the daemon's database, which SQLite lets a test read
+// while the daemon runs; it is closed when the test ends.
+func (d *daemon) openStore() *store.Store {
+	d.t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func (d *daemon) kill9() {

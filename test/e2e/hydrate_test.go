@@ -113,11 +113,7 @@ func TestHydrationThroughTheDaemon(t *testing.T) {
 	}
 
 	// The events: one hydration per new session, names and sizes only.
-	db, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := d.openStore()
 	evs, err := db.Events(context.Background(), store.EventFilter{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -166,11 +165,7 @@ func TestReflectionLearnsAndTheSixthJobRecallsIt(t *testing.T) {
 	}
 
 	// The rows, their provenance and the refusals, read from the database.
-	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := d.openStore()
 	rows, err := st.Memories(context.Background())
 	if err != nil {
 		t.Fatal(err)

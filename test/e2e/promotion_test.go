@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -126,11 +125,7 @@ func TestLearningRailPromotesARecurringLessonOnce(t *testing.T) {
 	if out["sent"] != float64(1) {
 		t.Fatalf("after the first two jobs the outbox is %v, want one sent", out)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := d.openStore()
 	rows, err := st.Memories(context.Background())
 	if err != nil {
 		t.Fatal(err)
