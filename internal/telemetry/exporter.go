@@ -150,7 +150,13 @@ func (x *Exporter) Close(context.Context) error {
 
 func (x *Exporter) loop(ctx context.Context) {
 	defer close(x.done)
-	wait := x.o.Interval
+	exportLoop(ctx, x.o.Interval, x.Flush, x.next)
+}
+
+// exportLoop is both lanes' loop: it sleeps wait, flushes, and lets next
+// turn the flush's outcome into the following wait (the interval, or a
+// backoff after a failure), until ctx is done.
+func exportLoop(ctx context.Context, wait time.Duration, flush func(context.Context) error, next func(error) time.Duration) {
 	for {
 		t := time.NewTimer(wait)
 		select {
@@ -159,11 +165,11 @@ func (x *Exporter) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		err := x.Flush(ctx)
+		err := flush(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		wait = x.next(err)
+		wait = next(err)
 	}
 }
 

@@ -189,21 +189,7 @@ func (t *Traces) Close(ctx context.Context) error {
 
 func (t *Traces) loop(ctx context.Context) {
 	defer close(t.done)
-	wait := t.o.Interval
-	for {
-		tm := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			tm.Stop()
-			return
-		case <-tm.C:
-		}
-		err := t.Flush(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		wait = t.next(err)
-	}
+	exportLoop(ctx, t.o.Interval, t.Flush, t.next)
 }
 
 func (t *Traces) next(err error) time.Duration {
