@@ -82,13 +82,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/tasks/{id}/events", s.control(s.taskEvents))
 	s.mux.Handle("GET /v1/busy", s.control(s.busy))
 	s.mux.Handle("POST /v1/files", s.control(s.uploadFiles))
-	s.mux.Handle("GET /v1/status", s.control(func(w http.ResponseWriter, _ *http.Request) {
-		if s.o.Status == nil {
-			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "status is not available"})
-			return
-		}
-		writeJSON(w, http.StatusOK, s.o.Status())
-	}))
+	s.mux.Handle("GET /v1/status", s.control(s.view(s.o.Status, "status")))
 	s.mux.Handle("PUT /v1/secrets/{name}", s.control(func(w http.ResponseWriter, r *http.Request) { s.putSecret(w, r, false) }))
 	s.mux.Handle("GET /v1/secrets", s.control(s.listSecrets))
 	s.mux.Handle("POST /v1/dev/secrets/{name}", s.inspectWrite(func(w http.ResponseWriter, r *http.Request) { s.putSecret(w, r, true) }))
@@ -102,13 +96,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/dev/files", s.inspect(s.devFiles))
 	s.mux.Handle("GET /v1/dev/files/{path...}", s.inspect(s.devFile))
 	s.mux.Handle("PUT /v1/dev/files/{path...}", s.inspectWrite(s.putFile))
-	s.mux.Handle("GET /v1/dev/config", s.inspect(func(w http.ResponseWriter, _ *http.Request) {
-		if s.o.DevConfig == nil {
-			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "config view is not available"})
-			return
-		}
-		writeJSON(w, http.StatusOK, s.o.DevConfig())
-	}))
+	s.mux.Handle("GET /v1/dev/config", s.inspect(s.view(s.o.DevConfig, "config view")))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
 	s.mux.Handle("GET /v1/dev/revisions", s.inspect(s.listRevisions))
 	s.mux.Handle("GET /v1/dev/revisions/{id}/compare", s.inspect(s.compareRevision))
@@ -121,6 +109,18 @@ func (s *Server) routes() {
 	s.mux.Handle("/v1/", s.control(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	}))
+}
+
+// view answers with body()'s JSON, or a 404 naming what is not available
+// when the daemon supplied no body.
+func (s *Server) view(body func() any, what string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if body == nil {
+			writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: what + " is not available"})
+			return
+		}
+		writeJSON(w, http.StatusOK, body())
+	}
 }
 
 // asset serves one Cockpit file. The page runs only its own scripts and
