@@ -337,11 +337,7 @@ func TestRegistryBlockMakesLessonsUntrusted(t *testing.T) {
 	if mem["rows"] != float64(1) || mem["held"] != float64(1) {
 		t.Fatalf("memory %v, want the lesson held", mem)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := d.openStore()
 	rows, err := st.Memories(context.Background())
 	if err != nil || len(rows) != 1 || !rows[0].Untrusted || !rows[0].Held() {
 		t.Fatalf("memory rows %+v (%v), want one untrusted held row", rows, err)
