@@ -63,11 +63,11 @@ func BenchmarkResponseLatencyReflection(b *testing.B) {
 				return fmt.Sprintf(`{"input":%q,"metadata":{"task_type":"jd-generation","reflect":%v}}`, input, reflect)
 			}
 			// Warm up (the first runs pay for connections and caches) and
-			// seed memory with lessons that never recur, so both modes
+			// fill memory with lessons that never recur, so both modes
 			// recall the same rows at session open and differ only in the
 			// reflection and promotion each job owes.
-			const seeded = 10
-			for n := range seeded {
+			const prefilled = 10
+			for n := range prefilled {
 				d.as("", fmt.Sprintf(`{"input":"LESSON-%d warm up","metadata":{"task_type":"jd-generation","reflect":true}}`, 100000+n))
 			}
 			d.drained()
@@ -97,7 +97,7 @@ func BenchmarkResponseLatencyReflection(b *testing.B) {
 				if out := d.promotionsSettled(); out["sent"] != float64(i/2) {
 					b.Fatalf("after %d jobs the outbox is %v, want %d sent", i, out, i/2)
 				}
-			} else if mem["rows"] != float64(seeded) {
+			} else if mem["rows"] != float64(prefilled) {
 				b.Fatalf("reflection off, yet memory %v", mem)
 			}
 			slices.Sort(lat)
