@@ -85,20 +85,13 @@ func (p *Page) WaitState(ctx context.Context, conds []StateCondition, timeout ti
 			res.Matched = true
 			return res, nil
 		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
+		expired, err := p.pause(ctx, deadline)
+		if err != nil {
+			return res, fmt.Errorf("wait for state: %w", err)
+		}
+		if expired {
 			res.TimedOut = true
 			return res, nil
-		}
-		changed := p.tr.snap().changed
-		timer := time.NewTimer(min(pollInterval, remaining))
-		select {
-		case <-timer.C:
-		case <-changed:
-			timer.Stop()
-		case <-ctx.Done():
-			timer.Stop()
-			return res, fmt.Errorf("wait for state: %w", ctx.Err())
 		}
 	}
 }

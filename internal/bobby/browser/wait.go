@@ -231,23 +231,35 @@ func (p *Page) WaitFor(ctx context.Context, c Condition) (WaitResult, error) {
 			res.Matched = true
 			return res, nil
 		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
+		expired, err := p.pause(ctx, deadline)
+		if err != nil {
+			return res, fmt.Errorf("wait for: %w", err)
+		}
+		if expired {
 			res.TimedOut = true
 			return res, nil
 		}
-		changed := p.tr.snap().changed
-		timer := time.NewTimer(min(pollInterval, remaining))
-		select {
-		case <-timer.C:
-		case <-changed:
-			// a page event (navigation, load) can make the condition true
-			timer.Stop()
-		case <-ctx.Done():
-			timer.Stop()
-			return res, fmt.Errorf("wait for: %w", ctx.Err())
-		}
 	}
+}
+
+// pause waits for the next poll: until the page reports a change (a
+// navigation or load can make a condition true), the poll interval passes,
+// or deadline. expired is true when deadline had already passed.
+func (p *Page) pause(ctx context.Context, deadline time.Time) (expired bool, err error) {
+	remaining := time.Until(deadline)
+	if remaining <= 0 {
+		return true, nil
+	}
+	changed := p.tr.snap().changed
+	timer := time.NewTimer(min(pollInterval, remaining))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-changed:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return false, nil
 }
 
 // probe checks the condition once. Transient failures (a navigation
