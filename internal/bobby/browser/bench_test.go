@@ -6,22 +6,36 @@ import (
 )
 
 // BenchmarkSessionStart measures a new isolated session with one page,
-// which is what workflow_start pays before navigating.
+// which is what workflow_start pays before navigating: "warm" with the
+// spare ready (an agent's next start, seconds after the last), "cold"
+// without a spare.
 func BenchmarkSessionStart(b *testing.B) {
 	ctx := context.Background()
-	for b.Loop() {
-		s, err := shared.NewSession(ctx, "bench", ExecutionPolicy{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.NewPage(ctx); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := shared.CloseSession(ctx, s.ID); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
+	for _, warm := range []bool{true, false} {
+		name := map[bool]string{true: "warm", false: "cold"}[warm]
+		b.Run(name, func(b *testing.B) {
+			shared.opts.NoWarmSpare = !warm
+			defer func() { shared.opts.NoWarmSpare = false; shared.refill() }()
+			for b.Loop() {
+				b.StopTimer()
+				if warm {
+					readySpare(b, shared)
+				}
+				b.StartTimer()
+				s, err := shared.NewSession(ctx, "bench", ExecutionPolicy{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.NewPage(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := shared.CloseSession(ctx, s.ID); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }
 

@@ -101,6 +101,10 @@ type Options struct {
 	// (including each redirect hop of the main document) and may refuse it
 	// with an error; the gateway uses it for its private-address policy.
 	AllowURL func(*url.URL) error
+
+	// NoWarmSpare turns off the warm spare (see spare.go): every session
+	// then opens its browser context and first page when asked.
+	NoWarmSpare bool
 }
 
 // Runtime owns one Chromium process and the sessions in it.
@@ -114,7 +118,9 @@ type Runtime struct {
 	state    runtimeState
 	inst     *instance
 	sessions map[string]*Session
-	wg       sync.WaitGroup // instance watchers
+	spare    *Session       // a ready context with a blank page, or nil
+	filling  chan struct{}  // closed when the running refill ends; nil when none runs
+	wg       sync.WaitGroup // instance watchers and refills
 }
 
 type runtimeState int
@@ -176,6 +182,7 @@ func (r *Runtime) Open(ctx context.Context) error {
 	r.state = stateOpen
 	r.inst = inst
 	r.mu.Unlock()
+	r.refill()
 	return nil
 }
 
@@ -195,6 +202,10 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.inst = nil
 	sessions := r.sessions
 	r.sessions = make(map[string]*Session)
+	if r.spare != nil {
+		sessions[r.spare.ID] = r.spare
+		r.spare = nil
+	}
 	r.mu.Unlock()
 
 	// Kill the browser first: the pages' handlers then end at once
@@ -290,6 +301,7 @@ func (r *Runtime) ensure(ctx context.Context) (*instance, error) {
 	r.mu.Lock()
 	r.inst = inst
 	r.mu.Unlock()
+	r.refill()
 	return inst, nil
 }
 
@@ -304,6 +316,29 @@ func (r *Runtime) NewSession(ctx context.Context, profile string, policy Executi
 	if err != nil {
 		return nil, fmt.Errorf("new session: %w", err)
 	}
+	s := r.takeSpare(ctx, inst)
+	if s != nil {
+		s.adopt(profile, policy)
+	} else if s, err = r.openSession(ctx, inst, profile, policy); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.state != stateOpen {
+		r.mu.Unlock()
+		s.discard(ctx)
+		return nil, fmt.Errorf("new session: %w", ErrNotOpen)
+	}
+	r.sessions[s.ID] = s
+	r.mu.Unlock()
+	inst.addSession(s)
+	r.refill()
+	r.log.Debug("session created", "session", s.ID, "profile", profile)
+	return s, nil
+}
+
+// openSession creates an isolated browser context in inst, with download
+// capture on. The session is not registered anywhere yet.
+func (r *Runtime) openSession(ctx context.Context, inst *instance, profile string, policy ExecutionPolicy) (*Session, error) {
 	cctx, cancel := inst.callCtx(ctx, r.opts.ActionTimeout)
 	defer cancel()
 	res, err := chromedp.CallBrowser(cctx, target.CreateBrowserContext, target.CreateBrowserContextParams{})
@@ -324,18 +359,9 @@ func (r *Runtime) NewSession(ctx context.Context, profile string, policy Executi
 		changed:   make(chan struct{}),
 	}
 	if err := s.enableCapture(ctx); err != nil {
+		s.discard(ctx)
 		return nil, fmt.Errorf("new session: download capture: %w", err)
 	}
-	r.mu.Lock()
-	if r.state != stateOpen {
-		r.mu.Unlock()
-		os.RemoveAll(s.captureDir)
-		return nil, fmt.Errorf("new session: %w", ErrNotOpen)
-	}
-	r.sessions[s.ID] = s
-	r.mu.Unlock()
-	inst.addSession(s)
-	r.log.Debug("session created", "session", s.ID, "profile", profile)
 	return s, nil
 }
 

@@ -57,6 +57,10 @@ type Session struct {
 	changed  chan struct{} // closed and replaced when the page set changes
 
 	captureDir string // where the context's downloads land (see enableCapture)
+
+	// prepared is the blank page a warm spare was made with: attached but
+	// not yet handed out, so not in pages. The first NewPage takes it.
+	prepared *Page
 }
 
 // Policy returns the session's execution policy.
@@ -141,7 +145,49 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 		return nil, fmt.Errorf("new page: %w", err)
 	}
 	s.touch()
-	// While a NewPage is in flight, the target it creates is not adopted
+	p, err := s.takePrepared(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("new page: %w", err)
+	}
+	if p == nil {
+		if p, err = s.openPage(ctx); err != nil {
+			return nil, fmt.Errorf("new page: %w", err)
+		}
+	}
+	if err := s.addPage(p); err != nil {
+		p.shutdown(ErrSessionClosed)
+		return nil, fmt.Errorf("new page: %w", err)
+	}
+	return p, nil
+}
+
+// takePrepared hands out the warm spare's blank page, or nil when there is
+// none or it died. The page was attached before the session had its policy,
+// so the policy's fingerprint is applied now, before the first navigation,
+// as openPage does.
+func (s *Session) takePrepared(ctx context.Context) (*Page, error) {
+	s.mu.Lock()
+	p := s.prepared
+	s.prepared = nil
+	s.mu.Unlock()
+	if p == nil {
+		return nil, nil
+	}
+	if p.Err() != nil {
+		p.shutdown(ErrPageClosed)
+		return nil, nil
+	}
+	if err := p.applyFingerprint(p.ctx); err != nil {
+		p.shutdown(ErrPageClosed)
+		return nil, fmt.Errorf("apply fingerprint: %w", s.inst.classify(err))
+	}
+	return p, nil
+}
+
+// openPage opens a target in the session's browser context and attaches
+// to it. The page is not added to the session's pages.
+func (s *Session) openPage(ctx context.Context) (*Page, error) {
+	// While an openPage is in flight, the target it creates is not adopted
 	// as a popup (see adoptPopup).
 	s.mu.Lock()
 	s.creating++
@@ -158,11 +204,7 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 		chromedp.WithListener(p.listen),
 	)
 	if err := p.attach(ctx, pctx, cancel); err != nil {
-		return nil, fmt.Errorf("new page: %w", s.inst.classify(err))
-	}
-	if err := s.addPage(p); err != nil {
-		p.shutdown(ErrSessionClosed)
-		return nil, fmt.Errorf("new page: %w", err)
+		return nil, s.inst.classify(err)
 	}
 	return p, nil
 }
@@ -232,6 +274,9 @@ func (s *Session) adoptPopup(info *target.Info) {
 // hasTargetLocked reports whether a page of the session is the target. The
 // caller holds s.mu.
 func (s *Session) hasTargetLocked(id target.ID) bool {
+	if s.prepared != nil && s.prepared.targetID == id {
+		return true
+	}
 	for _, p := range s.pages {
 		if p.targetID == id {
 			return true
@@ -341,6 +386,10 @@ func (s *Session) markClosed(reason error) {
 	if errors.Is(reason, ErrSessionClosed) {
 		s.pages = nil
 	}
+	if s.prepared != nil {
+		pages = append(pages[:len(pages):len(pages)], s.prepared)
+		s.prepared = nil
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 	for _, p := range pages {
@@ -356,6 +405,10 @@ func (s *Session) close(ctx context.Context) error {
 	}
 	pages := s.pages
 	s.pages = nil
+	if s.prepared != nil {
+		pages = append(pages, s.prepared)
+		s.prepared = nil
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 
