@@ -367,6 +367,10 @@ var goSteps = []goStep{
 		if again["replayed"] != true || str(get(again, "evidence", "popup", "pageId")) != popupID {
 			r.t.Errorf("retry with the same ids = %s", dump(again))
 		}
+		rr, err := r.cs.ReadResource(r.ctx(), &mcp.ReadResourceParams{URI: str(get(pop, "evidence", "checkpoint", "resource"))})
+		if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, popupID) {
+			r.t.Errorf("the checkpoint resource of %s: %v", dump(get(pop, "evidence", "checkpoint")), err)
+		}
 		snap := r.ok("a11y_snapshot", map[string]any{"sessionId": r.sessionID, "pageId": popupID})
 		if !strings.Contains(str(get(snap, "evidence", "accessibility", "text")), `button "Go"`) {
 			r.t.Errorf("the popup's snapshot = %s", dump(snap))
@@ -464,7 +468,11 @@ var goSteps = []goStep{
 			}
 		}
 		tmpl, err := r.cs.ListResourceTemplates(r.ctx(), nil)
-		if err != nil || len(tmpl.ResourceTemplates) != 1 || tmpl.ResourceTemplates[0].URITemplate != "artifact://{id}" {
+		var templates []string
+		for _, rt := range tmpl.ResourceTemplates {
+			templates = append(templates, rt.URITemplate)
+		}
+		if slices.Sort(templates); err != nil || !slices.Equal(templates, []string{"artifact://{id}", "bobby://checkpoints/{commandId}"}) {
 			r.t.Errorf("resources/templates/list = %s, %v", dump(tmpl), err)
 		}
 		rr, err := r.cs.ReadResource(r.ctx(), &mcp.ReadResourceParams{URI: "bobby://capabilities"})
@@ -571,11 +579,9 @@ func TestGoClient(t *testing.T) {
 		}},
 		{"http", func(t *testing.T, client *mcp.Client) (*mcp.ClientSession, string, string) {
 			token := "go-" + rand.Text()
-			var downloads string
-			srv := startServe(t, func(addr, dir string) string {
-				downloads = filepath.Join(dir, "downloads")
-				return serveConfig(addr, dir, "goclient", token, allCaps)
-			})
+			home := t.TempDir()
+			downloads := filepath.Join(home, "downloads")
+			srv := startServe(t, func(addr, _ string) string { return serveConfig(addr, home, "goclient", token, allCaps) })
 			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 				Endpoint: srv.mcpURL, HTTPClient: &http.Client{Transport: bearer{token}},
 			}, nil)
@@ -616,8 +622,9 @@ func TestGoClient(t *testing.T) {
 }
 
 // serveConfig is a `bobby serve` config listening on addr with one
-// principal holding caps, and a downloads root under dir.
-func serveConfig(addr, dir, name, token, caps string) string {
+// principal holding caps; its state (data_dir) and downloads root are
+// under home.
+func serveConfig(addr, home, name, token, caps string) string {
 	sum := sha256.Sum256([]byte(token))
 	quoted := []string{}
 	for _, c := range strings.Split(caps, ",") {
@@ -634,5 +641,5 @@ data_dir = %q
 name = %q
 token_sha256 = %q
 capabilities = [%s]
-`, addr, filepath.Join(dir, "downloads"), filepath.Join(dir, "data"), name, hex.EncodeToString(sum[:]), strings.Join(quoted, ", "))
+`, addr, filepath.Join(home, "downloads"), filepath.Join(home, "data"), name, hex.EncodeToString(sum[:]), strings.Join(quoted, ", "))
 }

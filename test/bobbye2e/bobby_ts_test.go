@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -109,6 +110,9 @@ expires_at = %s
 type served struct {
 	mcpURL, addr, dir, cfgPath, logPath string
 	proc                                *os.Process
+	// stop sends SIGTERM and waits for the exit (at most once; cleanup
+	// calls it too), failing the test on an unclean one.
+	stop func()
 }
 
 // startServe starts `bobby serve` with the config cfgFor writes for its
@@ -136,19 +140,23 @@ func startServe(t *testing.T, cfgFor func(addr, dir string) string) served {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("bobby serve exited with %v after SIGTERM; log:\n%s", err, readFile(logPath))
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("bobby serve exited with %v after SIGTERM; log:\n%s", err, readFile(logPath))
+				}
+			case <-time.After(15 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+				t.Errorf("bobby serve ignored SIGTERM for 15 s; log:\n%s", readFile(logPath))
 			}
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("bobby serve ignored SIGTERM for 15 s; log:\n%s", readFile(logPath))
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	base := "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -160,7 +168,7 @@ func startServe(t *testing.T, cfgFor func(addr, dir string) string) served {
 		if resp, err := http.Get(base + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return served{mcpURL: base + "/v1/mcp", addr: addr, dir: dir, cfgPath: cfgPath, logPath: logPath, proc: cmd.Process}
+				return served{mcpURL: base + "/v1/mcp", addr: addr, dir: dir, cfgPath: cfgPath, logPath: logPath, proc: cmd.Process, stop: stop}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)

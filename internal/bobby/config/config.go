@@ -17,7 +17,7 @@
 //	engine = "chromium"               # chromium | firefox (firefox: not yet supported by the tools)
 //	path = "/usr/bin/chromium"        # default: the engine's browser (/usr/bin/firefox-esr for firefox)
 //	flags = ["--lang=en-US"]          # added after bobby's own launch flags
-//	data_dir = "/var/lib/bobby"       # profile data; a temporary dir when empty
+//	data_dir = "/var/lib/bobby"       # profile data and checkpoints; the system temp dir when empty
 //
 //	[toolset]
 //	start_phase = "explore"           # explore | act | intent | verify

@@ -70,6 +70,28 @@ func TestClickAndWaitForPopupRegistersAndCheckpoints(t *testing.T) {
 		t.Errorf("retry with the same ids: replayed=%v, popup %v vs %v, pages %d → %d", again["replayed"],
 			get(again, "evidence", "popup", "pageId"), get(first, "evidence", "popup", "pageId"), before, after)
 	}
+	// The checkpoint is on disk and readable as a resource, by its owner only.
+	rr, err := alice.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: "bobby://checkpoints/cmd-popup-1"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, asStr(get(first, "evidence", "popup", "pageId"))) ||
+		!strings.Contains(rr.Contents[0].Text, `"attemptId": "a1"`) {
+		t.Errorf("bobby://checkpoints/cmd-popup-1 = %v, %v", rr, err)
+	}
+	bob := connectHTTP(t, base, "bob-token", nil)
+	if _, err := bob.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: "bobby://checkpoints/cmd-popup-1"}); err == nil {
+		t.Error("another principal read alice's checkpoint")
+	}
+	// A retry from another session replays the record too; the same ids on
+	// a different request are refused.
+	other := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("popup.html")})
+	args["workflowHandle"] = other["workflowHandle"]
+	if re := mustOK(t, alice, "click_and_wait_for_popup", args); re["replayed"] != true || get(re, "evidence", "popup", "pageId") != get(first, "evidence", "popup", "pageId") {
+		t.Errorf("retry from another session = %s", dump(re))
+	}
+	if pl := mustOK(t, alice, "page_list", map[string]any{"sessionId": other["sessionId"]}); len(pl["pages"].([]any)) != 1 {
+		t.Errorf("the replayed retry opened a page: %s", dump(pl))
+	}
+	args["selector"] = "#open"
+	mustFail(t, alice, "click_and_wait_for_popup", args, CodeIdempotencyKeyReused)
 	// Without autoCheckpoint, pinned ids are refused.
 	mustFail(t, alice, "click_and_wait_for_popup", map[string]any{"workflowHandle": h, "selector": "#open", "commandId": "x"}, CodeInvalidRequest)
 	// A target that opens nothing says so.

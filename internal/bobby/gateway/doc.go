@@ -156,7 +156,10 @@
 // bobby://failure-taxonomy (every code: meaning, repair, retry rule),
 // bobby://capabilities (the table above), bobby://phases (phase → tools),
 // bobby://schemas (every tool's input/output schema and each envelope
-// kind's input), and artifact://{id} for screenshots, PDFs and downloads. Prompts:
+// kind's input), artifact://{id} for screenshots, PDFs and downloads, and
+// bobby://checkpoints/{commandId} for the caller's recorded checkpoints
+// (checkpoint.go: files under [browser] data_dir that outlast a restart,
+// pruned after a week). Prompts:
 // fill_and_submit_form, extract_from_page, recover_workflow, each taking
 // sessionId and pageId.
 package gateway

@@ -75,6 +75,9 @@ type Gateway struct {
 	retained  *workflow.Retained[*retainedContext]
 	idem      *workflow.Idempotency[*Outcome]
 	artifacts *artifactStore
+	// checkpoints are the recorded outcomes of checkpointed commands,
+	// kept on disk so that they outlast the process (checkpoint.go).
+	checkpoints *checkpointStore
 
 	sessionsMu sync.Mutex
 	sessions   map[*clientSession]struct{}
@@ -102,19 +105,20 @@ func New(opts Options) (*Gateway, error) {
 		now = time.Now
 	}
 	g := &Gateway{
-		cfg:        cfg,
-		log:        log.With("system", "gateway"),
-		now:        now,
-		startPhase: Phase(cfg.Toolset.StartPhase),
-		rt:         opts.Runtime,
-		ownsRT:     opts.Runtime == nil,
-		closing:    make(chan struct{}),
-		owners:     &owners{bySession: map[string]*owned{}},
-		retained:   workflow.NewRetained[*retainedContext](maxRetainedPages),
-		idem:       workflow.NewIdempotency[*Outcome](maxIdempotencyKeys),
-		artifacts:  newArtifactStore(maxArtifacts, maxArtifactBytes),
-		sessions:   map[*clientSession]struct{}{},
-		reaper:     &reaper{max: cfg.HTTP.MaxSessions, idle: cfg.HTTP.IdleTimeout},
+		cfg:         cfg,
+		log:         log.With("system", "gateway"),
+		now:         now,
+		startPhase:  Phase(cfg.Toolset.StartPhase),
+		rt:          opts.Runtime,
+		ownsRT:      opts.Runtime == nil,
+		closing:     make(chan struct{}),
+		owners:      &owners{bySession: map[string]*owned{}},
+		retained:    workflow.NewRetained[*retainedContext](maxRetainedPages),
+		idem:        workflow.NewIdempotency[*Outcome](maxIdempotencyKeys),
+		artifacts:   newArtifactStore(maxArtifacts, maxArtifactBytes),
+		checkpoints: newCheckpointStore(cfg.Browser.DataDir),
+		sessions:    map[*clientSession]struct{}{},
+		reaper:      &reaper{max: cfg.HTTP.MaxSessions, idle: cfg.HTTP.IdleTimeout},
 	}
 	g.principals.Store(principals)
 	if g.rt == nil {
@@ -161,6 +165,11 @@ func (g *Gateway) Open(ctx context.Context) error {
 	defer g.openMu.Unlock()
 	if g.opened {
 		return errors.New("open gateway: already open")
+	}
+	if n, err := g.checkpoints.prune(g.now().Add(-checkpointTTL)); err != nil {
+		g.log.Warn("prune checkpoints", "err", err)
+	} else if n > 0 {
+		g.log.Info("pruned old checkpoints", "removed", n)
 	}
 	g.launchDone = make(chan struct{})
 	if g.ownsRT {

@@ -108,8 +108,9 @@ type popupArgs struct {
 
 // popupCheckpoint reads an autoCheckpoint popup click's pinned ids; the
 // pipeline records the outcome under them (minting the commandId when
-// absent), so a retry with the same ids replays the recorded outcome
-// instead of opening a second page.
+// absent) in bobby's state directory, so a retry with the same ids replays
+// the recorded outcome instead of opening a second page, after a restart
+// too.
 func popupCheckpoint(input map[string]any) (commandID, attemptID string, on bool) {
 	on, _ = input["autoCheckpoint"].(bool)
 	commandID, _ = input["commandId"].(string)
@@ -147,14 +148,8 @@ func runClickAndWaitForPopup(ctx context.Context, x *execCtx, in popupArgs) (map
 	cancel()
 	ev["popup"] = map[string]any{"pageId": popup.ID, "openerId": popup.OpenerID, "page": pageState(popup)}
 	ev["pageIds"] = x.sess.State().PageIDs
-	if in.AutoCheckpoint {
-		// The pipeline minted the commandId when none was pinned.
-		cp := map[string]any{"persisted": true, "commandId": in.CommandID}
-		if in.AttemptID != "" {
-			cp["attemptId"] = in.AttemptID
-		}
-		ev["checkpoint"] = cp
-	}
+	// With autoCheckpoint the pipeline persists the outcome and adds
+	// evidence.checkpoint (see recordCheckpoint).
 	return ev, nil, nil
 }
 

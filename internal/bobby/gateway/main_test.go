@@ -30,6 +30,7 @@ var (
 	sharedRT *browser.Runtime
 	fixtures *httptest.Server
 	bobbyBin string // the built cmd/bobby, for the stdio tests
+	stateDir string // the gateways' [browser] data_dir (checkpoints)
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -49,6 +50,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	stateDir = filepath.Join(dir, "state")
 	stop := make(chan struct{})
 	fixtures = httptest.NewServer(fixtureHandler(stop))
 	defer func() { close(stop); fixtures.Close() }()
@@ -141,6 +143,7 @@ var allCaps = func() []string {
 // reader with page:read only, and old whose credential expired.
 func testConfig() config.Config {
 	cfg := config.Default()
+	cfg.Browser.DataDir = stateDir
 	cfg.Profiles["mobile"] = config.Profile{}
 	cfg.Principals = []config.Principal{
 		{Name: "alice", TokenSHA256: policy.HashTokenHex("alice-token"), Capabilities: allCaps},

@@ -296,16 +296,26 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	if workflowID == "" {
 		workflowID = newID()
 	}
-	pinned := ""
+	pinned, attempt := "", ""
 	if spec.checkpoint != nil {
-		if cmd, attempt, on := spec.checkpoint(env.Input); on {
-			if cmd == "" {
+		if cmd, att, on := spec.checkpoint(env.Input); on {
+			minted := cmd == ""
+			if minted {
 				cmd = newID()
 				env.Input["commandId"] = cmd
 			}
-			pinned = cmd
+			pinned, attempt = cmd, att
 			if env.IdempotencyKey == "" {
 				env.IdempotencyKey = "checkpoint:" + cmd + ":" + attempt
+			}
+			// A pinned checkpoint already recorded (before a restart, or in
+			// another session) is replayed, not run again.
+			if !minted {
+				if out, te := g.replayCheckpoint(c.principal.Name, env, cmd, attempt); te != nil {
+					return nil, te
+				} else if out != nil {
+					return withEcho(out, env.Scope, true), nil
+				}
 			}
 		}
 	}
@@ -314,6 +324,7 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 		out := g.runCommand(ctx, c.principal, spec, env, sess, page, workflowID, timeout)
 		if pinned != "" {
 			out.CommandID = pinned
+			g.recordCheckpoint(c.principal.Name, env, pinned, attempt, out)
 		}
 		return out
 	}

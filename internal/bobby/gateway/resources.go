@@ -46,6 +46,10 @@ func addResources(cs *clientSession) {
 				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
 			})
 	}
+	cs.server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: checkpointTemplate, Name: "checkpoint", Title: "Checkpoint records", MIMEType: "application/json",
+		Description: "The recorded outcomes (every attempt) of a checkpointed command of yours, e.g. click_and_wait_for_popup with autoCheckpoint; kept in bobby's state directory across restarts.",
+	}, cs.readCheckpoints)
 	if cs.principal.Capabilities.Has(policy.ArtifactRead) {
 		cs.server.AddResourceTemplate(&mcp.ResourceTemplate{
 			URITemplate: artifactScheme + "{id}", Name: "artifact", Title: "Captured artifact",
