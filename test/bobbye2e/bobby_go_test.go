@@ -33,6 +33,10 @@ type goRun struct {
 	downloads   string // the bobby process's downloads root
 	upload      string // a local file for upload_files
 	principal   string
+	version     string // the protocol version the client offers
+	// sessionless: 2026-07-28 over HTTP, served on the principal's
+	// context without an MCP session.
+	sessionless bool
 
 	handle, sessionID, pageID string // the workflow the steps drive
 }
@@ -150,8 +154,8 @@ type goStep struct {
 var goSteps = []goStep{
 	{"lifecycle", "initialize", func(r *goRun) {
 		init := r.cs.InitializeResult()
-		if init.ProtocolVersion != "2025-11-25" {
-			r.t.Errorf("negotiated %s, want 2025-11-25", init.ProtocolVersion)
+		if init.ProtocolVersion != r.version {
+			r.t.Errorf("negotiated %s, want %s", init.ProtocolVersion, r.version)
 		}
 		if init.ServerInfo == nil || init.ServerInfo.Name != "bobby" {
 			r.t.Errorf("serverInfo = %+v", init.ServerInfo)
@@ -228,6 +232,18 @@ var goSteps = []goStep{
 		}
 	}},
 	{"lifecycle", "toolset_select", func(r *goRun) {
+		if r.sessionless {
+			// Phases belong to an MCP session; the later steps call tools
+			// the start phase hides, which stay callable.
+			m := r.fail("toolset_select", map[string]any{"phase": "act"}, "unsupported")
+			if !strings.Contains(str(get(m, "error", "message")), "2025-11-25") {
+				r.t.Errorf("toolset_select without a session = %s", dump(m))
+			}
+			if info := r.ok("runtime_info", nil); info["phase"] != "explore" {
+				r.t.Errorf("phase = %v", info["phase"])
+			}
+			return
+		}
 		for len(r.listChanged) > 0 {
 			<-r.listChanged
 		}
@@ -540,10 +556,12 @@ func mapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// TestGoClient walks every tool family (goSteps) with the go-sdk client,
-// once over stdio (a real `bobby stdio` child process with the bootstrap
-// variables) and once over streamable HTTP (`bobby serve` behind a bearer
-// token), against the fixture pages served from loopback.
+// TestGoClient walks every tool family (goSteps) with the go-sdk client
+// over stdio (a real `bobby stdio` child process with the bootstrap
+// variables) and over streamable HTTP (`bobby serve` behind a bearer
+// token), against the fixture pages served from loopback — each with the
+// client offering 2025-11-25 (initialize, an MCP session) and 2026-07-28
+// (server/discover; the SDK client's default).
 func TestGoClient(t *testing.T) {
 	fixtures := httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	t.Cleanup(fixtures.Close)
@@ -557,9 +575,9 @@ func TestGoClient(t *testing.T) {
 
 	transports := []struct {
 		name    string
-		connect func(t *testing.T, client *mcp.Client) (cs *mcp.ClientSession, principal, downloads string)
+		connect func(t *testing.T, client *mcp.Client, opts *mcp.ClientSessionOptions) (cs *mcp.ClientSession, principal, downloads string)
 	}{
-		{"stdio", func(t *testing.T, client *mcp.Client) (*mcp.ClientSession, string, string) {
+		{"stdio", func(t *testing.T, client *mcp.Client, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, string, string) {
 			dir := t.TempDir()
 			downloads := filepath.Join(dir, "downloads")
 			cfg := filepath.Join(dir, "bobby.toml")
@@ -571,20 +589,20 @@ func TestGoClient(t *testing.T) {
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir,
 				"AUTOMATION_RUNTIME_BOOTSTRAP_PRINCIPAL=goagent", "AUTOMATION_RUNTIME_BOOTSTRAP_CAPABILITIES=" + allCaps}
 			cmd.Stderr = os.Stderr
-			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, opts)
 			if err != nil {
 				t.Fatalf("connect to bobby stdio: %v", err)
 			}
 			return cs, "goagent", downloads
 		}},
-		{"http", func(t *testing.T, client *mcp.Client) (*mcp.ClientSession, string, string) {
+		{"http", func(t *testing.T, client *mcp.Client, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, string, string) {
 			token := "go-" + rand.Text()
 			home := t.TempDir()
 			downloads := filepath.Join(home, "downloads")
 			srv := startServe(t, func(addr, _ string) string { return serveConfig(addr, home, "goclient", token, allCaps) })
 			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
 				Endpoint: srv.mcpURL, HTTPClient: &http.Client{Transport: bearer{token}},
-			}, nil)
+			}, opts)
 			if err != nil {
 				t.Fatalf("connect to bobby serve: %v", err)
 			}
@@ -592,32 +610,35 @@ func TestGoClient(t *testing.T) {
 		}},
 	}
 	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			changed := make(chan struct{}, 8)
-			client := mcp.NewClient(&mcp.Implementation{Name: "bobby-go-test", Version: "1"}, &mcp.ClientOptions{
-				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-					select {
-					case changed <- struct{}{}:
-					default:
-					}
-				},
-			})
-			cs, principal, downloads := tr.connect(t, client)
-			t.Cleanup(func() { cs.Close() })
-			r := &goRun{cs: cs, listChanged: changed, fixtures: fixtures.URL, downloads: downloads, upload: upload, principal: principal}
-			families := map[string]bool{}
-			for _, s := range goSteps {
-				ok := t.Run(s.family+"/"+s.name, func(t *testing.T) {
-					r.t = t
-					s.run(r)
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(tr.name+"/"+version, func(t *testing.T) {
+				changed := make(chan struct{}, 8)
+				client := mcp.NewClient(&mcp.Implementation{Name: "bobby-go-test", Version: "1"}, &mcp.ClientOptions{
+					ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+						select {
+						case changed <- struct{}{}:
+						default:
+						}
+					},
 				})
-				if !ok {
-					t.Fatalf("step %s/%s failed; the later steps depend on it", s.family, s.name)
+				cs, principal, downloads := tr.connect(t, client, &mcp.ClientSessionOptions{ProtocolVersion: version})
+				t.Cleanup(func() { cs.Close() })
+				r := &goRun{cs: cs, listChanged: changed, fixtures: fixtures.URL, downloads: downloads, upload: upload, principal: principal,
+					version: version, sessionless: tr.name == "http" && version == "2026-07-28"}
+				families := map[string]bool{}
+				for _, s := range goSteps {
+					ok := t.Run(s.family+"/"+s.name, func(t *testing.T) {
+						r.t = t
+						s.run(r)
+					})
+					if !ok {
+						t.Fatalf("step %s/%s failed; the later steps depend on it", s.family, s.name)
+					}
+					families[s.family] = true
 				}
-				families[s.family] = true
-			}
-			t.Logf("%s: %d steps over %d families", tr.name, len(goSteps), len(families))
-		})
+				t.Logf("%s %s: %d steps over %d families", tr.name, version, len(goSteps), len(families))
+			})
+		}
 	}
 }
 

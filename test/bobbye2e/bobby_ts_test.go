@@ -1,9 +1,11 @@
-// Package bobbye2e drives the real bobby binary with the official TypeScript
-// MCP client (`@modelcontextprotocol/sdk`, installed into test/peers) over
-// stdio and over streamable HTTP, against a fixture page served from
-// loopback by the test. The assertions live in test/peers/bobby_client.mjs;
-// this test builds the binary, serves the fixture, starts `bobby serve`
-// with a configured principal, and fails when the script exits non-zero.
+// Package bobbye2e drives the real bobby binary with the official MCP
+// clients over stdio and over streamable HTTP, against fixture pages served
+// from loopback by the test: the TypeScript SDK (`@modelcontextprotocol/sdk`,
+// installed into test/peers; the assertions live in
+// test/peers/bobby_client.mjs) and the go-sdk (bobby_go_test.go: one table
+// of steps over every tool family, each transport with protocol 2025-11-25
+// and 2026-07-28). It also restarts `bobby serve` to read a persisted popup
+// checkpoint back (checkpoint_test.go) and rotates a token with SIGHUP.
 package bobbye2e
 
 import (

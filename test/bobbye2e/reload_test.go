@@ -24,7 +24,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func connect(ctx context.Context, url, token string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "reload-test", Version: "1"}, nil)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	// Rotation ends MCP sessions, which 2026-07-28 does not have.
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 }
 
 // waitLog waits until the serve log holds want (the reload's report line),

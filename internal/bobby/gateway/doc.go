@@ -21,9 +21,12 @@
 // them; anyone else gets notFound, the same answer as for an unknown ID.
 //
 // Protocol versions 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05 are
-// negotiated through initialize; 2026-07-28 (stateless, no initialize) is
-// refused so that Go clients fall back to initialize. An accepted initialize
-// starts a new generation of the session's handle registry.
+// negotiated through initialize; an accepted initialize starts a new
+// generation of the session's handle registry. 2026-07-28 has no
+// initialize and no MCP session: over stdio the process is the context
+// (everything works as with initialize); over HTTP the SDK serves it only
+// statelessly, on one context per principal shared by its 2026-07-28
+// clients, where toolset_select is refused (see statelessContexts).
 //
 // # Capabilities
 //

@@ -69,7 +69,21 @@ func (g *Gateway) HTTPHandler() http.Handler {
 		// An MCP session idle this long is closed, like a browser session.
 		SessionTimeout: g.cfg.HTTP.IdleTimeout,
 	})
+	// 2026-07-28 has no MCP session: the SDK serves it only statelessly,
+	// each request on a throwaway session of the principal's context.
+	contexts := &statelessContexts{byKey: map[string]*clientSession{}}
+	stateless := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		p, ok := principalFromRequest(r)
+		if !ok {
+			return nil
+		}
+		return contexts.get(g, p).server
+	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log, MaxRequestBodyBytes: MaxHTTPBodyBytes})
 	withSlot := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sessionless(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
 		if g.refuseRevoked(w, r) || refuseBeforeInitialize(w, r) {
 			return
 		}
@@ -105,6 +119,49 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	mux.Handle(MCPPath, protected)
 	mux.HandleFunc("GET /healthz", g.healthz)
 	return mux
+}
+
+// sessionless reports whether a request speaks 2026-07-28 or later (its
+// MCP-Protocol-Version header says so; the SDK's client sets it on every
+// such request, server/discover included) and carries no Mcp-Session-Id.
+func sessionless(r *http.Request) bool {
+	return r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= protocol20260728
+}
+
+// statelessContexts hold what an MCP session holds for the other versions
+// — the workflow handles, the tools/list and its subscriptions — once per
+// principal (and capability set, which a bridge can narrow) for its
+// 2026-07-28 requests. Every 2026-07-28 client of a principal shares one:
+// a handle is a binding, not an authority (ownership and capability
+// checks run on every call). The phase is the one thing a client would
+// change under another's feet, so toolset_select refuses there and the
+// listing stays at the start phase (hidden tools stay callable). A
+// context whose principal's credential changed (ReloadPrincipals removed
+// it) is rebuilt.
+type statelessContexts struct {
+	mu    sync.Mutex
+	byKey map[string]*clientSession
+}
+
+func (sc *statelessContexts) get(g *Gateway, p policy.Principal) *clientSession {
+	key := p.Name + "\x00" + strings.Join(p.Capabilities.Strings(), ",")
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if cs := sc.byKey[key]; cs != nil && g.hasClient(cs) {
+		return cs
+	}
+	cs := g.newClientSessionFor(p, modernVersions)
+	cs.stateless = true
+	sc.byKey[key] = cs
+	return cs
+}
+
+// hasClient reports whether cs is still one of the gateway's contexts.
+func (g *Gateway) hasClient(cs *clientSession) bool {
+	g.sessionsMu.Lock()
+	defer g.sessionsMu.Unlock()
+	_, ok := g.sessions[cs]
+	return ok
 }
 
 // narrowPrincipal applies the bootstrap headers a bridge sends: the token

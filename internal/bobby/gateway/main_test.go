@@ -218,9 +218,12 @@ func connectHTTP(t *testing.T, base, token string, listChanged chan<- struct{}) 
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, opts)
+	// These tests are about MCP sessions (phases, list_changed, revocation),
+	// which 2026-07-28 does not have: they pin 2025-11-25 (protocol_test.go
+	// covers 2026-07-28).
 	cs, err := client.Connect(testCtx(t), &mcp.StreamableClientTransport{
 		Endpoint: base + MCPPath, HTTPClient: &http.Client{Transport: bearer{token}},
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersions[0]})
 	if err != nil {
 		t.Fatalf("connect as %s: %v", token, err)
 	}

@@ -16,11 +16,21 @@ import (
 	"github.com/deltaharness/delta/internal/bobby/workflow"
 )
 
-// Protocol versions bobby negotiates. 2026-07-28 (stateless, no
-// initialize) is left out on purpose: bobby's lifecycle (generations,
-// handles, phases) hangs off initialize, and the spec pins 2025-11-25. The
-// Go SDK client falls back to initialize when discovery is refused.
+// Protocol versions bobby negotiates through initialize, on a stateful
+// MCP session (streamable HTTP with Mcp-Session-Id, or stdio).
 var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// protocol20260728 is the sessionless protocol (server/discover, the
+// version, client info and capabilities in every request's _meta, list
+// changes through subscriptions/listen). The SDK serves it over stdio (one
+// process is one context) and over streamable HTTP only statelessly, where
+// bobby keeps a context per principal instead of per MCP session
+// (statelessContexts in http.go).
+const protocol20260728 = "2026-07-28"
+
+// modernVersions are the versions a context that can serve 2026-07-28
+// offers: it first, then the initialize-based ones.
+var modernVersions = append([]string{protocol20260728}, protocolVersions...)
 
 // clientSession is one MCP session: its principal, its phase, its handle
 // registry. Each has its own *mcp.Server, so tools/list and list_changed are
@@ -30,6 +40,11 @@ type clientSession struct {
 	principal policy.Principal
 	server    *mcp.Server
 	wf        *workflow.Registry
+
+	// stateless marks a principal's 2026-07-28 context over HTTP
+	// (statelessContexts): shared by that principal's clients, so its
+	// phase stays the start phase.
+	stateless bool
 
 	// explore holds the explore-phase definitions (written once, before
 	// the session serves, then read only).
@@ -41,8 +56,14 @@ type clientSession struct {
 	initDone bool
 }
 
-// newClientSession builds the per-session MCP server for principal p.
+// newClientSession builds the per-session MCP server for principal p,
+// speaking the initialize-based versions.
 func (g *Gateway) newClientSession(p policy.Principal) *clientSession {
+	return g.newClientSessionFor(p, protocolVersions)
+}
+
+// newClientSessionFor is newClientSession offering versions.
+func (g *Gateway) newClientSessionFor(p policy.Principal, versions []string) *clientSession {
 	cs := &clientSession{
 		g:         g,
 		principal: p,
@@ -52,7 +73,7 @@ func (g *Gateway) newClientSession(p policy.Principal) *clientSession {
 	cs.server = mcp.NewServer(&mcp.Implementation{Name: "bobby", Title: "bobby browser runtime", Version: Version}, &mcp.ServerOptions{
 		Instructions:              instructions,
 		Logger:                    g.log,
-		SupportedProtocolVersions: protocolVersions,
+		SupportedProtocolVersions: versions,
 		CompletionHandler:         cs.complete,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},

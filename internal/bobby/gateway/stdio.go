@@ -22,7 +22,10 @@ import (
 // MaxStdioFrameBytes or a line that is not JSON is answered with a JSON-RPC
 // error and skipped; the session goes on.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, p policy.Principal) error {
-	cs := g.newClientSession(p)
+	// One stdio process is one context for life, so it speaks 2026-07-28
+	// (no initialize; server/discover) as well as the initialize-based
+	// versions.
+	cs := g.newClientSessionFor(p, modernVersions)
 	defer g.removeClient(cs)
 	lw := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
@@ -44,7 +47,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, p
 
 // initGate answers a request that arrives before initialize with JSON-RPC
 // -32002 (server not initialized) instead of passing it to the SDK, whose
-// answer carries no error code. It sees one whole frame per Write.
+// answer carries no error code. A 2026-07-28 client has no initialize:
+// server/discover, or any request naming its protocol version in
+// _meta, opens the gate too. It sees one whole frame per Write.
 type initGate struct {
 	dst, errOut io.Writer
 	open        bool
@@ -55,10 +60,13 @@ func (g *initGate) Write(frame []byte) (int, error) {
 		var head struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
 		}
 		if json.Unmarshal(frame, &head) == nil {
 			switch {
-			case head.Method == "initialize":
+			case head.Method == "initialize" || head.Method == "server/discover" || head.Params.Meta[mcp.MetaKeyProtocolVersion] != nil:
 				g.open = true
 			case head.Method == "ping" || head.Method == "" || len(head.ID) == 0 || string(head.ID) == "null":
 				// answers and notifications go on; ping is allowed any time

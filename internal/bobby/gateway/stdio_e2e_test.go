@@ -26,12 +26,19 @@ func stdioCmd(t *testing.T, env ...string) *exec.Cmd {
 
 func connectStdio(t *testing.T, cmd *exec.Cmd, listChanged chan<- struct{}) *mcp.ClientSession {
 	t.Helper()
+	return connectStdioVersion(t, cmd, listChanged, "")
+}
+
+// connectStdioVersion is connectStdio offering version ("": the SDK's
+// latest).
+func connectStdioVersion(t *testing.T, cmd *exec.Cmd, listChanged chan<- struct{}, version string) *mcp.ClientSession {
+	t.Helper()
 	opts := &mcp.ClientOptions{}
 	if listChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { listChanged <- struct{}{} }
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, opts)
-	cs, err := client.Connect(testCtx(t), &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(testCtx(t), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect to bobby stdio: %v", err)
 	}
@@ -39,13 +46,22 @@ func connectStdio(t *testing.T, cmd *exec.Cmd, listChanged chan<- struct{}) *mcp
 	return cs
 }
 
+// TestStdioBinary: one `bobby stdio` process is one context for life, so
+// it speaks 2026-07-28 (server/discover, no initialize; list changes
+// through subscriptions/listen) as fully as 2025-11-25 (initialize).
 func TestStdioBinary(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { testStdioBinary(t, version) })
+	}
+}
+
+func testStdioBinary(t *testing.T, version string) {
 	changed := make(chan struct{}, 4)
-	cs := connectStdio(t, stdioCmd(t,
+	cs := connectStdioVersion(t, stdioCmd(t,
 		config.EnvBootstrapPrincipal+"=agent",
-		config.EnvBootstrapCapabilities+"=browser:mutate,page:read"), changed)
-	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
-		t.Errorf("negotiated %s, want 2025-11-25", v)
+		config.EnvBootstrapCapabilities+"=browser:mutate,page:read"), changed, version)
+	if v := cs.InitializeResult().ProtocolVersion; v != version {
+		t.Errorf("negotiated %s, want %s", v, version)
 	}
 	names := toolNames(t, cs)
 	if !names["navigate"] || names["screenshot"] {
@@ -139,6 +155,11 @@ func TestBridge(t *testing.T) {
 	cs := connectStdio(t, stdioCmd(t,
 		config.EnvBootstrapURL+"="+base+MCPPath,
 		config.EnvBootstrapToken+"=alice-token"), changed)
+	// The bridge forwards frames to one MCP session over HTTP, so a client
+	// offering 2026-07-28 (the SDK's default) falls back to initialize.
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("through the bridge the client negotiated %s, want 2025-11-25", v)
+	}
 	if info := mustOK(t, cs, "runtime_info", nil); info["principal"] != "alice" {
 		t.Errorf("bridged principal = %v", info["principal"])
 	}

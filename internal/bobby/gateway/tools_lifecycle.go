@@ -423,6 +423,9 @@ type toolsetSelectResult struct {
 }
 
 func handleToolsetSelect(ctx context.Context, c *call, args toolsetSelectArgs) (*toolsetSelectResult, error) {
+	if c.cs.stateless {
+		return nil, errorf(CodeUnsupported, "toolset_select needs an MCP session and 2026-07-28 over HTTP has none: every tool stays callable (bobby://phases and bobby://schemas list them); connect with protocol 2025-11-25 for per-session phases")
+	}
 	prev := c.cs.currentPhase()
 	changed := c.cs.setPhase(args.Phase)
 	var tools []string
