@@ -93,7 +93,7 @@ var taxonomy = map[string]failureInfo{
 	CodeNeedsReconciliation:       {"The command may or may not have taken effect (the connection or browser was lost mid-action).", "reconcileNeverRetry", "Never retry blindly: observe the page and session_list first, then decide.", "never"},
 	CodeVisionAssistFailed:        {"Vision assistance was requested but no vision provider is configured; retrying never succeeds.", "disableVisionAssist", "Create the session without visionAssist.", "never"},
 	CodeCapacityExceeded:          {"A bound was hit (64 concurrent workflow starts, sessions).", "retryLater", "Wait for in-flight starts to finish or close sessions.", "after-repair"},
-	CodeUnsupported:               {"This runtime does not implement the requested kind.", "useOtherTool", "Use command_execute with a supported kind or another tool.", "never"},
+	CodeUnsupported:               {"This runtime does not implement the requested kind, or not on this connection (toolset_select over 2026-07-28 HTTP, which has no MCP session).", "useOtherTool", "Use command_execute with a supported kind or another tool; for phases, connect with protocol 2025-11-25.", "never"},
 	CodeInternal:                  {"An unexpected runtime fault.", "reportBug", "Observe the page before retrying; report the message.", "after-repair"},
 }
 
