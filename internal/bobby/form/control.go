@@ -10,10 +10,6 @@ import (
 	"strings"
 	"unicode/utf16"
 
-	"github.com/chromedp/cdproto/dom"
-	"github.com/chromedp/cdproto/input"
-	"github.com/chromedp/chromedp"
-
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 	"github.com/deltaharness/delta/internal/clip"
 )
@@ -103,22 +99,28 @@ type Evidence struct {
 	Validation *Validity `json:"validation,omitempty"`
 }
 
+// Control performs one action on the control a target names on the
+// Chromium page in ctx; see [Tab.Control].
+func Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error) {
+	return On(chromium{}).Control(ctx, t, a)
+}
+
 // Control performs one action on the control a target names, the way a user
 // would, and returns the control re-read afterwards. setFiles reads the
 // local paths; the caller checks the file:upload capability first.
-func Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error) {
+func (tab Tab) Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error) {
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
 	}
-	if err := checkPage(ctx); err != nil {
+	if err := tab.p.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
 	}
-	defer releaseObjects(ctx)
-	el, err := resolveElement(ctx, t)
+	defer tab.p.Release(ctx)
+	el, err := tab.p.Resolve(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
 	}
-	before, err := read(ctx, el)
+	before, err := tab.read(ctx, el)
 	if err != nil {
 		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
 	}
@@ -130,11 +132,11 @@ func Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error
 			return nil, fmt.Errorf("control %s: %w: the control is disabled", a.Kind, ErrInvalidAction)
 		}
 	}
-	want, err := act(ctx, el, before, a)
+	want, err := tab.act(ctx, el, before, a)
 	if err != nil {
 		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
 	}
-	after, err := read(ctx, el)
+	after, err := tab.read(ctx, el)
 	if err != nil {
 		// An activate can navigate away and take the element with it.
 		if a.Kind == Activate {
@@ -146,17 +148,17 @@ func Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error
 }
 
 // read returns the control's state.
-func read(ctx context.Context, el element) (controlData, error) {
+func (t Tab) read(ctx context.Context, el Element) (controlData, error) {
 	var cd controlData
-	if err := callOn(ctx, el.obj, pageFunc("op, arg", actionsJS), &cd, "read", nil); err != nil {
+	if err := t.p.Call(ctx, el.Object, pageFunc("op, arg", actionsJS), &cd, "read", nil); err != nil {
 		return cd, fmt.Errorf("read control: %w", err)
 	}
 	return cd, nil
 }
 
 // step runs one op of js/actions.js on the element.
-func step(ctx context.Context, el element, op string, arg any, out any) error {
-	if err := callOn(ctx, el.obj, pageFunc("op, arg", actionsJS), out, op, arg); err != nil {
+func (t Tab) step(ctx context.Context, el Element, op string, arg any, out any) error {
+	if err := t.p.Call(ctx, el.Object, pageFunc("op, arg", actionsJS), out, op, arg); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
@@ -172,22 +174,22 @@ type wanted struct {
 }
 
 // act dispatches the action.
-func act(ctx context.Context, el element, cd controlData, a Action) (wanted, error) {
+func (t Tab) act(ctx context.Context, el Element, cd controlData, a Action) (wanted, error) {
 	switch a.Kind {
 	case SetText:
-		return setText(ctx, el, cd, a.Text)
+		return t.setText(ctx, el, cd, a.Text)
 	case SetChecked:
-		return setChecked(ctx, el, cd, *a.Checked)
+		return t.setChecked(ctx, el, cd, *a.Checked)
 	case SelectOne:
-		return selectOptions(ctx, el, cd, []string{a.Option}, false)
+		return t.selectOptions(ctx, el, cd, []string{a.Option}, false)
 	case SelectMany:
-		return selectOptions(ctx, el, cd, a.Options, true)
+		return t.selectOptions(ctx, el, cd, a.Options, true)
 	case SetFiles:
-		return setFiles(ctx, el, cd, a.Paths)
+		return t.setFiles(ctx, el, cd, a.Paths)
 	case Clear:
-		return clearControl(ctx, el, cd)
+		return t.clearControl(ctx, el, cd)
 	case Activate:
-		return wanted{any: true}, click(ctx, el, false)
+		return wanted{any: true}, t.click(ctx, el, false)
 	}
 	return wanted{}, fmt.Errorf("%w: unknown kind %q", ErrInvalidAction, a.Kind)
 }
@@ -200,17 +202,17 @@ var setterTypes = []string{"date", "time", "datetime-local", "month", "week", "c
 // frameworks see it), then leave the field so change fires. Fields that
 // take no typing (date, color, range) get the value set and input + change
 // fired.
-func setText(ctx context.Context, el element, cd controlData, text string) (wanted, error) {
+func (t Tab) setText(ctx context.Context, el Element, cd controlData, text string) (wanted, error) {
 	w := wanted{text: &text}
 	switch {
 	case slices.Contains(setterTypes, cd.Type):
-		return w, step(ctx, el, "setValue", text, nil)
+		return w, t.step(ctx, el, "setValue", text, nil)
 	case !slices.Contains(textTypes, cd.Type):
 		return w, fmt.Errorf("%w: setText does not apply to a %s control; use %s", ErrInvalidAction, cd.Type, suggest(cd.Type))
 	case cd.ReadOnly:
 		return w, fmt.Errorf("%w: the field is read-only", ErrInvalidAction)
 	}
-	if err := typeText(ctx, el, text); err != nil {
+	if err := t.typeText(ctx, el, text); err != nil {
 		return w, err
 	}
 	return w, nil
@@ -220,45 +222,33 @@ func setText(ctx context.Context, el element, cd controlData, text string) (want
 // pipeline, falling back to the value setter when the field refused the
 // keystrokes (a type=number field given letters keeps them out on purpose,
 // and the evidence says so).
-func typeText(ctx context.Context, el element, text string) error {
+func (t Tab) typeText(ctx context.Context, el Element, text string) error {
 	// A field without layout (display:none) cannot scroll; the focus check
 	// below says so in words an agent can act on.
-	_, _ = chromedp.Call(ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: el.ref.BackendNodeID})
+	t.p.ScrollIntoView(ctx, el)
 	var f struct {
 		Focused bool `json:"focused"`
 	}
-	if err := step(ctx, el, "focusSelect", nil, &f); err != nil {
+	if err := t.step(ctx, el, "focusSelect", nil, &f); err != nil {
 		return err
 	}
 	if !f.Focused {
 		return fmt.Errorf("%w: the field cannot take focus (hidden or inert)", ErrInvalidAction)
 	}
 	if text == "" {
-		if err := pressKey(ctx, "Backspace", 8); err != nil {
+		if err := t.p.PressKey(ctx, "Backspace"); err != nil {
 			return err
 		}
-	} else if _, err := chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: text}); err != nil {
-		return fmt.Errorf("insert text: %w", err)
+	} else if err := t.p.InsertText(ctx, text); err != nil {
+		return err
 	}
-	return step(ctx, el, "blur", nil, nil)
-}
-
-// pressKey sends one key press with no character (Backspace, Delete).
-func pressKey(ctx context.Context, key string, code int64) error {
-	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
-		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, input.DispatchKeyEventParams{
-			Type: typ, Key: key, Code: key, WindowsVirtualKeyCode: code, NativeVirtualKeyCode: code,
-		}); err != nil {
-			return fmt.Errorf("press %s: %w", key, err)
-		}
-	}
-	return nil
+	return t.step(ctx, el, "blur", nil, nil)
 }
 
 // setChecked clicks a checkbox or radio when its state differs, natively
 // when its centre is reachable, else through element.click() (custom-styled
 // inputs are often drawn under their label).
-func setChecked(ctx context.Context, el element, cd controlData, checked bool) (wanted, error) {
+func (t Tab) setChecked(ctx context.Context, el Element, cd controlData, checked bool) (wanted, error) {
 	w := wanted{checked: &checked}
 	switch {
 	case cd.Type != "checkbox" && cd.Type != "radio":
@@ -268,11 +258,11 @@ func setChecked(ctx context.Context, el element, cd controlData, checked bool) (
 	case cd.Type == "radio" && !checked:
 		return w, fmt.Errorf("%w: a radio cannot be unchecked; check another radio of group %q", ErrInvalidAction, cd.Group)
 	}
-	return w, click(ctx, el, true)
+	return w, t.click(ctx, el, true)
 }
 
 // selectOptions picks options by value first, then by visible label.
-func selectOptions(ctx context.Context, el element, cd controlData, values []string, many bool) (wanted, error) {
+func (t Tab) selectOptions(ctx context.Context, el Element, cd controlData, values []string, many bool) (wanted, error) {
 	var w wanted
 	switch {
 	case !strings.HasPrefix(cd.Type, "select"):
@@ -287,7 +277,7 @@ func selectOptions(ctx context.Context, el element, cd controlData, values []str
 		Available []Option `json:"available"`
 		Values    []string `json:"values"`
 	}
-	if err := step(ctx, el, "selectOptions", map[string]any{"values": values}, &res); err != nil {
+	if err := t.step(ctx, el, "selectOptions", map[string]any{"values": values}, &res); err != nil {
 		return w, err
 	}
 	if res.Error != "" {
@@ -315,10 +305,10 @@ func kindName(many bool) string {
 	return SelectOne
 }
 
-// setFiles puts local files on a file input; Chromium fires input and
+// setFiles puts local files on a file input; the browser fires input and
 // change. Paths are checked first so a typo is a clear error, which names
 // only the file's base name.
-func setFiles(ctx context.Context, el element, cd controlData, paths []string) (wanted, error) {
+func (t Tab) setFiles(ctx context.Context, el Element, cd controlData, paths []string) (wanted, error) {
 	w := wanted{files: len(paths)}
 	switch {
 	case cd.Type != "file":
@@ -335,41 +325,38 @@ func setFiles(ctx context.Context, el element, cd controlData, paths []string) (
 			return w, fmt.Errorf("%w: %q is not a regular file", ErrInvalidAction, filepath.Base(p))
 		}
 	}
-	if _, err := chromedp.Call(ctx, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, BackendNodeID: el.ref.BackendNodeID}); err != nil {
-		return w, fmt.Errorf("set files: %w", err)
-	}
-	return w, nil
+	return w, t.p.SetFiles(ctx, el, paths)
 }
 
 // clearControl empties a control by its kind.
-func clearControl(ctx context.Context, el element, cd controlData) (wanted, error) {
+func (t Tab) clearControl(ctx context.Context, el Element, cd controlData) (wanted, error) {
 	empty := ""
 	switch {
 	case slices.Contains(textTypes, cd.Type):
 		if cd.ReadOnly {
 			return wanted{text: &empty}, fmt.Errorf("%w: the field is read-only", ErrInvalidAction)
 		}
-		return wanted{text: &empty}, typeText(ctx, el, "")
+		return wanted{text: &empty}, t.typeText(ctx, el, "")
 	case slices.Contains(setterTypes, cd.Type):
-		return wanted{text: &empty}, step(ctx, el, "setValue", "", nil)
+		return wanted{text: &empty}, t.step(ctx, el, "setValue", "", nil)
 	case cd.Type == "checkbox":
-		return setChecked(ctx, el, cd, false)
+		return t.setChecked(ctx, el, cd, false)
 	case cd.Type == "radio":
 		return wanted{}, fmt.Errorf("%w: a radio group cannot be cleared by a user; check another radio", ErrInvalidAction)
 	case cd.Type == "select-multiple":
-		return selectOptions(ctx, el, cd, []string{}, true)
+		return t.selectOptions(ctx, el, cd, []string{}, true)
 	case cd.Type == "select-one":
 		// A single select clears to its empty option when it has one.
 		for _, o := range cd.Options {
 			if o.Value == "" {
-				return selectOptions(ctx, el, cd, []string{""}, false)
+				return t.selectOptions(ctx, el, cd, []string{""}, false)
 			}
 		}
 		return wanted{}, fmt.Errorf("%w: the select has no empty option to clear to", ErrInvalidAction)
 	case cd.Type == "file":
 		// Setting an empty list through CDP leaves the files in place; an
 		// empty value is what the browser's own "clear" does.
-		return wanted{files: 0}, step(ctx, el, "setValue", "", nil)
+		return wanted{files: 0}, t.step(ctx, el, "setValue", "", nil)
 	}
 	return wanted{}, fmt.Errorf("%w: clear does not apply to a %s control", ErrInvalidAction, cd.Type)
 }

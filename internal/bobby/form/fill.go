@@ -82,15 +82,26 @@ const maxFillPasses = 3
 // after an earlier entry is filled (a checkbox revealing an address block)
 // are retried after a re-snapshot. An error means the page could not be
 // read at all; a failed entry is an outcome.
-func Fill(ctx context.Context, fields []FieldValue, opts Options) ([]FieldOutcome, error) {
-	outs, _, _, err := fill(ctx, fields, opts)
+func (t Tab) Fill(ctx context.Context, fields []FieldValue, opts Options) ([]FieldOutcome, error) {
+	outs, _, _, err := t.fill(ctx, fields, opts)
 	return outs, err
+}
+
+// Fill fills the entries on the Chromium page in ctx; see [Tab.Fill].
+func Fill(ctx context.Context, fields []FieldValue, opts Options) ([]FieldOutcome, error) {
+	return On(chromium{}).Fill(ctx, fields, opts)
+}
+
+// CompleteForm fills and reports on the Chromium page in ctx; see
+// [Tab.CompleteForm].
+func CompleteForm(ctx context.Context, fields []FieldValue, opts Options) (*Completion, error) {
+	return On(chromium{}).CompleteForm(ctx, fields, opts)
 }
 
 // CompleteForm fills like Fill, then re-snapshots and reports the controls
 // the fill revealed and those still invalid.
-func CompleteForm(ctx context.Context, fields []FieldValue, opts Options) (*Completion, error) {
-	outs, first, last, err := fill(ctx, fields, opts)
+func (t Tab) CompleteForm(ctx context.Context, fields []FieldValue, opts Options) (*Completion, error) {
+	outs, first, last, err := t.fill(ctx, fields, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +131,7 @@ func CompleteForm(ctx context.Context, fields []FieldValue, opts Options) (*Comp
 	return c, nil
 }
 
-func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldOutcome, first, last *FormSnapshot, err error) {
+func (t Tab) fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldOutcome, first, last *FormSnapshot, err error) {
 	if len(fields) == 0 {
 		return nil, nil, nil, fmt.Errorf("fill: %w: no fields", ErrInvalidAction)
 	}
@@ -129,7 +140,7 @@ func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldO
 			return nil, nil, nil, fmt.Errorf("fill: %w: entry %d names no field and no target", ErrInvalidAction, i)
 		}
 	}
-	snap, err := Snapshot(ctx, opts)
+	snap, err := t.Snapshot(ctx, opts)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("fill: %w", err)
 	}
@@ -142,8 +153,8 @@ func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldO
 	}
 	for pass := 0; pass < maxFillPasses && len(pending) > 0; pass++ {
 		if pass > 0 {
-			settle(ctx)
-			if snap, err = Snapshot(ctx, opts); err != nil {
+			t.settle(ctx)
+			if snap, err = t.Snapshot(ctx, opts); err != nil {
 				return nil, nil, nil, fmt.Errorf("fill: %w", err)
 			}
 		}
@@ -156,7 +167,7 @@ func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldO
 		var jobs []job
 		var later []int
 		for _, i := range pending {
-			m := match(ctx, fields[i], snap)
+			m := t.match(ctx, fields[i], snap)
 			switch m.status {
 			case StatusHidden, StatusNotFound:
 				outs[i].Status, outs[i].Error = m.status, m.reason
@@ -167,8 +178,8 @@ func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldO
 				continue
 			}
 			target, a, err := actionFor(m, fields[i].Value)
-			t := target.Target
-			outs[i].Target = &t
+			tg := target.Target
+			outs[i].Target = &tg
 			if err != nil {
 				outs[i].Status, outs[i].Error = StatusFailed, err.Error()
 				if errors.Is(err, errRefused) {
@@ -181,7 +192,7 @@ func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldO
 		}
 		slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(a.pos, b.pos) })
 		for _, j := range jobs {
-			ev, err := Control(ctx, j.field.Target, j.a)
+			ev, err := t.Control(ctx, j.field.Target, j.a)
 			if err != nil {
 				outs[j.i].Status, outs[j.i].Error = StatusFailed, err.Error()
 				continue
@@ -193,8 +204,8 @@ func fill(ctx context.Context, fields []FieldValue, opts Options) (outs []FieldO
 			break // nothing changed, so nothing new can have appeared
 		}
 	}
-	settle(ctx)
-	if last, err = Snapshot(ctx, opts); err != nil {
+	t.settle(ctx)
+	if last, err = t.Snapshot(ctx, opts); err != nil {
 		return nil, nil, nil, fmt.Errorf("fill: %w", err)
 	}
 	return outs, first, last, nil
@@ -224,9 +235,9 @@ func normKey(s string) string {
 }
 
 // match finds the control an entry names.
-func match(ctx context.Context, fv FieldValue, snap *FormSnapshot) matched {
+func (t Tab) match(ctx context.Context, fv FieldValue, snap *FormSnapshot) matched {
 	if fv.Target != nil {
-		return matchTarget(ctx, *fv.Target, snap)
+		return t.matchTarget(ctx, *fv.Target, snap)
 	}
 	key := normKey(fv.Field)
 	var hits []int
@@ -301,10 +312,10 @@ func choose(desc string, snap *FormSnapshot, hits []int) matched {
 }
 
 // matchTarget finds the snapshot control a target names.
-func matchTarget(ctx context.Context, t snapshot.Target, snap *FormSnapshot) matched {
+func (tab Tab) matchTarget(ctx context.Context, t snapshot.Target, snap *FormSnapshot) matched {
 	ref := t.Ref
 	if ref == "" {
-		r, err := snapshot.Resolve(ctx, t)
+		r, err := tab.p.Resolve(ctx, t)
 		if err != nil {
 			st := StatusNotFound
 			if errors.Is(err, snapshot.ErrAmbiguous) {
@@ -312,7 +323,7 @@ func matchTarget(ctx context.Context, t snapshot.Target, snap *FormSnapshot) mat
 			}
 			return matched{status: st, reason: err.Error()}
 		}
-		ref = r.Ref()
+		ref = r.Ref
 	}
 	for i, f := range snap.Controls {
 		if f.Target.Ref == ref {

@@ -215,11 +215,11 @@ func FuzzDecodeElsData(f *testing.F) {
 	f.Add([]byte(`[[1,2]]`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ids, _, err := decodeElsData(raw)
+		nodes, _, err := decodeElsData(raw)
 		if err == nil {
-			for _, id := range ids {
-				if id < 0 {
-					t.Fatalf("negative id %d", id)
+			for _, n := range nodes {
+				if n.id < 0 {
+					t.Fatalf("negative id %d", n.id)
 				}
 			}
 		}
@@ -227,9 +227,9 @@ func FuzzDecodeElsData(f *testing.F) {
 }
 
 func TestDecodeElsData(t *testing.T) {
-	ids, data, err := decodeElsData([]byte(`[["els",{"type":"array","value":[{"type":"node","value":{"backendNodeId":4}},{"type":"string","value":"x"}]}],["data",{"type":"string","value":"{\"a\":1}"}]]`))
-	if err != nil || len(ids) != 2 || ids[0] != 4 || ids[1] != 0 || data != `{"a":1}` {
-		t.Fatalf("decode = %v %q %v", ids, data, err)
+	nodes, data, err := decodeElsData([]byte(`[["els",{"type":"array","value":[{"type":"node","value":{"backendNodeId":4}},{"type":"string","value":"x"},{"type":"node","value":{"backendNodeId":7,"localName":"iframe"}}]}],["data",{"type":"string","value":"{\"a\":1}"}]]`))
+	if err != nil || len(nodes) != 3 || nodes[0] != (elsNode{id: 4}) || nodes[1] != (elsNode{}) || nodes[2] != (elsNode{id: 7, frame: true}) || data != `{"a":1}` {
+		t.Fatalf("decode = %v %q %v", nodes, data, err)
 	}
 	if _, _, err := decodeElsData([]byte(`{}`)); err == nil {
 		t.Error("decoding an object succeeded")

@@ -8,9 +8,6 @@ import (
 
 	"github.com/deltaharness/delta/internal/clip"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/runtime"
-
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
@@ -189,26 +186,34 @@ type collected struct {
 // repairTruncated is what a truncated form snapshot tells the agent.
 const repairTruncated = `scope with target (a form's ref from this snapshot, or {"role":"main"}) or raise maxControls`
 
-// Snapshot lists the form controls of the page in ctx, including those in
-// same-origin iframes and open shadow roots, and hidden ones (Visible false).
+// Snapshot lists the form controls of the Chromium page in ctx, including
+// those in same-origin iframes and open shadow roots, and hidden ones
+// (Visible false).
 func Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
+	return On(chromium{}).Snapshot(ctx, opts)
+}
+
+// Snapshot lists the form controls of the page, including those in
+// same-origin iframes and open shadow roots, and hidden ones (Visible
+// false).
+func (t Tab) Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("form snapshot: %w", err)
 	}
-	if err := checkPage(ctx); err != nil {
+	if err := t.p.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("form snapshot: %w", err)
 	}
-	defer releaseObjects(ctx)
-	var root runtime.RemoteObjectID // empty: the document
+	defer t.p.Release(ctx)
+	var root Object // nil: the document
 	if opts.Target != nil {
-		el, err := resolveElement(ctx, *opts.Target)
+		el, err := t.p.Resolve(ctx, *opts.Target)
 		if err != nil {
 			return nil, fmt.Errorf("form snapshot: scope: %w", err)
 		}
-		root = el.obj
+		root = el.Object
 	}
-	ids, data, err := callDeep(ctx, root, pageFunc("opts", collectJS), map[string]int{"max": opts.MaxControls})
+	found, data, err := t.p.Elements(ctx, root, pageFunc("opts", collectJS), map[string]int{"max": opts.MaxControls})
 	if err != nil {
 		return nil, fmt.Errorf("form snapshot: %w", err)
 	}
@@ -216,30 +221,11 @@ func Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
 	if err := json.Unmarshal([]byte(data), &c); err != nil {
 		return nil, fmt.Errorf("form snapshot: decode: %w", err)
 	}
-	idAt := func(i int) cdp.BackendNodeID {
-		if i < 0 || i >= len(ids) {
-			return 0
+	at := func(i int) Found {
+		if i < 0 || i >= len(found) {
+			return Found{}
 		}
-		return ids[i]
-	}
-	var frameEls []cdp.BackendNodeID
-	for _, i := range c.Frames {
-		frameEls = append(frameEls, idAt(i))
-	}
-	frames := frameIDs(ctx, frameEls)
-	var want []cdp.BackendNodeID
-	for _, cd := range c.Controls {
-		want = append(want, idAt(cd.El))
-	}
-	for _, f := range c.Forms {
-		want = append(want, idAt(f.El))
-		for _, s := range f.Submits {
-			want = append(want, idAt(s.El))
-		}
-	}
-	ax, err := snapshot.Describe(ctx, want)
-	if err != nil {
-		return nil, fmt.Errorf("form snapshot: %w", err)
+		return found[i]
 	}
 
 	fs := &FormSnapshot{URL: c.URL, Forms: []Form{}, Controls: []Field{}, TotalControls: c.Total, TakenAt: time.Now().UTC()}
@@ -255,7 +241,7 @@ func Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
 		keys[i] = key
 		form := Form{
 			Key:        key,
-			Target:     semanticTarget(ax, idAt(f.El), "form", f.Label),
+			Target:     semanticTarget(at(f.El), "form", f.Label),
 			Label:      clip.Runes(f.Label, maxLabelRunes),
 			Action:     f.Action,
 			Method:     f.Method,
@@ -263,17 +249,17 @@ func Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
 			Controls:   f.Controls,
 		}
 		for _, s := range f.Submits {
-			form.Submit = append(form.Submit, semanticTarget(ax, idAt(s.El), "button", s.Label))
+			form.Submit = append(form.Submit, semanticTarget(at(s.El), "button", s.Label))
 		}
 		fs.Forms = append(fs.Forms, form)
 	}
 	for _, cd := range c.Controls {
-		ctl := cd.field(semanticTarget(ax, idAt(cd.El), cd.Role, cd.Label))
+		ctl := cd.field(semanticTarget(at(cd.El), cd.Role, cd.Label))
 		if cd.Form >= 0 && cd.Form < len(keys) {
 			ctl.Form = keys[cd.Form]
 		}
 		if cd.Frame >= 0 && cd.Frame < len(c.Frames) {
-			ctl.FrameID = string(frames[idAt(c.Frames[cd.Frame])])
+			ctl.FrameID = at(c.Frames[cd.Frame]).Frame
 		}
 		fs.Controls = append(fs.Controls, ctl)
 	}
@@ -288,14 +274,14 @@ func Snapshot(ctx context.Context, opts Options) (*FormSnapshot, error) {
 // semanticTarget is the target of a DOM node: its accessibility role and
 // name when the tree exposes it, else the implicit role and the label the
 // page shows (a hidden control still gets a usable ref).
-func semanticTarget(ax map[cdp.BackendNodeID]snapshot.Node, id cdp.BackendNodeID, role, label string) snapshot.Target {
-	if id == 0 {
+func semanticTarget(f Found, role, label string) snapshot.Target {
+	if f.Ref == "" {
 		return snapshot.Target{}
 	}
-	if n, ok := ax[id]; ok {
+	if n := f.Node; n != nil {
 		return snapshot.Target{Ref: n.Ref, Role: n.Role, Name: n.Name}
 	}
-	return snapshot.Target{Ref: snapshot.RefOf(id), Role: role, Name: clip.Runes(label, maxLabelRunes)}
+	return snapshot.Target{Ref: f.Ref, Role: role, Name: clip.Runes(label, maxLabelRunes)}
 }
 
 // field converts page data into a Field, dropping anything secret.

@@ -4,18 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
-
-	"github.com/deltaharness/delta/internal/bobby/jsobject"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 	"github.com/deltaharness/delta/internal/clip"
 )
@@ -107,6 +100,12 @@ type Submission struct {
 	Reason         string     `json:"reason,omitempty"`
 }
 
+// SubmitAndVerify submits on the Chromium page in ctx; see
+// [Tab.SubmitAndVerify].
+func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submission, error) {
+	return On(chromium{}).SubmitAndVerify(ctx, t, v)
+}
+
 // SubmitAndVerify submits through the target — a native click on a submit
 // button, or requestSubmit on a form target — then waits for navigation or
 // network quiet and judges the outcome (see the Submit* statuses): a request
@@ -117,20 +116,20 @@ type Submission struct {
 // FormValidation issues for the repair loop. An error means the submit could
 // not be attempted; an outcome that is not verified is a Submission, not an
 // error.
-func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submission, error) {
+func (tab Tab) SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submission, error) {
 	v, err := v.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	if err := checkPage(ctx); err != nil {
+	if err := tab.p.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	defer releaseObjects(ctx)
-	el, err := resolveElement(ctx, t)
+	defer tab.p.Release(ctx)
+	el, err := tab.p.Resolve(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	handle, err := callRef(ctx, el.obj, pageFunc("op", submitJS), "arm")
+	handle, err := tab.p.Hold(ctx, el.Object, pageFunc("op", submitJS), "arm")
 	if err != nil {
 		return nil, fmt.Errorf("submit: arm validation watch: %w", err)
 	}
@@ -139,20 +138,19 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 		IsForm     bool `json:"isForm"`
 		NoValidate bool `json:"noValidate"`
 	}
-	if err := callOn(ctx, handle, pageFunc("op", submitJS), &info, "info"); err != nil {
+	if err := tab.p.Call(ctx, handle, pageFunc("op", submitJS), &info, "info"); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
-	if err != nil || ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return nil, fmt.Errorf("submit: get main frame: %v", err)
+	w, err := watch(ctx, tab.p)
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
 	}
-	w := watch(ctx, ft.FrameTree.Frame.ID)
 	defer w.stop()
 
 	if info.IsForm {
-		err = callOn(ctx, handle, pageFunc("op", submitJS), nil, "submitForm")
+		err = tab.p.Call(ctx, handle, pageFunc("op", submitJS), nil, "submitForm")
 	} else {
-		err = click(ctx, el, false)
+		err = tab.click(ctx, el, false)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
@@ -164,7 +162,7 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 			return 0
 		}
 		var n int
-		if callOn(ctx, handle, pageFunc("op", submitJS), &n, "count") != nil {
+		if tab.p.Call(ctx, handle, pageFunc("op", submitJS), &n, "count") != nil {
 			return 0 // the handle died with its document: a navigation
 		}
 		return n
@@ -175,14 +173,14 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 	st := w.snapshot()
 	out := &Submission{Navigated: st.navigated, Requests: st.requests}
 	if blocked {
-		issues, err := readIssues(ctx, handle, "issues")
+		issues, err := tab.readIssues(ctx, handle, "issues")
 		if err != nil {
 			return nil, fmt.Errorf("submit: read validation issues: %w", err)
 		}
-		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
+		_ = tab.p.Call(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
 		out.Status = SubmitBlocked
 		out.FormValidation = issues
-		out.URL = evidenceURL(currentURL(ctx))
+		out.URL = evidenceURL(tab.currentURL(ctx))
 		out.Reason = "client-side validation blocked the submit; fix the listed fields and submit again"
 		return out, nil
 	}
@@ -190,17 +188,17 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 	var pageIssues []Issue
 	if !st.navigated {
 		// The handle's document is still the page: read what it wrote.
-		if pageIssues, err = readIssues(ctx, handle, "pageIssues"); err != nil {
+		if pageIssues, err = tab.readIssues(ctx, handle, "pageIssues"); err != nil {
 			return nil, fmt.Errorf("submit: read the page's own errors: %w", err)
 		}
-		_ = callOn(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
+		_ = tab.p.Call(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
 	}
-	full := currentURL(ctx)
+	full := tab.currentURL(ctx)
 	out.URL = evidenceURL(full)
 	f := facts{v: v, st: st, timedOut: timedOut, issues: pageIssues}
 	if v.URLContains != "" || v.TextContains != "" {
 		f.expect = true
-		f.expectFailed = expectFailure(ctx, v, full)
+		f.expectFailed = tab.expectFailure(ctx, v, full)
 	}
 	var withIssues bool
 	out.Status, out.Reason, withIssues = judge(f)
@@ -211,12 +209,13 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 }
 
 // expectFailure checks Verify's expectations; "" when they hold.
-func expectFailure(ctx context.Context, v Verify, url string) string {
+func (tab Tab) expectFailure(ctx context.Context, v Verify, url string) string {
 	if v.URLContains != "" && !strings.Contains(url, v.URLContains) {
 		return "the page URL does not contain the expected text"
 	}
 	if v.TextContains != "" {
-		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
+		var text string
+		err := tab.p.Call(ctx, nil, "function() { return document.body ? document.body.innerText : ''; }", &text)
 		if err != nil || !strings.Contains(text, v.TextContains) {
 			return "the page text does not contain the expected text"
 		}
@@ -225,9 +224,9 @@ func expectFailure(ctx context.Context, v Verify, url string) string {
 }
 
 // currentURL reads the page URL; empty when the page is mid-navigation.
-func currentURL(ctx context.Context) string {
-	u, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
-	if err != nil {
+func (tab Tab) currentURL(ctx context.Context) string {
+	var u string
+	if err := tab.p.Call(ctx, nil, "function() { return location.href; }", &u); err != nil {
 		return ""
 	}
 	return u
@@ -248,34 +247,10 @@ func evidenceURL(raw string) string {
 	return s
 }
 
-// callRef runs a function on an object and returns its result by reference.
-func callRef(ctx context.Context, obj runtime.RemoteObjectID, fn string, args ...any) (runtime.RemoteObjectID, error) {
-	cargs, err := packArgs(args)
-	if err != nil {
-		return "", err
-	}
-	res, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: fn,
-		ObjectID:            obj,
-		Arguments:           cargs,
-		ObjectGroup:         objectGroup,
-	})
-	if err != nil {
-		return "", fmt.Errorf("call into page: %w", err)
-	}
-	if res.ExceptionDetails != nil {
-		return "", fmt.Errorf("call into page: %s", jsobject.ExceptionText(res.ExceptionDetails))
-	}
-	if res.Result == nil || res.Result.ObjectID == "" {
-		return "", errors.New("call into page: no object returned")
-	}
-	return res.Result.ObjectID, nil
-}
-
 // readIssues turns the elements an op reports (the invalid controls the
 // browser flagged, or the errors the page rendered) into value-free issues.
-func readIssues(ctx context.Context, handle runtime.RemoteObjectID, op string) ([]Issue, error) {
-	ids, data, err := callDeep(ctx, handle, pageFunc("op", submitJS), op)
+func (tab Tab) readIssues(ctx context.Context, handle Object, op string) ([]Issue, error) {
+	found, data, err := tab.p.Elements(ctx, handle, pageFunc("op", submitJS), op)
 	if err != nil {
 		return nil, err
 	}
@@ -289,18 +264,14 @@ func readIssues(ctx context.Context, handle runtime.RemoteObjectID, op string) (
 	if err := json.Unmarshal([]byte(data), &raw); err != nil {
 		return nil, fmt.Errorf("decode issues: %w", err)
 	}
-	ax, err := snapshot.Describe(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
 	issues := make([]Issue, 0, len(raw))
 	for i, r := range raw {
-		var id cdp.BackendNodeID
-		if i < len(ids) {
-			id = ids[i]
+		var f Found
+		if i < len(found) {
+			f = found[i]
 		}
 		issues = append(issues, Issue{
-			Target:     semanticTarget(ax, id, r.Role, r.Label),
+			Target:     semanticTarget(f, r.Role, r.Label),
 			Name:       clip.Runes(r.Name, maxLabelRunes),
 			Message:    r.Message,
 			Constraint: r.Constraint,

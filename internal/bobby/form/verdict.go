@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-
-	"github.com/chromedp/cdproto/network"
 )
 
 // Response is one request a submit started, as evidence. The URL has no
@@ -26,10 +24,9 @@ const maxResponses = 20
 // carriesSubmit reports whether a request of this type can carry a submit:
 // a document (a native submit), fetch, XHR, a beacon. Images, scripts,
 // styles and fonts a page loads on the way are not the submit's answer.
-func carriesSubmit(t network.ResourceType) bool {
+func carriesSubmit(t string) bool {
 	switch t {
-	case network.ResourceTypeDocument, network.ResourceTypeXHR, network.ResourceTypeFetch,
-		network.ResourceTypePing, network.ResourceTypeOther:
+	case "Document", "XHR", "Fetch", "Ping", "Other":
 		return true
 	}
 	return false
@@ -56,7 +53,7 @@ func responses(st watchState) []Response {
 		if len(out) == maxResponses {
 			break
 		}
-		out = append(out, Response{Method: r.method, URL: withoutQuery(r.url), Type: string(r.typ), Status: int(r.status), Failed: r.failed})
+		out = append(out, Response{Method: r.method, URL: withoutQuery(r.url), Type: r.typ, Status: int(r.status), Failed: r.failed})
 	}
 	return out
 }
@@ -150,7 +147,7 @@ func judge(f facts) (status, reason string, withIssues bool) {
 func documentStatus(st watchState) int64 {
 	var s int64
 	for _, r := range st.seen {
-		if r.typ == network.ResourceTypeDocument && r.status != 0 {
+		if r.typ == "Document" && r.status != 0 {
 			s = r.status
 		}
 	}

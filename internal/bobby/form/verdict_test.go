@@ -4,18 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/network"
 )
 
 // TestJudge pins the verdict rules without a browser.
 func TestJudge(t *testing.T) {
 	doc := func(status int64) seenRequest {
-		return seenRequest{method: "POST", url: "http://h/x?secret=1", typ: network.ResourceTypeDocument, status: status, done: true}
+		return seenRequest{method: "POST", url: "http://h/x?secret=1", typ: "Document", status: status, done: true}
 	}
 	fetch := func(status int64, failed string) seenRequest {
-		return seenRequest{method: "POST", url: "http://h/api?q=typed", typ: network.ResourceTypeFetch, status: status, failed: failed, done: true}
+		return seenRequest{method: "POST", url: "http://h/api?q=typed", typ: "Fetch", status: status, failed: failed, done: true}
 	}
-	img := seenRequest{method: "GET", url: "http://h/p.png", typ: network.ResourceTypeImage, status: 404, done: true}
+	img := seenRequest{method: "GET", url: "http://h/p.png", typ: "Image", status: 404, done: true}
 	alert := Issue{Constraint: "pageAlert", Message: "Could not send"}
 	invalid := Issue{Constraint: "ariaInvalid", Name: "email"}
 	for _, tt := range []struct {
@@ -52,7 +51,7 @@ func TestJudge(t *testing.T) {
 }
 
 func TestResponsesDropQueries(t *testing.T) {
-	st := watchState{seen: []seenRequest{{method: "GET", url: "http://h/s?email=ada%40x#top", typ: network.ResourceTypeDocument, status: 200}}}
+	st := watchState{seen: []seenRequest{{method: "GET", url: "http://h/s?email=ada%40x#top", typ: "Document", status: 200}}}
 	if got := responses(st); len(got) != 1 || got[0].URL != "http://h/s" || got[0].Status != 200 {
 		t.Errorf("responses = %+v", got)
 	}

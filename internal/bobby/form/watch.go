@@ -4,21 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
 )
 
 // watcher follows what a submit causes on the page: navigation of the main
-// frame and network requests. It subscribes before the click, so nothing the
-// click triggers is missed.
+// frame and network requests, as the engine reports them (Page.Watch). It
+// subscribes before the click, so nothing the click triggers is missed.
 type watcher struct {
-	main   cdp.FrameID
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{} // a buffered nudge on every event
+	stopWatch func()
+	kick      chan struct{} // a buffered nudge on every event
 
 	mu sync.Mutex
 	st watchState
@@ -33,15 +26,16 @@ type watchState struct {
 	sameDocument bool
 	loaded       bool
 	requests     int
-	pending      map[network.RequestID]bool
+	pending      map[string]bool
 	// seen are the requests the submit started, in order; index maps an id
 	// to its entry (a redirect keeps its id).
 	seen  []seenRequest
-	index map[network.RequestID]int
+	index map[string]int
 	// early holds what arrived about a request before the request itself:
-	// each event type is read on its own goroutine, so a response or a
-	// finish can be applied before the request that it belongs to.
-	early        map[network.RequestID]*seenRequest
+	// an engine may report each event type on its own goroutine, so a
+	// response or a finish can be applied before the request that it
+	// belongs to.
+	early        map[string]*seenRequest
 	lastActivity time.Time
 }
 
@@ -49,94 +43,103 @@ type watchState struct {
 type seenRequest struct {
 	method string
 	url    string
-	typ    network.ResourceType
-	frame  cdp.FrameID
+	typ    string // Chromium's resource type name
+	frame  string
 	status int64  // HTTP status of the final response; 0 before one arrives
 	failed string // the network error, when the request failed
 	done   bool
 }
 
-// watch subscribes to the events of the page in ctx.
-func watch(ctx context.Context, main cdp.FrameID) *watcher {
-	wctx, cancel := context.WithCancel(ctx)
-	w := &watcher{main: main, cancel: cancel, kick: make(chan struct{}, 1)}
-	w.st.pending = map[network.RequestID]bool{}
-	w.st.index = map[network.RequestID]int{}
-	w.st.early = map[network.RequestID]*seenRequest{}
+func newWatchState() watchState {
+	return watchState{pending: map[string]bool{}, index: map[string]int{}, early: map[string]*seenRequest{}, lastActivity: time.Now()}
+}
+
+// watch subscribes to the events of the page.
+func watch(ctx context.Context, p Page) (*watcher, error) {
+	w := &watcher{kick: make(chan struct{}, 1), st: newWatchState()}
+	stop, err := p.Watch(ctx, w.event)
+	if err != nil {
+		return nil, err
+	}
+	w.stopWatch = stop
+	return w, nil
+}
+
+// event applies one report of the page; any report is activity.
+func (w *watcher) event(e Event) {
+	w.mu.Lock()
+	w.st.apply(e)
 	w.st.lastActivity = time.Now()
-	// Each Events call subscribes when it returns; the ranging happens on
-	// goroutines that end when wctx is cancelled.
-	consume(w, chromedp.Events(wctx, network.RequestWillBeSent), (*watchState).request)
-	consume(w, chromedp.Events(wctx, network.ResponseReceived), (*watchState).response)
-	consume(w, chromedp.Events(wctx, network.LoadingFinished), (*watchState).finished)
-	consume(w, chromedp.Events(wctx, network.LoadingFailed), (*watchState).failedLoading)
-	consume(w, chromedp.Events(wctx, page.FrameRequestedNavigation), func(st *watchState, e page.EventFrameRequestedNavigation) {
-		if e.FrameID == w.main {
-			st.navRequested = true
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (st *watchState) apply(e Event) {
+	switch e.Kind {
+	case EventRequest:
+		st.request(e)
+	case EventResponse:
+		st.entry(e.Request).status = e.Status
+	case EventFinished:
+		delete(st.pending, e.Request)
+		st.entry(e.Request).done = true
+	case EventFailed:
+		delete(st.pending, e.Request)
+		r := st.entry(e.Request)
+		r.done = true
+		r.failed = e.Failed
+	case EventNavRequested:
+		st.navRequested = true
+	case EventNavigated:
+		st.navigated = true
+		st.loaded = false
+	case EventSameDocument:
+		st.sameDocument = true
+		if !st.navigated {
+			st.navRequested = false // the requested navigation stayed in the document
 		}
-	})
-	consume(w, chromedp.Events(wctx, page.FrameStartedNavigating), func(st *watchState, e page.EventFrameStartedNavigating) {
-		if e.FrameID == w.main && e.NavigationType != page.FrameStartedNavigatingNavigationTypeSameDocument {
-			st.navRequested = true
-		}
-	})
-	consume(w, chromedp.Events(wctx, page.FrameNavigated), func(st *watchState, e page.EventFrameNavigated) {
-		if e.Frame != nil && (e.Frame.ID == w.main || e.Frame.ParentID == "") {
-			st.navigated = true
-			st.loaded = false
-		}
-	})
-	consume(w, chromedp.Events(wctx, page.NavigatedWithinDocument), func(st *watchState, e page.EventNavigatedWithinDocument) {
-		if e.FrameID == w.main {
-			st.sameDocument = true
-			if !st.navigated {
-				st.navRequested = false // the requested navigation stayed in the document
-			}
-		}
-	})
-	consume(w, chromedp.Events(wctx, page.LoadEventFired), func(st *watchState, _ page.EventLoadEventFired) {
+	case EventLoaded:
 		if st.navigated {
 			st.loaded = true
 		}
-	})
-	return w
+	}
 }
 
 // request records a request the submit started. What already arrived about
 // it (its response, its end) is applied, and a request that already ended
 // is not pending.
-func (st *watchState) request(e network.EventRequestWillBeSent) {
+func (st *watchState) request(e Event) {
 	// Long-lived streams never finish; they must not hold quiet off.
-	if e.Type == network.ResourceTypeEventSource || e.Type == network.ResourceTypeWebSocket {
+	if e.Type == "EventSource" || e.Type == "WebSocket" {
 		return
 	}
-	if i, ok := st.index[e.RequestID]; ok { // a redirect: same request, new URL
-		if e.Request != nil {
-			st.seen[i].url = e.Request.URL
+	if i, ok := st.index[e.Request]; ok { // a redirect: same request, new URL
+		if e.URL != "" {
+			st.seen[i].url = e.URL
 		}
 		if !st.seen[i].done {
-			st.pending[e.RequestID] = true
+			st.pending[e.Request] = true
 		}
 		return
 	}
 	st.requests++
-	r := seenRequest{typ: e.Type, frame: e.FrameID}
-	if n := st.early[e.RequestID]; n != nil {
+	r := seenRequest{typ: e.Type, frame: e.Frame, method: e.Method, url: e.URL}
+	if n := st.early[e.Request]; n != nil {
 		r.status, r.failed, r.done = n.status, n.failed, n.done
-		delete(st.early, e.RequestID)
-	}
-	if e.Request != nil {
-		r.method, r.url = e.Request.Method, e.Request.URL
+		delete(st.early, e.Request)
 	}
 	if !r.done {
-		st.pending[e.RequestID] = true
+		st.pending[e.Request] = true
 	}
-	st.index[e.RequestID] = len(st.seen)
+	st.index[e.Request] = len(st.seen)
 	st.seen = append(st.seen, r)
 }
 
 // entry is the record of a request, or the note kept for one not seen yet.
-func (st *watchState) entry(id network.RequestID) *seenRequest {
+func (st *watchState) entry(id string) *seenRequest {
 	if i, ok := st.index[id]; ok {
 		return &st.seen[i]
 	}
@@ -146,46 +149,6 @@ func (st *watchState) entry(id network.RequestID) *seenRequest {
 		st.early[id] = n
 	}
 	return n
-}
-
-func (st *watchState) response(e network.EventResponseReceived) {
-	if e.Response != nil {
-		st.entry(e.RequestID).status = e.Response.Status
-	}
-}
-
-func (st *watchState) finished(e network.EventLoadingFinished) {
-	delete(st.pending, e.RequestID)
-	st.entry(e.RequestID).done = true
-}
-
-func (st *watchState) failedLoading(e network.EventLoadingFailed) {
-	delete(st.pending, e.RequestID)
-	r := st.entry(e.RequestID)
-	r.done = true
-	r.failed = e.ErrorText
-	if e.Canceled {
-		r.failed = "canceled"
-	}
-}
-
-// consume ranges over one event stream on its own goroutine.
-func consume[E any](w *watcher, events func(func(E, error) bool), apply func(*watchState, E)) {
-	w.wg.Go(func() {
-		for e, err := range events {
-			if err != nil {
-				return
-			}
-			w.mu.Lock()
-			apply(&w.st, e)
-			w.st.lastActivity = time.Now()
-			w.mu.Unlock()
-			select {
-			case w.kick <- struct{}{}:
-			default:
-			}
-		}
-	})
 }
 
 // clicked restarts the quiet clock at the moment of the submit.
@@ -244,7 +207,4 @@ func (w *watcher) wait(ctx context.Context, v Verify, invalid func() int) (block
 }
 
 // stop ends the subscriptions and waits for their goroutines.
-func (w *watcher) stop() {
-	w.cancel()
-	w.wg.Wait()
-}
+func (w *watcher) stop() { w.stopWatch() }
