@@ -1,4 +1,4 @@
-package form
+package form_test
 
 import (
 	"encoding/json"
@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 // field returns the snapshot control with the label.
-func field(t testing.TB, fs *FormSnapshot, label string) Field {
+func field(t testing.TB, fs *form.FormSnapshot, label string) form.Field {
 	t.Helper()
 	for _, f := range fs.Controls {
 		if f.Label == label {
@@ -21,21 +22,23 @@ func field(t testing.TB, fs *FormSnapshot, label string) Field {
 		}
 	}
 	t.Fatalf("no control labelled %q", label)
-	return Field{}
+	return form.Field{}
 }
 
-func takeForm(t testing.TB, path string) (*FormSnapshot, func(string) Field) {
+func takeForm(t testing.TB, engine, path string) (*form.FormSnapshot, func(string) form.Field) {
 	t.Helper()
-	ctx := openPage(t, path)
-	fs, err := Snapshot(ctx, Options{})
+	p := openPage(t, engine, path)
+	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fs, func(label string) Field { return field(t, fs, label) }
+	return fs, func(label string) form.Field { return field(t, fs, label) }
 }
 
-func TestSnapshotListsEveryControl(t *testing.T) {
-	fs, get := takeForm(t, "/form.html")
+func TestSnapshotListsEveryControl(t *testing.T) { forEngines(t, testSnapshotListsEveryControl) }
+
+func testSnapshotListsEveryControl(t *testing.T, engine string) {
+	fs, get := takeForm(t, engine, "/form.html")
 	types := map[string]string{
 		"Full name": "text", "Email": "email", "Password": "password", "Age": "number",
 		"Phone": "tel", "Birthday": "date", "Comments": "textarea", "Country": "select-one",
@@ -63,7 +66,7 @@ func TestSnapshotListsEveryControl(t *testing.T) {
 		t.Errorf("textarea value = %v", c.Value)
 	}
 	country := get("Country")
-	if len(country.Options) != 4 || country.Options[2] != (Option{Value: "fr", Label: "France"}) || !country.Options[0].Selected {
+	if len(country.Options) != 4 || country.Options[2] != (form.Option{Value: "fr", Label: "France"}) || !country.Options[0].Selected {
 		t.Errorf("country options = %+v", country.Options)
 	}
 	if in := get("Interests"); !in.Options[0].Selected || in.Options[1].Selected {
@@ -96,42 +99,46 @@ func TestSnapshotListsEveryControl(t *testing.T) {
 	}
 }
 
-func TestSnapshotBoundsAndScope(t *testing.T) {
-	ctx := openPage(t, "/form.html")
-	fs, err := Snapshot(ctx, Options{MaxControls: 3})
+func TestSnapshotBoundsAndScope(t *testing.T) { forEngines(t, testSnapshotBoundsAndScope) }
+
+func testSnapshotBoundsAndScope(t *testing.T, engine string) {
+	p := openPage(t, engine, "/form.html")
+	fs, err := p.tab.Snapshot(p.ctx, form.Options{MaxControls: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !fs.Truncated || fs.ShownControls != 3 || len(fs.Controls) != 3 || fs.TotalControls <= 3 || !strings.Contains(fs.Repair, "maxControls") {
 		t.Errorf("bounded: truncated=%v shown=%d total=%d repair=%q", fs.Truncated, fs.ShownControls, fs.TotalControls, fs.Repair)
 	}
-	scoped, err := Snapshot(ctx, Options{Target: &snapshot.Target{Selector: "#subscribe"}})
+	scoped, err := p.tab.Snapshot(p.ctx, form.Options{Target: &snapshot.Target{Selector: "#subscribe"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(scoped.Controls) != 1 || scoped.Controls[0].Label != "Newsletter email" {
 		t.Errorf("scoped to #subscribe: %+v", scoped.Controls)
 	}
-	for _, o := range []Options{{MaxControls: -1}, {MaxControls: MaxMaxControls + 1}, {Target: &snapshot.Target{}}} {
-		if _, err := Snapshot(ctx, o); err == nil {
+	for _, o := range []form.Options{{MaxControls: -1}, {MaxControls: form.MaxMaxControls + 1}, {Target: &snapshot.Target{}}} {
+		if _, err := p.tab.Snapshot(p.ctx, o); err == nil {
 			t.Errorf("Snapshot(%+v) succeeded", o)
 		}
 	}
-	if _, err := Snapshot(ctx, Options{Target: &snapshot.Target{Selector: "#nope"}}); !errors.Is(err, snapshot.ErrTargetNotFound) {
+	if _, err := p.tab.Snapshot(p.ctx, form.Options{Target: &snapshot.Target{Selector: "#nope"}}); !errors.Is(err, snapshot.ErrTargetNotFound) {
 		t.Errorf("scope to a missing node: %v", err)
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
 
-func TestControlActions(t *testing.T) {
+func TestControlActions(t *testing.T) { forEngines(t, testControlActions) }
+
+func testControlActions(t *testing.T, engine string) {
 	dir := t.TempDir()
 	upload := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(upload, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx := openPage(t, "/form.html")
-	fs, err := Snapshot(ctx, Options{})
+	p := openPage(t, engine, "/form.html")
+	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,53 +147,53 @@ func TestControlActions(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		label  string
-		action Action
-		check  func(t *testing.T, ev *Evidence)
+		action form.Action
+		check  func(t *testing.T, ev *form.Evidence)
 		events string // an event the page must have seen, e.g. "change:name"
 	}{
-		{"type text", "Full name", Action{Kind: SetText, Text: "Ada Lovelace"}, func(t *testing.T, ev *Evidence) {
+		{"type text", "Full name", form.Action{Kind: form.SetText, Text: "Ada Lovelace"}, func(t *testing.T, ev *form.Evidence) {
 			wantValue(t, ev, "Ada Lovelace")
 		}, "change:name"},
-		{"type email", "Email", Action{Kind: SetText, Text: "ada@example.com"}, func(t *testing.T, ev *Evidence) {
+		{"type email", "Email", form.Action{Kind: form.SetText, Text: "ada@example.com"}, func(t *testing.T, ev *form.Evidence) {
 			wantValue(t, ev, "ada@example.com")
 			if !ev.Valid || ev.Validation != nil {
 				t.Errorf("valid email reported invalid: %+v", ev.Validation)
 			}
 		}, "input:email"},
-		{"type bad email", "Email", Action{Kind: SetText, Text: "ada"}, func(t *testing.T, ev *Evidence) {
+		{"type bad email", "Email", form.Action{Kind: form.SetText, Text: "ada"}, func(t *testing.T, ev *form.Evidence) {
 			if ev.Valid || ev.Validation == nil || ev.Validation.Constraint != "typeMismatch" || strings.Contains(ev.Validation.Message, "ada") {
 				t.Errorf("validation = %+v", ev.Validation)
 			}
 		}, ""},
-		{"type number", "Age", Action{Kind: SetText, Text: "42"}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "42") }, "change:age"},
-		{"set date", "Birthday", Action{Kind: SetText, Text: "2000-01-31"}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "2000-01-31") }, "change:birthday"},
-		{"replace textarea", "Comments", Action{Kind: SetText, Text: "Ring twice"}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "Ring twice") }, "change:comments"},
-		{"type contenteditable", "Notes", Action{Kind: SetText, Text: "Fragile"}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "Fragile") }, "input:notes"},
-		{"type in shadow root", "Referral code", Action{Kind: SetText, Text: "FRIEND10"}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "FRIEND10") }, ""},
-		{"type in iframe", "Gift message", Action{Kind: SetText, Text: "Congrats"}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "Congrats") }, ""},
-		{"check", "Send me the newsletter", Action{Kind: SetChecked, Checked: ptr(true)}, func(t *testing.T, ev *Evidence) {
+		{"type number", "Age", form.Action{Kind: form.SetText, Text: "42"}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "42") }, "change:age"},
+		{"set date", "Birthday", form.Action{Kind: form.SetText, Text: "2000-01-31"}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "2000-01-31") }, "change:birthday"},
+		{"replace textarea", "Comments", form.Action{Kind: form.SetText, Text: "Ring twice"}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "Ring twice") }, "change:comments"},
+		{"type contenteditable", "Notes", form.Action{Kind: form.SetText, Text: "Fragile"}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "Fragile") }, "input:notes"},
+		{"type in shadow root", "Referral code", form.Action{Kind: form.SetText, Text: "FRIEND10"}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "FRIEND10") }, ""},
+		{"type in iframe", "Gift message", form.Action{Kind: form.SetText, Text: "Congrats"}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "Congrats") }, ""},
+		{"check", "Send me the newsletter", form.Action{Kind: form.SetChecked, Checked: ptr(true)}, func(t *testing.T, ev *form.Evidence) {
 			wantChecked(t, ev, true)
 		}, "change:newsletter"},
-		{"check again is a no-op", "Send me the newsletter", Action{Kind: SetChecked, Checked: ptr(true)}, func(t *testing.T, ev *Evidence) {
+		{"check again is a no-op", "Send me the newsletter", form.Action{Kind: form.SetChecked, Checked: ptr(true)}, func(t *testing.T, ev *form.Evidence) {
 			wantChecked(t, ev, true)
 			if ev.Changed {
 				t.Error("re-checking reported a change")
 			}
 		}, ""},
-		{"uncheck", "Send me the newsletter", Action{Kind: SetChecked, Checked: ptr(false)}, func(t *testing.T, ev *Evidence) { wantChecked(t, ev, false) }, ""},
-		{"pick radio", "Express", Action{Kind: SetChecked, Checked: ptr(true)}, func(t *testing.T, ev *Evidence) {
+		{"uncheck", "Send me the newsletter", form.Action{Kind: form.SetChecked, Checked: ptr(false)}, func(t *testing.T, ev *form.Evidence) { wantChecked(t, ev, false) }, ""},
+		{"pick radio", "Express", form.Action{Kind: form.SetChecked, Checked: ptr(true)}, func(t *testing.T, ev *form.Evidence) {
 			wantChecked(t, ev, true)
-			if evalJS[bool](t, ctx, `document.querySelector('input[value=standard]').checked`) {
+			if evalJS[bool](t, p, `document.querySelector('input[value=standard]').checked`) {
 				t.Error("the other radio stayed checked")
 			}
 		}, ""},
-		{"select by label", "Country", Action{Kind: SelectOne, Option: "France"}, func(t *testing.T, ev *Evidence) { wantSelected(t, ev, "fr") }, "change:country"},
-		{"select by value", "Country", Action{Kind: SelectOne, Option: "de"}, func(t *testing.T, ev *Evidence) { wantSelected(t, ev, "de") }, ""},
-		{"select by folded label", "Country", Action{Kind: SelectOne, Option: "  united STATES "}, func(t *testing.T, ev *Evidence) { wantSelected(t, ev, "us") }, ""},
-		{"select many", "Interests", Action{Kind: SelectMany, Options: []string{"music", "Sports"}}, func(t *testing.T, ev *Evidence) {
+		{"select by label", "Country", form.Action{Kind: form.SelectOne, Option: "France"}, func(t *testing.T, ev *form.Evidence) { wantSelected(t, ev, "fr") }, "change:country"},
+		{"select by value", "Country", form.Action{Kind: form.SelectOne, Option: "de"}, func(t *testing.T, ev *form.Evidence) { wantSelected(t, ev, "de") }, ""},
+		{"select by folded label", "Country", form.Action{Kind: form.SelectOne, Option: "  united STATES "}, func(t *testing.T, ev *form.Evidence) { wantSelected(t, ev, "us") }, ""},
+		{"select many", "Interests", form.Action{Kind: form.SelectMany, Options: []string{"music", "Sports"}}, func(t *testing.T, ev *form.Evidence) {
 			wantSelected(t, ev, "music", "sports")
 		}, "change:interests"},
-		{"set files", "Attachment", Action{Kind: SetFiles, Paths: []string{upload}}, func(t *testing.T, ev *Evidence) {
+		{"set files", "Attachment", form.Action{Kind: form.SetFiles, Paths: []string{upload}}, func(t *testing.T, ev *form.Evidence) {
 			if ev.Files == nil || *ev.Files != 1 || !slices.Equal(ev.FileNames, []string{"notes.txt"}) || !ev.Applied {
 				t.Errorf("files = %v %v applied=%v", ev.Files, ev.FileNames, ev.Applied)
 			}
@@ -195,17 +202,17 @@ func TestControlActions(t *testing.T) {
 				t.Errorf("evidence echoes the file path: %s", raw)
 			}
 		}, "change:attachment"},
-		{"clear textarea", "Comments", Action{Kind: Clear}, func(t *testing.T, ev *Evidence) { wantValue(t, ev, "") }, ""},
-		{"clear select many", "Interests", Action{Kind: Clear}, func(t *testing.T, ev *Evidence) { wantSelected(t, ev) }, ""},
-		{"clear select one", "Country", Action{Kind: Clear}, func(t *testing.T, ev *Evidence) { wantSelected(t, ev, "") }, ""},
-		{"clear files", "Attachment", Action{Kind: Clear}, func(t *testing.T, ev *Evidence) {
+		{"clear textarea", "Comments", form.Action{Kind: form.Clear}, func(t *testing.T, ev *form.Evidence) { wantValue(t, ev, "") }, ""},
+		{"clear select many", "Interests", form.Action{Kind: form.Clear}, func(t *testing.T, ev *form.Evidence) { wantSelected(t, ev) }, ""},
+		{"clear select one", "Country", form.Action{Kind: form.Clear}, func(t *testing.T, ev *form.Evidence) { wantSelected(t, ev, "") }, ""},
+		{"clear files", "Attachment", form.Action{Kind: form.Clear}, func(t *testing.T, ev *form.Evidence) {
 			if ev.Files == nil || *ev.Files != 0 || !ev.Applied {
 				t.Errorf("files after clear = %v", ev.Files)
 			}
 		}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := Control(ctx, target(tt.label), tt.action)
+			ev, err := p.tab.Control(p.ctx, target(tt.label), tt.action)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,8 +220,8 @@ func TestControlActions(t *testing.T) {
 				t.Errorf("evidence = %+v", ev)
 			}
 			tt.check(t, ev)
-			if tt.events != "" && !evalJS[bool](t, ctx, `window.seen.includes(`+jsString(tt.events)+`)`) {
-				t.Errorf("the page never saw %s; saw %v", tt.events, evalJS[[]string](t, ctx, `window.seen`))
+			if tt.events != "" && !evalJS[bool](t, p, `window.seen.includes(`+jsString(tt.events)+`)`) {
+				t.Errorf("the page never saw %s; saw %v", tt.events, evalJS[[]string](t, p, `window.seen`))
 			}
 		})
 	}
@@ -229,14 +236,14 @@ func TestControlActions(t *testing.T) {
 		{"activate in iframe", snapshot.Target{Role: "button", Name: "Wrap it"}, "window.giftClicks"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := Control(ctx, tt.target, Action{Kind: Activate})
+			ev, err := p.tab.Control(p.ctx, tt.target, form.Action{Kind: form.Activate})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !ev.Applied {
 				t.Errorf("evidence = %+v", ev)
 			}
-			if n := evalJS[int](t, ctx, tt.counter+` || 0`); n != 1 {
+			if n := evalJS[int](t, p, tt.counter+` || 0`); n != 1 {
 				t.Errorf("%s = %d after one activate", tt.counter, n)
 			}
 		})
@@ -248,21 +255,21 @@ func jsString(s string) string {
 	return string(b)
 }
 
-func wantValue(t *testing.T, ev *Evidence, want string) {
+func wantValue(t *testing.T, ev *form.Evidence, want string) {
 	t.Helper()
 	if ev.Value == nil || *ev.Value != want {
 		t.Errorf("value = %v, want %q", ev.Value, want)
 	}
 }
 
-func wantChecked(t *testing.T, ev *Evidence, want bool) {
+func wantChecked(t *testing.T, ev *form.Evidence, want bool) {
 	t.Helper()
 	if ev.Checked == nil || *ev.Checked != want {
 		t.Errorf("checked = %v, want %v", ev.Checked, want)
 	}
 }
 
-func wantSelected(t *testing.T, ev *Evidence, values ...string) {
+func wantSelected(t *testing.T, ev *form.Evidence, values ...string) {
 	t.Helper()
 	var got []string
 	for _, o := range ev.Selected {
@@ -273,22 +280,24 @@ func wantSelected(t *testing.T, ev *Evidence, values ...string) {
 	}
 }
 
-func TestPasswordNeverEchoed(t *testing.T) {
-	ctx := openPage(t, "/form.html")
-	fs, err := Snapshot(ctx, Options{})
+func TestPasswordNeverEchoed(t *testing.T) { forEngines(t, testPasswordNeverEchoed) }
+
+func testPasswordNeverEchoed(t *testing.T, engine string) {
+	p := openPage(t, engine, "/form.html")
+	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pw := field(t, fs, "Password")
 	const secret = "correct horse battery"
-	ev, err := Control(ctx, pw.Target, Action{Kind: SetText, Text: secret})
+	ev, err := p.tab.Control(p.ctx, pw.Target, form.Action{Kind: form.SetText, Text: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev.Value != nil || !ev.HasValue || ev.Length == nil || *ev.Length != len(secret) || !ev.Applied || !ev.Changed {
 		t.Errorf("password evidence = %+v", ev)
 	}
-	after, err := Snapshot(ctx, Options{})
+	after, err := p.tab.Snapshot(p.ctx, form.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,14 +309,16 @@ func TestPasswordNeverEchoed(t *testing.T) {
 			}
 		}
 	}
-	if got := evalJS[string](t, ctx, `document.getElementById('password').value`); got != secret {
+	if got := evalJS[string](t, p, `document.getElementById('password').value`); got != secret {
 		t.Errorf("the page holds %q", got)
 	}
 }
 
-func TestControlErrors(t *testing.T) {
-	ctx := openPage(t, "/form.html")
-	fs, err := Snapshot(ctx, Options{})
+func TestControlErrors(t *testing.T) { forEngines(t, testControlErrors) }
+
+func testControlErrors(t *testing.T, engine string) {
+	p := openPage(t, engine, "/form.html")
+	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,25 +333,25 @@ func TestControlErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		target snapshot.Target
-		action Action
+		action form.Action
 		want   error
 		says   string
 	}{
-		{"no kind", get("Email"), Action{}, ErrInvalidAction, "kind is required"},
-		{"unknown kind", get("Email"), Action{Kind: "type"}, ErrInvalidAction, "unknown kind"},
-		{"setChecked without checked", get("Express"), Action{Kind: SetChecked}, ErrInvalidAction, "needs checked"},
-		{"text on a checkbox", get("Send me the newsletter"), Action{Kind: SetText, Text: "x"}, ErrInvalidAction, "use setChecked"},
-		{"uncheck a radio", get("Standard"), Action{Kind: SetChecked, Checked: ptr(false)}, ErrInvalidAction, "check another radio"},
-		{"no such option", get("Country"), Action{Kind: SelectOne, Option: "Spain"}, ErrInvalidAction, `"France" (fr)`},
-		{"many on a single select", get("Country"), Action{Kind: SelectMany, Options: []string{"fr"}}, ErrInvalidAction, "use selectOne"},
-		{"missing file", get("Attachment"), Action{Kind: SetFiles, Paths: []string{filepath.Join(dir, "nope.pdf")}}, ErrInvalidAction, `"nope.pdf"`},
-		{"two files on a single input", get("Attachment"), Action{Kind: SetFiles, Paths: []string{a, b}}, ErrInvalidAction, "takes one file"},
-		{"type into a hidden field", get("Street"), Action{Kind: SetText, Text: "x"}, ErrInvalidAction, "cannot take focus"},
-		{"not a form control", snapshot.Target{Role: "button", Name: "Place order"}, Action{Kind: SetText, Text: "x"}, ErrInvalidAction, "not a form control"},
-		{"stale ref", snapshot.Target{Ref: "e999999"}, Action{Kind: Clear}, snapshot.ErrTargetNotFound, "take a new a11y_snapshot"},
+		{"no kind", get("Email"), form.Action{}, form.ErrInvalidAction, "kind is required"},
+		{"unknown kind", get("Email"), form.Action{Kind: "type"}, form.ErrInvalidAction, "unknown kind"},
+		{"setChecked without checked", get("Express"), form.Action{Kind: form.SetChecked}, form.ErrInvalidAction, "needs checked"},
+		{"text on a checkbox", get("Send me the newsletter"), form.Action{Kind: form.SetText, Text: "x"}, form.ErrInvalidAction, "use setChecked"},
+		{"uncheck a radio", get("Standard"), form.Action{Kind: form.SetChecked, Checked: ptr(false)}, form.ErrInvalidAction, "check another radio"},
+		{"no such option", get("Country"), form.Action{Kind: form.SelectOne, Option: "Spain"}, form.ErrInvalidAction, `"France" (fr)`},
+		{"many on a single select", get("Country"), form.Action{Kind: form.SelectMany, Options: []string{"fr"}}, form.ErrInvalidAction, "use selectOne"},
+		{"missing file", get("Attachment"), form.Action{Kind: form.SetFiles, Paths: []string{filepath.Join(dir, "nope.pdf")}}, form.ErrInvalidAction, `"nope.pdf"`},
+		{"two files on a single input", get("Attachment"), form.Action{Kind: form.SetFiles, Paths: []string{a, b}}, form.ErrInvalidAction, "takes one file"},
+		{"type into a hidden field", get("Street"), form.Action{Kind: form.SetText, Text: "x"}, form.ErrInvalidAction, "cannot take focus"},
+		{"not a form control", snapshot.Target{Role: "button", Name: "Place order"}, form.Action{Kind: form.SetText, Text: "x"}, form.ErrInvalidAction, "not a form control"},
+		{"stale ref", snapshot.Target{Ref: "e999999"}, form.Action{Kind: form.Clear}, snapshot.ErrTargetNotFound, "take a new a11y_snapshot"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Control(ctx, tt.target, tt.action)
+			_, err := p.tab.Control(p.ctx, tt.target, tt.action)
 			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.says) {
 				t.Fatalf("Control = %v, want %v saying %q", err, tt.want, tt.says)
 			}
@@ -351,10 +362,10 @@ func TestControlErrors(t *testing.T) {
 	}
 
 	// Something drawn over the button: a native click would hit the overlay.
-	evalJS[bool](t, ctx, `(() => { const d = document.createElement('div'); d.id = 'overlay';
+	evalJS[bool](t, p, `(() => { const d = document.createElement('div'); d.id = 'overlay';
 		d.style.cssText = 'position:fixed;inset:0;z-index:9;background:rgba(0,0,0,.3)'; document.body.appendChild(d); return true; })()`)
-	_, err = Control(ctx, snapshot.Target{Role: "button", Name: "Place order"}, Action{Kind: Activate})
-	if !errors.Is(err, ErrNotClickable) || !strings.Contains(err.Error(), "div#overlay") {
-		t.Errorf("activate under an overlay = %v, want ErrNotClickable naming it", err)
+	_, err = p.tab.Control(p.ctx, snapshot.Target{Role: "button", Name: "Place order"}, form.Action{Kind: form.Activate})
+	if !errors.Is(err, form.ErrNotClickable) || !strings.Contains(err.Error(), "div#overlay") {
+		t.Errorf("activate under an overlay = %v, want form.ErrNotClickable naming it", err)
 	}
 }

@@ -1,34 +1,48 @@
-package form
+package form_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/deltaharness/delta/internal/bobby/bidi"
 	"github.com/deltaharness/delta/internal/bobby/browser/browsertest"
+	"github.com/deltaharness/delta/internal/bobby/firefox"
+	"github.com/deltaharness/delta/internal/bobby/form"
 )
 
-// One Chromium serves every browser test of this binary, launched on first
-// use, so pure tests and fuzz workers never start it.
+// One Chromium and one Firefox serve every browser test of this binary,
+// each launched on first use, so pure tests and fuzz workers start neither.
 var (
 	fixtures *httptest.Server
-	browser  = &browsertest.Browser{Name: "form"}
+	chromium = &browsertest.Browser{Name: "form"}
+
+	ffOnce    sync.Once
+	ffBrowser *bidi.Browser
+	ffErr     error
 )
 
 func TestMain(m *testing.M) {
 	fixtures = httptest.NewServer(fixtureHandler())
 	code := m.Run()
-	browser.Close()
+	chromium.Close()
+	if ffBrowser != nil {
+		ffBrowser.Close()
+	}
 	fixtures.Close()
 	os.Exit(code)
 }
 
-// fixtureHandler serves testdata plus two endpoints a submit can reach:
-// /fail500 answers every request with HTTP 500, /accepted with 200.
+// fixtureHandler serves testdata (for every method: the signup form posts
+// to welcome.html) plus two endpoints a submit can reach: /fail500 answers
+// every request with HTTP 500, /accepted with 200.
 func fixtureHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir("testdata")))
@@ -42,15 +56,92 @@ func fixtureHandler() http.Handler {
 	return mux
 }
 
-// openPage opens a new tab on the shared browser at the fixture path.
-func openPage(t testing.TB, path string) context.Context { return browser.Open(t, fixtures.URL+path) }
+// engines are the browsers every fixture test runs on.
+var engines = []string{"chromium", "firefox"}
 
-// evalJS evaluates an expression on the page and decodes its value.
-func evalJS[T any](t testing.TB, ctx context.Context, expr string) T {
+// page is one open tab of an engine: the form functions bound to it, the
+// context to call them with, and a way to read the page's own state.
+type page struct {
+	ctx  context.Context
+	tab  form.Tab
+	eval func(expr string) (json.RawMessage, error)
+}
+
+// forEngines runs fn as a subtest per engine.
+func forEngines(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, e := range engines {
+		t.Run(e, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+// openPage opens a new tab of the engine at the fixture path.
+func openPage(t testing.TB, engine, path string) *page {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if engine == "chromium" {
+		ctx := chromium.Open(t, fixtures.URL+path)
+		return &page{ctx: ctx, tab: form.On(form.Chromium()), eval: func(expr string) (json.RawMessage, error) {
+			return chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
+		}}
+	}
+	return openFirefox(t, path)
+}
+
+// openFirefox launches (once) a real headless Firefox and opens a tab in a
+// fresh user context at path. Without Firefox the tests skip, except under
+// CI.
+func openFirefox(t testing.TB, path string) *page {
+	t.Helper()
+	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
+		}
+		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
+	}
+	ffOnce.Do(func() { ffBrowser, ffErr = bidi.Launch(context.Background(), bidi.LaunchOptions{}) })
+	if ffErr != nil {
+		t.Fatal(ffErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	uc, err := ffBrowser.CreateUserContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ffBrowser.RemoveUserContext(context.Background(), uc) })
+	bc, err := ffBrowser.CreateTab(ctx, uc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ffBrowser.SetViewport(ctx, bc, 1024, 768); err != nil {
+		t.Fatal(err)
+	}
+	p := firefox.NewPage(ffBrowser.Conn, bc)
+	if _, err := p.Navigate(ctx, fixtures.URL+path); err != nil {
+		t.Fatal(err)
+	}
+	return &page{ctx: ctx, tab: form.On(p.Forms()), eval: func(expr string) (json.RawMessage, error) {
+		v, err := ffBrowser.Evaluate(ctx, bc, expr)
+		if err != nil {
+			return nil, err
+		}
+		d, err := v.Decode()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(d)
+	}}
+}
+
+// evalJS evaluates an expression in the page and decodes its value.
+func evalJS[T any](t testing.TB, p *page, expr string) T {
+	t.Helper()
+	raw, err := p.eval(expr)
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("evaluate %s: decode %s: %v", expr, raw, err)
 	}
 	return v
 }

@@ -1,17 +1,20 @@
-package form
+package form_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 // TestSubmitVerdicts covers submits that look done but are not: verified
 // needs a request answered 2xx/3xx, a committed (not fragment-only)
 // navigation, or an expectation that holds.
-func TestSubmitVerdicts(t *testing.T) {
+func TestSubmitVerdicts(t *testing.T) { forEngines(t, testSubmitVerdicts) }
+
+func testSubmitVerdicts(t *testing.T, engine string) {
 	for _, tt := range []struct {
 		name      string
 		target    snapshot.Target
@@ -21,19 +24,19 @@ func TestSubmitVerdicts(t *testing.T) {
 		says      string // in Reason
 		seen      int    // a response with this status is listed
 	}{
-		{"native post answered 500", snapshot.Target{Role: "button", Name: "Send order"}, nil, SubmitUnverified, true, "HTTP 500", 500},
-		{"fetch answered 500", snapshot.Target{Role: "button", Name: "Send feedback"}, map[string]any{"Feedback": "slow shipping"}, SubmitUnverified, false, "HTTP 500", 500},
-		{"fetch answered 200", snapshot.Target{Role: "button", Name: "Send rating"}, nil, SubmitVerified, false, "", 200},
-		{"fragment-only link", snapshot.Target{Role: "link", Name: "Send message"}, nil, SubmitUnverified, false, "no navigation", 0},
+		{"native post answered 500", snapshot.Target{Role: "button", Name: "Send order"}, nil, form.SubmitUnverified, true, "HTTP 500", 500},
+		{"fetch answered 500", snapshot.Target{Role: "button", Name: "Send feedback"}, map[string]any{"Feedback": "slow shipping"}, form.SubmitUnverified, false, "HTTP 500", 500},
+		{"fetch answered 200", snapshot.Target{Role: "button", Name: "Send rating"}, nil, form.SubmitVerified, false, "", 200},
+		{"fragment-only link", snapshot.Target{Role: "link", Name: "Send message"}, nil, form.SubmitUnverified, false, "no navigation", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := openPage(t, "/verify.html")
+			p := openPage(t, engine, "/verify.html")
 			if tt.fill != nil {
-				if _, err := Fill(ctx, FieldsFromMap(tt.fill), Options{}); err != nil {
+				if _, err := p.tab.Fill(p.ctx, form.FieldsFromMap(tt.fill), form.Options{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			sub, err := SubmitAndVerify(ctx, tt.target, Verify{})
+			sub, err := p.tab.SubmitAndVerify(p.ctx, tt.target, form.Verify{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,17 +65,19 @@ func TestSubmitVerdicts(t *testing.T) {
 
 // TestGetFormSubmitNeverEchoesWhatWasTyped: after a GET form the page's
 // address holds the submitted values; the evidence shows it without them.
-func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) {
-	ctx := openPage(t, "/verify.html")
-	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Login name": "ada", "Login password": "hunter2-secret"}), Options{}); err != nil {
+func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) { forEngines(t, testGetFormSubmitNeverEchoesWhatWasTyped) }
+
+func testGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T, engine string) {
+	p := openPage(t, engine, "/verify.html")
+	if _, err := p.tab.Fill(p.ctx, form.FieldsFromMap(map[string]any{"Login name": "ada", "Login password": "hunter2-secret"}), form.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Log in"}, Verify{})
+	sub, err := p.tab.SubmitAndVerify(p.ctx, snapshot.Target{Role: "button", Name: "Log in"}, form.Verify{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(sub)
-	if sub.Status != SubmitVerified || !strings.HasSuffix(sub.URL, "/submitted.html?…") {
+	if sub.Status != form.SubmitVerified || !strings.HasSuffix(sub.URL, "/submitted.html?…") {
 		t.Fatalf("submission = %s, want verified at /submitted.html with its query left out", raw)
 	}
 	if strings.Contains(string(raw), "hunter2-secret") || strings.Contains(string(raw), "ada") {
@@ -83,24 +88,26 @@ func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) {
 // TestSubmitPageValidation: a novalidate form that writes its own errors
 // (aria-invalid, role=alert) blocks like the browser's validation would,
 // with value-free issues.
-func TestSubmitPageValidation(t *testing.T) {
-	ctx := openPage(t, "/verify.html")
+func TestSubmitPageValidation(t *testing.T) { forEngines(t, testSubmitPageValidation) }
+
+func testSubmitPageValidation(t *testing.T, engine string) {
+	p := openPage(t, engine, "/verify.html")
 	const typed = "ada-at-example"
-	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Signup email": typed}), Options{}); err != nil {
+	if _, err := p.tab.Fill(p.ctx, form.FieldsFromMap(map[string]any{"Signup email": typed}), form.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Sign up"}, Verify{})
+	sub, err := p.tab.SubmitAndVerify(p.ctx, snapshot.Target{Role: "button", Name: "Sign up"}, form.Verify{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(sub)
-	if sub.Status != SubmitBlocked || sub.Navigated || sub.Requests != 0 {
+	if sub.Status != form.SubmitBlocked || sub.Navigated || sub.Requests != 0 {
 		t.Fatalf("submission = %s", raw)
 	}
 	if strings.Contains(string(raw), typed) {
 		t.Errorf("formValidation echoes the typed value: %s", raw)
 	}
-	var field, summary *Issue
+	var field, summary *form.Issue
 	for i, is := range sub.FormValidation {
 		switch {
 		case is.Name == "signupEmail":
@@ -116,14 +123,14 @@ func TestSubmitPageValidation(t *testing.T) {
 		t.Errorf("the page's summary alert is missing: %s", raw)
 	}
 	// Repaired, the same form sends and is verified by the 200.
-	if _, err := Fill(ctx, FieldsFromMap(map[string]any{"Signup email": "ada@example.com"}), Options{}); err != nil {
+	if _, err := p.tab.Fill(p.ctx, form.FieldsFromMap(map[string]any{"Signup email": "ada@example.com"}), form.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := SubmitAndVerify(ctx, snapshot.Target{Role: "button", Name: "Sign up"}, Verify{})
+	again, err := p.tab.SubmitAndVerify(p.ctx, snapshot.Target{Role: "button", Name: "Sign up"}, form.Verify{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Status != SubmitVerified {
+	if again.Status != form.SubmitVerified {
 		t.Errorf("after repair: %+v", again)
 	}
 }

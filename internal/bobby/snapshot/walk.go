@@ -33,6 +33,10 @@ var walkJS string
 //     eN is (see [ParseLocation]), the element itself and the shadow root
 //     holding it (null in a document); ("reveal", n) first scrolls it, and
 //     every frame holding it, into view.
+//   - ("describe", {base, els}) returns {json, frames}: the ref of each
+//     element, and its role and name when a snapshot would show it (see
+//     [ParseDescribe]); frames[i] is the contentWindow of element i when
+//     it is an iframe. base is as for "walk".
 //
 // Refs are kept in the page (a WeakMap from element to number and back), so
 // the same element keeps its ref across walks for as long as it lives.
@@ -245,4 +249,52 @@ func (l Location) Check(t Target) error {
 		return &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s now names a %s, not a %s: the page changed", t.Ref, displayRole(l.Role), t.Role)}
 	}
 	return nil
+}
+
+// Described is one element of the walker's "describe" answer: its ref
+// ("" for an entry that was no element), the node a snapshot shows for it
+// (nil when a snapshot leaves it out, as [Describe] does: hidden, inert,
+// no role), and for an iframe its browsing context id.
+type Described struct {
+	Ref   string
+	Node  *Node
+	Frame string
+}
+
+// ParseDescribe decodes the walker's "describe" JSON text; frames[i] is the
+// browsing context id of element i's iframe ("" when none). It also returns
+// the first ref number the page has not handed out. Malformed input is an
+// error, never a panic.
+func ParseDescribe(raw []byte, frames []string) ([]Described, int64, error) {
+	var doc struct {
+		Nodes []*struct {
+			ID   int64   `json:"id"`
+			Role *string `json:"r"`
+			Name string  `json:"n"`
+		} `json:"nodes"`
+		Next int64 `json:"next"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, 0, fmt.Errorf("parse describe: %w", err)
+	}
+	if len(doc.Nodes) > maxWalkNodes {
+		return nil, 0, fmt.Errorf("parse describe: more than %d nodes", maxWalkNodes)
+	}
+	f := &flattener{}
+	out := make([]Described, len(doc.Nodes))
+	for i, d := range doc.Nodes {
+		if d == nil || d.ID <= 0 {
+			continue
+		}
+		id := cdp.BackendNodeID(d.ID)
+		out[i].Ref = RefOf(id)
+		if i < len(frames) {
+			out[i].Frame = frames[i]
+		}
+		if d.Role != nil {
+			n := f.node(&axNode{role: *d.Role, name: d.Name, backend: id}, 0)
+			out[i].Node = &n
+		}
+	}
+	return out, doc.Next, nil
 }

@@ -9,6 +9,11 @@
 //   op "locate" (or "reveal", which first scrolls it into view), arg = a
 //                ref number: returns {json, el, root}, root being
 //                the shadow root holding el (null in a document)
+//   op "describe", arg = {base, els}: for each element its ref (handed
+//                out as a walk hands them out, base as in "walk"), and its
+//                role and name when a snapshot would show it: returns
+//                {json, frames}, frames[i] the contentWindow of element i
+//                when it is an iframe
 // json is a JSON text (one round trip, no per-node protocol values); frames
 // lists the contentWindow of every iframe node by its index, so the
 // protocol serializes each as its browsing-context id; el is the element.
@@ -24,7 +29,8 @@ function bobbyA11y(op, arg) {
   const top = window;
   let st = top[KEY];
   if (!st) {
-    st = { next: Math.max(1, Number(arg) || 1), byEl: new WeakMap(), byId: new Map() };
+    const base = arg && typeof arg === 'object' ? arg.base : arg;
+    st = { next: Math.max(1, Number(base) || 1), byEl: new WeakMap(), byId: new Map() };
     Object.defineProperty(top, KEY, { value: st, enumerable: false });
   }
   const idOf = (el) => {
@@ -514,6 +520,39 @@ function bobbyA11y(op, arg) {
       el,
       root: el.getRootNode() instanceof ShadowRoot ? el.getRootNode() : null,
     };
+  }
+  if (op === 'describe') {
+    // shown: a walk would reach the element and list it. Up the flat tree
+    // (slots, shadow hosts, frame elements) nothing may hide it.
+    const up = (e) => {
+      if (e.assignedSlot) return e.assignedSlot;
+      const p = e.parentNode;
+      if (!p) return null;
+      if (p.nodeType === 11) return p.host || null;
+      if (p.nodeType === 9) { const w = p.defaultView; return w && w !== top ? w.frameElement : null; }
+      return p;
+    };
+    const shown = (el, role) => {
+      if (!el.isConnected || role === '' || role === 'none' || invisible(el)) return false;
+      for (let e = el; e; e = up(e)) {
+        if (e.nodeType !== 1) continue;
+        if (hiddenSubtree(e) || (e.localName === 'dialog' && !e.open)) return false;
+      }
+      return true;
+    };
+    const nodes = [];
+    const wins = [];
+    for (const el of (arg && arg.els) || []) {
+      let win = null;
+      if (!el || el.nodeType !== 1) { nodes.push(null); wins.push(win); continue; }
+      const role = roleOf(el);
+      const d = { id: idOf(el) };
+      if (shown(el, role)) { d.r = role; const nm = nameOf(el, role).name; if (nm) d.n = nm; }
+      if (el.localName === 'iframe' || el.localName === 'frame') { try { win = el.contentWindow; } catch (e) { win = null; } }
+      nodes.push(d);
+      wins.push(win);
+    }
+    return { json: JSON.stringify({ nodes, next: st.next }), frames: wins };
   }
   throw new Error('bobbyA11y: unknown op ' + op);
 }
