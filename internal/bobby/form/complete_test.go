@@ -72,7 +72,9 @@ func testCompleteFormRevealsConditionalControls(t *testing.T, engine string) {
 	}
 }
 
-func TestCompleteFormReportsWhatIsLeft(t *testing.T) { forEngines(t, testCompleteFormReportsWhatIsLeft) }
+func TestCompleteFormReportsWhatIsLeft(t *testing.T) {
+	forEngines(t, testCompleteFormReportsWhatIsLeft)
+}
 
 func testCompleteFormReportsWhatIsLeft(t *testing.T, engine string) {
 	p := openPage(t, engine, "/form.html")
@@ -172,4 +174,3 @@ func testFillAmbiguous(t *testing.T, engine string) {
 		t.Errorf("outcome = %+v", outs[0])
 	}
 }
-

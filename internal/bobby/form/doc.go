@@ -15,7 +15,14 @@
 // click and tells a completed submission from one the browser's own
 // validation blocked, with value-free issues.
 //
-// Functions take a chromedp page context (chromedp.FromContext(ctx).Target
-// set) and never open a tab; the caller applies timeouts and dialog guards.
-// Targets resolve through package snapshot.
+// The form functions run on any engine through [Page], the browser
+// operations they need (page functions on elements, native clicks and
+// typing, files, a navigation and network watch): [On] binds them to one
+// page as a [Tab]. [Chromium] is the Page of a chromedp page context, and
+// the package functions ([Snapshot], [Control], [Fill], [CompleteForm],
+// [SubmitAndVerify]) run on it, taking a chromedp page context
+// (chromedp.FromContext(ctx).Target set); package firefox's FormPage is the
+// Page of a Firefox tab over WebDriver BiDi. No function opens a tab; the
+// caller applies timeouts and dialog guards. Targets resolve through
+// package snapshot on Chromium and through its in-page walker on Firefox.
 package form

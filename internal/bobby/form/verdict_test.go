@@ -3,7 +3,6 @@ package form
 import (
 	"strings"
 	"testing"
-
 )
 
 // TestJudge pins the verdict rules without a browser.

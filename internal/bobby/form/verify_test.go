@@ -65,7 +65,9 @@ func testSubmitVerdicts(t *testing.T, engine string) {
 
 // TestGetFormSubmitNeverEchoesWhatWasTyped: after a GET form the page's
 // address holds the submitted values; the evidence shows it without them.
-func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) { forEngines(t, testGetFormSubmitNeverEchoesWhatWasTyped) }
+func TestGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T) {
+	forEngines(t, testGetFormSubmitNeverEchoesWhatWasTyped)
+}
 
 func testGetFormSubmitNeverEchoesWhatWasTyped(t *testing.T, engine string) {
 	p := openPage(t, engine, "/verify.html")
