@@ -13,9 +13,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 )
+
+// writeTimeout bounds the write of one command.
+const writeTimeout = 30 * time.Second
 
 // maxMessage bounds one incoming message (a full-page screenshot of a large
 // viewport is a few MiB of base64).
@@ -205,12 +209,26 @@ func (c *Conn) Call(ctx context.Context, method string, params, out any) error {
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
-		forget()
-		if ctx.Err() != nil {
-			return fmt.Errorf("bidi %s: %w", method, ctx.Err())
+	// The write runs on its own context: the WebSocket library closes the
+	// whole connection when a write's context ends mid-frame, and one
+	// caller's timeout must not end every page of the browser. A write the
+	// browser does not take within writeTimeout means the connection is
+	// dead anyway.
+	written := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		defer cancel()
+		written <- c.ws.Write(wctx, websocket.MessageText, frame)
+	}()
+	select {
+	case err := <-written:
+		if err != nil {
+			forget()
+			return fmt.Errorf("bidi %s: %w: %w", method, ErrClosed, err)
 		}
-		return fmt.Errorf("bidi %s: %w: %w", method, ErrClosed, err)
+	case <-ctx.Done():
+		forget()
+		return fmt.Errorf("bidi %s: %w", method, ctx.Err())
 	}
 	select {
 	case r := <-ch:

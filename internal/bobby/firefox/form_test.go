@@ -3,6 +3,7 @@ package firefox
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,7 +14,9 @@ import (
 
 func TestConvertEvent(t *testing.T) {
 	tab := map[string]bool{"top": true, "frame": true}
-	ev := func(method, params string) bidi.Event { return bidi.Event{Method: method, Params: json.RawMessage(params)} }
+	ev := func(method, params string) bidi.Event {
+		return bidi.Event{Method: method, Params: json.RawMessage(params)}
+	}
 	for _, tt := range []struct {
 		name string
 		in   bidi.Event
@@ -83,5 +86,33 @@ func TestFormSelectorIntoFrameIsChromiumOnly(t *testing.T) {
 	}
 	if _, err := tab.Snapshot(testCtx(t), form.Options{Target: &snapshot.Target{Selector: "input["}}); !errors.Is(err, snapshot.ErrInvalidTarget) {
 		t.Errorf("malformed selector = %v", err)
+	}
+}
+
+// TestFormRefsAreSnapshotRefs: a form snapshot's targets are the refs the
+// accessibility snapshot shows, in either order of taking them, so a ref
+// from one works with the tools of the other.
+func TestFormRefsAreSnapshotRefs(t *testing.T) {
+	p := open(t, "/signup.html")
+	ctx := testCtx(t)
+	fs, err := form.On(p.Forms()).Snapshot(ctx, form.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Snapshot(ctx, snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs.Controls {
+		if !f.Visible {
+			continue
+		}
+		want := fmt.Sprintf("%s %q", f.Target.Role, f.Target.Name)
+		if !strings.Contains(s.Text, want) || !strings.Contains(s.Text, "[ref="+f.Target.Ref+"]") {
+			t.Errorf("form control %s [ref=%s] is not in the snapshot:\n%s", want, f.Target.Ref, s.Text)
+		}
+		if _, err := p.Click(ctx, f.Target, ClickOptions{}); err != nil {
+			t.Errorf("click %s through its form ref: %v", want, err)
+		}
 	}
 }
