@@ -209,6 +209,9 @@ func (f *FormPage) call(ctx context.Context, obj form.Object, fn, mode string, a
 	}
 	var out callResult
 	if err := f.p.conn.Call(ctx, "script.callFunction", params, &out); err != nil {
+		if bidi.IsCode(err, "no such frame") {
+			return bidi.RemoteValue{}, fmt.Errorf("call into page: %w: %w", snapshot.ErrNoPage, err)
+		}
 		return bidi.RemoteValue{}, fmt.Errorf("call into page: %w", err)
 	}
 	if out.Type == "exception" {

@@ -116,3 +116,15 @@ func TestFormRefsAreSnapshotRefs(t *testing.T) {
 		}
 	}
 }
+
+// TestFormOnAClosedTab: the form functions on a tab that is gone answer
+// snapshot.ErrNoPage, as on Chromium.
+func TestFormOnAClosedTab(t *testing.T) {
+	p := open(t, "/signup.html")
+	if err := shared.CloseContext(testCtx(t), p.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := form.On(p.Forms()).Snapshot(testCtx(t), form.Options{}); !errors.Is(err, snapshot.ErrNoPage) {
+		t.Errorf("form snapshot of a closed tab = %v, want ErrNoPage", err)
+	}
+}

@@ -112,3 +112,30 @@ func TestFirefoxDescribeAgreesWithWalk(t *testing.T) {
 		t.Errorf("iframe entry = %+v", ds[2])
 	}
 }
+
+// TestFirefoxRefsNeverRestartAfterALocate: a stale ref looked up on a new
+// document (a locate before any walk) finds nothing and leaves the
+// numbering to the next walk's base, so the new document's refs never
+// reuse the old one's.
+func TestFirefoxRefsNeverRestartAfterALocate(t *testing.T) {
+	p := ffOpen(t, allFixtures().URL+"/page.html")
+	p.take(t, Options{})
+	if p.next < 10 {
+		t.Fatalf("the first document handed out only %d refs", p.next-1)
+	}
+	p.navigate(t, allFixtures().URL+"/frame.html")
+	if l := p.locate(t, "e3"); l.Found {
+		t.Fatalf("a stale ref found %+v on the new document", l)
+	}
+	base := p.next
+	s := p.take(t, Options{})
+	for _, n := range s.Nodes {
+		if n.Ref == "" {
+			continue
+		}
+		id, err := ParseRef(n.Ref)
+		if err != nil || int64(id) < base {
+			t.Errorf("%s %q got ref %s, below the base %d of the new document", n.Role, n.Name, n.Ref, base)
+		}
+	}
+}

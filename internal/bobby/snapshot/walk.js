@@ -29,9 +29,12 @@ function bobbyA11y(op, arg) {
   const top = window;
   let st = top[KEY];
   if (!st) {
+    // Only the ops that hand out refs start the document's map, from the
+    // base they are given: a locate or read of a document with no refs
+    // yet finds nothing, and must not start the numbering at its ref.
     const base = arg && typeof arg === 'object' ? arg.base : arg;
     st = { next: Math.max(1, Number(base) || 1), byEl: new WeakMap(), byId: new Map() };
-    Object.defineProperty(top, KEY, { value: st, enumerable: false });
+    if (op === 'walk' || op === 'describe') Object.defineProperty(top, KEY, { value: st, enumerable: false });
   }
   const idOf = (el) => {
     let id = st.byEl.get(el);
