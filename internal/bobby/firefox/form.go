@@ -370,8 +370,16 @@ const multilineJS = `function() {
 // InsertText types text into the focused element, one key press per
 // character. A line break is Enter only where the field takes one (a
 // textarea, contenteditable); a single-line input drops it, as Chromium's
-// text insertion does, rather than submitting the form.
+// text insertion does, rather than submitting the form. Private-use
+// characters U+E000–U+F8FF are WebDriver key codes to Firefox: such text
+// answers ErrUnsupportedOnEngine.
 func (f *FormPage) InsertText(ctx context.Context, text string) error {
+	for _, r := range text {
+		if r >= '\uE000' && r <= '\uF8FF' {
+			return fmt.Errorf("insert text: %w: Firefox's key input reads %U as a WebDriver key, not as text; "+
+				"leave the private-use character out, or use engine = \"chromium\"", ErrUnsupportedOnEngine, r)
+		}
+	}
 	if err := f.activate(ctx); err != nil {
 		return fmt.Errorf("insert text: %w", err)
 	}

@@ -128,3 +128,24 @@ func TestFormOnAClosedTab(t *testing.T) {
 		t.Errorf("form snapshot of a closed tab = %v, want ErrNoPage", err)
 	}
 }
+
+// TestFormTypingOnFirefox: line breaks go only where a field takes them,
+// and text Firefox's key input cannot type is a clear unsupportedOnEngine
+// error naming the repair, never a silent difference.
+func TestFormTypingOnFirefox(t *testing.T) {
+	p := open(t, "/signup.html")
+	ctx := testCtx(t)
+	tab := form.On(p.Forms())
+	name := snapshot.Target{Role: "textbox", Name: "Full name"}
+	ev, err := tab.Control(ctx, name, form.Action{Kind: form.SetText, Text: "Ada\nLovelace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Value == nil || *ev.Value != "AdaLovelace" || eval(t, p, `location.pathname`) != "/signup.html" {
+		t.Errorf("a line break in a single-line field: value %v at %v", ev.Value, eval(t, p, `location.href`))
+	}
+	_, err = tab.Control(ctx, name, form.Action{Kind: form.SetText, Text: "Ada \uE007"})
+	if !errors.Is(err, ErrUnsupportedOnEngine) || !strings.Contains(err.Error(), `engine = "chromium"`) {
+		t.Errorf("a private-use character = %v, want unsupportedOnEngine", err)
+	}
+}
