@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 
@@ -79,9 +80,59 @@ func (p *Page) EvaluateJSON(ctx context.Context, expression string) (json.RawMes
 	return b, nil
 }
 
-// callOn calls fn in the sandbox with the element of sharedID as its
-// argument.
-func (p *Page) callOn(ctx context.Context, sharedID, fn string) (bidi.RemoteValue, error) {
+// contexts are the page's browsing context and those of its frames,
+// depth first.
+func (p *Page) contexts(ctx context.Context) ([]string, error) {
+	tree, err := p.conn.Tree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	var walk func(infos []bidi.Info, in bool)
+	walk = func(infos []bidi.Info, in bool) {
+		for _, i := range infos {
+			mine := in || i.Context == p.bc
+			if mine {
+				out = append(out, i.Context)
+			}
+			walk(i.Children, mine)
+		}
+	}
+	walk(tree, false)
+	return out, nil
+}
+
+// callOnElement calls fn (which must answer true once it ran) on the
+// element of loc. A node's shared id resolves only in its own frame's
+// browsing context, so an element inside an iframe is tried in each frame.
+func (p *Page) callOnElement(ctx context.Context, loc Located, fn string) error {
+	wrapped := `(el) => el ? (` + fn + `)(el) : false`
+	bcs := []string{p.bc}
+	if loc.Where.InFrame {
+		var err error
+		if bcs, err = p.contexts(ctx); err != nil {
+			return err
+		}
+	}
+	for _, bc := range bcs {
+		v, err := p.callOnIn(ctx, bc, loc.SharedID, wrapped)
+		if err != nil {
+			var se *bidi.ScriptError
+			if errors.As(err, &se) || bidi.IsCode(err, "no such node") {
+				continue
+			}
+			return err
+		}
+		if d, _ := v.Decode(); d == true {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s is in no frame of the page any more; take a new a11y_snapshot", snapshot.ErrTargetNotFound, loc.Ref)
+}
+
+// callOnIn calls fn in the sandbox of bc with the element of sharedID as
+// its argument.
+func (p *Page) callOnIn(ctx context.Context, bc, sharedID, fn string) (bidi.RemoteValue, error) {
 	var out struct {
 		Type             string           `json:"type"`
 		Result           bidi.RemoteValue `json:"result"`
@@ -91,7 +142,7 @@ func (p *Page) callOn(ctx context.Context, sharedID, fn string) (bidi.RemoteValu
 	}
 	err := p.conn.Call(ctx, "script.callFunction", map[string]any{
 		"functionDeclaration": fn, "arguments": []any{map[string]string{"sharedId": sharedID}},
-		"target": map[string]string{"context": p.bc, "sandbox": sandbox}, "awaitPromise": true, "userActivation": true,
+		"target": map[string]string{"context": bc, "sandbox": sandbox}, "awaitPromise": true, "userActivation": true,
 	}, &out)
 	if err != nil {
 		return bidi.RemoteValue{}, err
@@ -129,7 +180,7 @@ func (p *Page) TypeInto(ctx context.Context, t snapshot.Target, text string, cle
 	if clear {
 		fn = `(el) => (` + focusJS + `)(el, true)`
 	}
-	if _, err := p.callOn(ctx, loc.SharedID, fn); err != nil {
+	if err := p.callOnElement(ctx, loc, fn); err != nil {
 		return loc.Ref, fmt.Errorf("type text into %s: focus: %w", loc.Ref, err)
 	}
 	if clear && text == "" {

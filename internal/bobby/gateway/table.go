@@ -297,7 +297,7 @@ func buildTools() []*toolDef {
 			required: []string{"text"},
 		}, commandSpec{mutates: true, timeout: 20 * time.Second}, runTypeText),
 		command(toolSpec{
-			name: "a11y_snapshot", title: "Accessibility snapshot", desc: "Bounded accessibility tree with refs (use target {role:\"main\"} to scope); refreshes retained context.",
+			name: "a11y_snapshot", title: "Accessibility snapshot", engines: bothEngines, desc: "Bounded accessibility tree with refs (use target {role:\"main\"} to scope); refreshes retained context.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(X, A, V), handle: true,
 			props: map[string]*jsonschema.Schema{
 				"target":      targetSchema,
