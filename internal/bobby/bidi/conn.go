@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -175,6 +176,10 @@ func (c *Conn) read() {
 	c.mu.Unlock()
 }
 
+// writeTimeout bounds writing one frame; a peer that takes no frame for
+// that long is gone.
+const writeTimeout = 10 * time.Second
+
 // Call sends method with params and decodes the result into out (nil =
 // discard). A refusal is an *Error; a cancelled ctx abandons the wait
 // (the browser may still carry the command out).
@@ -205,7 +210,17 @@ func (c *Conn) Call(ctx context.Context, method string, params, out any) error {
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := ctx.Err(); err != nil {
+		forget()
+		return fmt.Errorf("bidi %s: %w", method, err)
+	}
+	// The write runs under its own bound, not under ctx: the WebSocket
+	// library closes the whole connection when the context of a write ends,
+	// and one caller's deadline must not end every other call.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	err = c.ws.Write(wctx, websocket.MessageText, frame)
+	cancel()
+	if err != nil {
 		forget()
 		if ctx.Err() != nil {
 			return fmt.Errorf("bidi %s: %w", method, ctx.Err())

@@ -417,6 +417,15 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 	if names := toolNames(t, cs); !names["click"] || !names["type_text"] || !names["cookie_set"] || names["emulate"] || names["network_log"] {
 		t.Errorf("act phase on firefox lists %v", names)
 	}
+	info := mustOK(t, cs, "runtime_info", map[string]any{})
+	if feats := dump(info["capabilities"]); strings.Contains(feats, "network-quiet") || strings.Contains(feats, "chromium") || !strings.Contains(feats, "firefox") {
+		t.Errorf("runtime_info capabilities on firefox = %s", feats)
+	}
+	res, err := cs.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: ResourceCapabilities})
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"engineGap":"the request log is built from CDP's Network domain`) ||
+		!strings.Contains(res.Contents[0].Text, `"engines":["chromium","firefox"]`) {
+		t.Errorf("bobby://capabilities does not say which engines run a tool: %v", err)
+	}
 	start := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/signup.html")})
 	h := start["workflowHandle"]
 	for _, tool := range []string{"network_log", "form_snapshot", "inspect", "pdf", "intent_wait_for_state"} {

@@ -310,6 +310,10 @@ func handlePageList(ctx context.Context, c *call, args sessionIDArgs) (*pageList
 	return res, nil
 }
 
+// firefoxFeatures are the runtime features on Firefox: what its tools
+// (those declared for both engines) do there.
+var firefoxFeatures = []string{"firefox", "accessibility-snapshots", "semantic-targets", "dialogs", "screenshots", "workflow-handles", "phases", "cookies"}
+
 // runtimeFeatures are the configured runtime features runtime_info lists.
 // vision-assist and vision-provider appear only when vision is wired, which
 // it is not in this version.
@@ -377,6 +381,10 @@ func handleRuntimeInfo(ctx context.Context, c *call, _ struct{}) (*runtimeInfoRe
 			bi.Version = v
 		}
 	}
+	features := runtimeFeatures
+	if c.g.eng.name() == engineFirefox {
+		features = firefoxFeatures
+	}
 	nodes := []string{}
 	for n := range c.g.cfg.Nodes {
 		nodes = append(nodes, n)
@@ -398,7 +406,7 @@ func handleRuntimeInfo(ctx context.Context, c *call, _ struct{}) (*runtimeInfoRe
 		Principal:             c.principal.Name,
 		CredentialExpiresAt:   expires,
 		CredentialExpiresSoon: c.principal.ExpiresWithin(c.g.now(), CredentialWarnAhead),
-		Capabilities:          runtimeFeatures,
+		Capabilities:          features,
 		GrantedCapabilities:   c.principal.Capabilities.Strings(),
 		Phase:                 c.cs.currentPhase(),
 		Generation:            c.cs.wf.Generation(),
