@@ -42,6 +42,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	b        *bidi.Browser
+	opened   bool // Open succeeded and Close has not run: a dead Firefox is relaunched
 	sessions map[string]*Session
 	order    []string
 }
@@ -78,7 +79,7 @@ func (r *Runtime) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open firefox: %w", err)
 	}
-	r.b = b
+	r.b, r.opened = b, true
 	r.log.Info("firefox launched", "version", b.Capabilities.BrowserVersion)
 	return nil
 }
@@ -106,6 +107,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dropSessionsLocked()
+	r.opened = false
 	if r.b == nil {
 		return nil
 	}
@@ -134,6 +136,12 @@ func (r *Runtime) Version() (string, error) {
 	return r.b.Capabilities.BrowserName + "/" + r.b.Capabilities.BrowserVersion, nil
 }
 
+func (r *Runtime) wasOpened() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.opened
+}
+
 func (r *Runtime) browser() (*bidi.Browser, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,8 +152,16 @@ func (r *Runtime) browser() (*bidi.Browser, error) {
 }
 
 // NewSession creates a user context: a session isolated from every other.
+// A Firefox that died since Open is relaunched first (its sessions are
+// gone with it).
 func (r *Runtime) NewSession(ctx context.Context) (*Session, error) {
 	b, err := r.browser()
+	if err != nil && r.wasOpened() {
+		r.log.Warn("firefox is gone; relaunching it")
+		if err = r.Open(ctx); err == nil {
+			b, err = r.browser()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("new session: %w", err)
 	}
