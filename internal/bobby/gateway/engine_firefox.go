@@ -400,12 +400,27 @@ func (p *firefoxPage) Navigate(ctx context.Context, rawURL string) browser.Navig
 	return out
 }
 
+// blocked is the dialogOpen error of a page whose open dialog blocks its
+// scripts (as Chromium answers), nil when none is open.
+func (p *firefoxPage) blocked() error {
+	if d := p.PendingDialog(); d != nil {
+		return &browser.DialogError{Dialog: *d}
+	}
+	return nil
+}
+
 func (p *firefoxPage) Evaluate(ctx context.Context, expr string) (json.RawMessage, error) {
+	if err := p.blocked(); err != nil {
+		return nil, err
+	}
 	raw, err := p.p.EvaluateJSON(ctx, expr)
 	return raw, ffErr(err)
 }
 
 func (p *firefoxPage) snapshot(ctx context.Context, opts snapshot.Options) (*snapshot.Snapshot, error) {
+	if err := p.blocked(); err != nil {
+		return nil, err
+	}
 	s, err := p.p.Snapshot(ctx, opts)
 	return s, ffErr(err)
 }
@@ -415,6 +430,9 @@ func (p *firefoxPage) snapshot(ctx context.Context, opts snapshot.Options) (*sna
 var ffModifiers = map[string]string{"shift": "Shift", "ctrl": "Control", "alt": "Alt", "meta": "Meta"}
 
 func (p *firefoxPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[string]any, map[string]any, error) {
+	if err := p.blocked(); err != nil {
+		return nil, nil, err
+	}
 	t, ok, err := in.pick()
 	if err != nil {
 		return nil, nil, err
@@ -449,6 +467,9 @@ func (p *firefoxPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[
 }
 
 func (p *firefoxPage) typeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]any, map[string]any, error) {
+	if err := p.blocked(); err != nil {
+		return nil, nil, err
+	}
 	t, ok, err := in.pick()
 	if err != nil {
 		return nil, nil, err
@@ -479,6 +500,9 @@ func (p *firefoxPage) settle(ctx context.Context) map[string]any {
 }
 
 func (p *firefoxPage) waitFor(ctx context.Context, x *execCtx, in waitForArgs) (map[string]any, map[string]any, error) {
+	if err := p.blocked(); err != nil {
+		return nil, nil, err
+	}
 	cm := in.Condition
 	timeout := x.wait
 	if timeout <= 0 {
@@ -608,6 +632,9 @@ func (p *firefoxPage) waitElement(ctx context.Context, t snapshot.Target, want s
 }
 
 func (p *firefoxPage) screenshot(ctx context.Context, x *execCtx, in screenshotArgs) (browser.Screenshot, error) {
+	if err := p.blocked(); err != nil {
+		return browser.Screenshot{}, err
+	}
 	t, ok, err := in.pick()
 	if err != nil {
 		return browser.Screenshot{}, err

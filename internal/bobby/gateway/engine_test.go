@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -226,6 +227,19 @@ func TestEngineMatrixFormByRefs(t *testing.T) {
 	onBothEngines(t, func(t *testing.T, engine string, cs *mcp.ClientSession) {
 		h := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/signup.html")})["workflowHandle"]
 		text := snapshotText(t, cs, h)
+		// The retained snapshot answers context questions on both engines.
+		ask := mustOK(t, cs, "context_ask", map[string]any{"workflowHandle": h, "question": "the create account button"})
+		if get(ask, "answer", "target", "name") != "Create account" {
+			t.Errorf("context_ask = %s", dump(ask))
+		}
+		loc := mustOK(t, cs, "intent_locate", map[string]any{"workflowHandle": h, "description": "password field"})
+		if get(loc, "evidence", "located", "target", "name") != "Password" {
+			t.Errorf("intent_locate = %s", dump(loc))
+		}
+		ex := mustOK(t, cs, "extract_structured", map[string]any{"workflowHandle": h, "selector": "nav a", "fields": map[string]any{"text": ".", "href": ".@href"}})
+		if items, _ := get(ex, "evidence", "extraction", "items").([]any); len(items) != 3 || get(items[1].(map[string]any), "text") != "Pricing" {
+			t.Errorf("extract_structured = %s", dump(ex))
+		}
 		typed := mustOK(t, cs, "type_text", map[string]any{"workflowHandle": h, "target": map[string]any{"ref": refOf(t, text, "textbox", "Email")}, "text": "ada@example.com"})
 		if get(typed, "evidence", "typedChars") != float64(15) || strings.Contains(dump(typed), "ada@") {
 			t.Errorf("type_text = %s", dump(typed))
@@ -279,6 +293,7 @@ func TestEngineMatrixDialogs(t *testing.T) {
 			t.Errorf("page_list lacks the open dialog: %s", dump(list))
 		}
 		mustFail(t, cs, "navigate", map[string]any{"workflowHandle": h, "url": matrixURL("/index.html")}, CodeDialogOpen)
+		mustFail(t, cs, "a11y_snapshot", map[string]any{"workflowHandle": h}, CodeDialogOpen)
 		d := mustOK(t, cs, "dialog", map[string]any{"workflowHandle": h, "accept": false})
 		if get(d, "evidence", "accepted") != false || get(d, "evidence", "dialog", "type") != "confirm" {
 			t.Errorf("dialog = %s", dump(d))
@@ -422,9 +437,30 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 		t.Errorf("runtime_info capabilities on firefox = %s", feats)
 	}
 	res, err := cs.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: ResourceCapabilities})
-	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"engineGap":"the request log is built from CDP's Network domain`) ||
-		!strings.Contains(res.Contents[0].Text, `"engines":["chromium","firefox"]`) {
-		t.Errorf("bobby://capabilities does not say which engines run a tool: %v", err)
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("bobby://capabilities: %v", err)
+	}
+	var doc struct {
+		Tools []struct {
+			Tool      string   `json:"tool"`
+			Engines   []string `json:"engines"`
+			EngineGap string   `json:"engineGap"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range doc.Tools {
+		switch row.Tool {
+		case "click":
+			if fmt.Sprint(row.Engines) != "[chromium firefox]" {
+				t.Errorf("bobby://capabilities click engines %v", row.Engines)
+			}
+		case "network_log":
+			if fmt.Sprint(row.Engines) != "[chromium]" || !strings.Contains(row.EngineGap, "CDP's Network domain") {
+				t.Errorf("bobby://capabilities network_log: %+v", row)
+			}
+		}
 	}
 	start := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/signup.html")})
 	h := start["workflowHandle"]
