@@ -280,10 +280,16 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 	if !s.Alive() {
 		return nil, fmt.Errorf("new page: session %s: %w", s.ID, ErrClosed)
 	}
-	bc, err := s.conn.CreateTab(ctx, s.ID)
-	if err != nil {
+	// A foreground tab: Firefox sizes a background tab's viewport only
+	// once it paints (a second's wait), and the new page is the session's
+	// active one anyway.
+	var created struct {
+		Context string `json:"context"`
+	}
+	if err := s.conn.Call(ctx, "browsingContext.create", map[string]any{"type": "tab", "background": false, "userContext": s.ID}, &created); err != nil {
 		return nil, fmt.Errorf("new page: %w", err)
 	}
+	bc := created.Context
 	if err := s.conn.SetViewport(ctx, bc, s.rt.opts.Width, s.rt.opts.Height); err != nil {
 		_ = s.conn.CloseContext(context.WithoutCancel(ctx), bc)
 		return nil, fmt.Errorf("new page: %w", err)
