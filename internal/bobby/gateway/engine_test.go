@@ -207,6 +207,20 @@ func TestEngineMatrixNavigationAndSnapshot(t *testing.T) {
 		if ps, _ := pages["pages"].([]any); len(ps) != 1 || get(pages, "activePageId") != start["pageId"] {
 			t.Errorf("page_list = %s", dump(pages))
 		}
+		// A second page: listed, activated, closed.
+		second := mustOK(t, cs, "page_open", map[string]any{"sessionId": start["sessionId"], "url": matrixURL("/dialog.html")})
+		if get(second, "navigationOutcome", "status") != "completed" || asStr(second["session_id"]) != start["sessionId"] {
+			t.Errorf("page_open = %s", dump(second))
+		}
+		act := mustOK(t, cs, "page_activate", map[string]any{"workflowHandle": h})
+		if get(act, "evidence", "activePageId") != start["pageId"] {
+			t.Errorf("page_activate = %s", dump(act))
+		}
+		if ps, _ := mustOK(t, cs, "page_list", map[string]any{"sessionId": start["sessionId"]})["pages"].([]any); len(ps) != 2 {
+			t.Errorf("page_list after page_open lists %d pages", len(ps))
+		}
+		mustOK(t, cs, "page_close", map[string]any{"sessionId": start["sessionId"], "pageId": second["id"]})
+		mustFail(t, cs, "a11y_snapshot", map[string]any{"sessionId": start["sessionId"], "pageId": second["id"]}, CodeNotFound)
 		info := mustOK(t, cs, "runtime_info", map[string]any{})
 		if get(info, "browser", "engine") != engine || get(info, "browser", "healthy") != true || asStr(get(info, "browser", "version")) == "" {
 			t.Errorf("runtime_info browser = %s", dump(info["browser"]))
