@@ -303,6 +303,30 @@ func TestCancelledCallReturnsAndConnStaysUsable(t *testing.T) {
 	}
 }
 
+// TestCallWithAnEndedContextKeepsTheConn: a context that is already over
+// (or ends while the frame is written) fails that call only; the
+// WebSocket library would close the whole connection if the write ran
+// under it.
+func TestCallWithAnEndedContextKeepsTheConn(t *testing.T) {
+	b := firefox(t)
+	_, bc := tab(t, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Evaluate(ctx, bc, `1`); !errors.Is(err, context.Canceled) {
+		t.Fatalf("an ended context: %v, want context.Canceled", err)
+	}
+	for range 20 {
+		short, stop := context.WithTimeout(context.Background(), time.Microsecond)
+		_, _ = b.Evaluate(short, bc, `1`)
+		stop()
+	}
+	if v, err := b.Evaluate(testCtx(t), bc, `"still here"`); err != nil {
+		t.Fatalf("after calls whose contexts ended: %v", err)
+	} else if got, _ := v.Decode(); got != "still here" {
+		t.Fatalf("after calls whose contexts ended: %#v", got)
+	}
+}
+
 func TestLaunchCloseEndsProcessAndRemovesProfile(t *testing.T) {
 	firefox(t) // skips without Firefox
 	b, err := Launch(testCtx(t), LaunchOptions{DataDir: t.TempDir()})

@@ -244,3 +244,38 @@ func cookieURL(raw string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// Matches reports whether the cookie c passes the filter: the same rules
+// Cookies applies, for an engine that lists cookies its own way (Firefox).
+func (f CookieFilter) Matches(c Cookie) (bool, error) {
+	var u *url.URL
+	if f.URL != "" {
+		var err error
+		if u, err = cookieURL(f.URL); err != nil {
+			return false, err
+		}
+	}
+	return f.matches(&network.Cookie{Name: c.Name, Domain: c.Domain, Path: c.Path, Secure: c.Secure}, u), nil
+}
+
+// Resolve checks the cookie as SetCookies does and returns where it is
+// stored: its domain (a url's host when url is given), path ("/" unless
+// the url's directory says otherwise) and whether it is Secure.
+func (c NewCookie) Resolve() (domain, path string, secure bool, err error) {
+	p, err := c.param()
+	if err != nil {
+		return "", "", false, err
+	}
+	domain, path, secure = p.Domain, p.Path, p.Secure
+	if p.URL != "" {
+		u, _ := url.Parse(p.URL)
+		domain = u.Hostname()
+		if path == "" {
+			path = "/"
+			if i := strings.LastIndex(u.Path, "/"); i > 0 {
+				path = u.Path[:i]
+			}
+		}
+	}
+	return domain, path, secure, nil
+}

@@ -2,7 +2,6 @@ package cmdline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,7 +64,17 @@ func doctorFirefox(ctx context.Context, cfg config.Config, report func(level, ch
 		report("FAIL", "browser", "%s: the BiDi session does not answer: %v", cfg.Browser.Path, err)
 		return
 	}
-	report("ok", "browser", "%s launches and its WebDriver BiDi endpoint opens a session (%s %s)",
+	// What a bobby session is on Firefox: a user context with a tab in it.
+	uc, err := b.CreateUserContext(lctx)
+	if err == nil {
+		_, err = b.CreateTab(lctx, uc)
+		_ = b.RemoveUserContext(context.WithoutCancel(lctx), uc)
+	}
+	if err != nil {
+		report("FAIL", "browser", "%s: the BiDi session opens no user context and tab: %v", cfg.Browser.Path, err)
+		return
+	}
+	report("ok", "browser", "%s launches and its WebDriver BiDi endpoint opens a session and a user context (%s %s)",
 		cfg.Browser.Path, b.Capabilities.BrowserName, b.Capabilities.BrowserVersion)
 }
 
@@ -91,9 +100,6 @@ func Doctor(ctx context.Context, w io.Writer, o DoctorOptions) error {
 		_, err = gateway.PrincipalsFromConfig(cfg)
 	}
 	switch {
-	case errors.Is(err, config.ErrEngineNotReady) && cfg.Browser.Engine != "":
-		// The rest of the file is sound: check that engine's browser anyway.
-		report("FAIL", "config", "%v", err)
 	case err != nil:
 		report("FAIL", "config", "%v", err)
 		cfg = config.Default()

@@ -14,7 +14,7 @@
 //	downloads_root = "/var/lib/bobby/downloads"
 //
 //	[browser]
-//	engine = "chromium"               # chromium | firefox (firefox: not yet supported by the tools)
+//	engine = "chromium"               # chromium | firefox (WebDriver BiDi; tools/list shows what runs on it)
 //	path = "/usr/bin/chromium"        # default: the engine's browser (/usr/bin/firefox-esr for firefox)
 //	flags = ["--lang=en-US"]          # added after bobby's own launch flags
 //	data_dir = "/var/lib/bobby"       # profile data and checkpoints; the system temp dir when empty
@@ -139,16 +139,6 @@ const (
 	EngineFirefox  = "firefox"
 )
 
-// ErrEngineNotReady marks a [browser] engine bobby knows but whose tools are
-// not built yet. Parse and Load return the decoded configuration beside it,
-// so `bobby doctor` can still check that engine's browser.
-var ErrEngineNotReady = errors.New("not yet supported")
-
-// firefoxMissing is what bobby's tools still lack on Firefox.
-const firefoxMissing = "the tools do not run on Firefox yet (the engine seam between the gateway and " +
-	"internal/bobby/firefox: sessions as user contexts, page lists, navigation outcomes, form tools, " +
-	"waits, dialogs, cookies and screenshots over BiDi); set engine = \"chromium\""
-
 // Browser is the [browser] section.
 type Browser struct {
 	// Engine is "chromium" (default; "" means it) or "firefox".
@@ -231,10 +221,6 @@ func Load(path string) (Config, error) {
 	}
 	cfg, err := Parse(data, os.LookupEnv)
 	if err != nil {
-		if onlyNotReady(err) {
-			cfg.Path = path
-			return cfg, fmt.Errorf("bobby config %s: %w", path, err)
-		}
 		return Config{}, fmt.Errorf("bobby config %s: %w", path, err)
 	}
 	cfg.Path = path
@@ -281,25 +267,9 @@ func Parse(data []byte, lookup func(string) (string, bool)) (Config, error) {
 		cfg.Browser.Path = DefaultFirefoxPath // the engine's own browser unless the file names one
 	}
 	if err := cfg.Validate(); err != nil {
-		if onlyNotReady(err) {
-			return cfg, err
-		}
 		return Config{}, err
 	}
 	return cfg, nil
-}
-
-// onlyNotReady reports whether every joined error is ErrEngineNotReady.
-func onlyNotReady(err error) bool {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if !errors.Is(e, ErrEngineNotReady) {
-				return false
-			}
-		}
-		return true
-	}
-	return errors.Is(err, ErrEngineNotReady)
 }
 
 var (
@@ -343,9 +313,7 @@ func (c Config) Validate() error {
 		bad("browser.path", "must not be empty")
 	}
 	switch c.Browser.Engine {
-	case "", EngineChromium:
-	case EngineFirefox:
-		errs = append(errs, &KeyError{Key: "browser.engine", Err: fmt.Errorf("firefox is %w: %s", ErrEngineNotReady, firefoxMissing)})
+	case "", EngineChromium, EngineFirefox:
 	default:
 		bad("browser.engine", "%q is not an engine; want chromium or firefox", c.Browser.Engine)
 	}

@@ -162,19 +162,21 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestEngineFirefoxIsRefusedWithWhatIsMissing(t *testing.T) {
+func TestEngineFirefoxDefaultsToDebiansFirefoxESR(t *testing.T) {
 	cfg, err := Parse([]byte("[browser]\nengine = \"firefox\""), noEnv)
-	if !errors.Is(err, ErrEngineNotReady) || !strings.Contains(err.Error(), "browser.engine") ||
-		!strings.Contains(err.Error(), "not yet supported") || !strings.Contains(err.Error(), `engine = "chromium"`) {
-		t.Fatalf("firefox engine: %v, want a not-yet-supported error naming the key and the way out", err)
+	if err != nil {
+		t.Fatalf("firefox engine: %v", err)
 	}
-	// The configuration comes back beside the error, for bobby doctor.
 	if cfg.Browser.Engine != EngineFirefox || cfg.Browser.Path != DefaultFirefoxPath {
 		t.Errorf("engine %q path %q, want firefox at %s", cfg.Browser.Engine, cfg.Browser.Path, DefaultFirefoxPath)
 	}
+	cfg, err = Parse([]byte("[browser]\nengine = \"firefox\"\npath = \"/opt/ff/firefox\""), noEnv)
+	if err != nil || cfg.Browser.Path != "/opt/ff/firefox" {
+		t.Errorf("firefox at a named path: path %q, %v", cfg.Browser.Path, err)
+	}
 	cfg, err = Parse([]byte("[browser]\nengine = \"firefox\"\npath = \"/opt/ff/firefox\"\n[http]\nmax_sessions = 0"), noEnv)
-	if err == nil || cfg.Browser.Engine != "" {
-		t.Errorf("another bad key beside the engine: cfg %+v, err %v; want the zero config", cfg.Browser, err)
+	if err == nil || !strings.Contains(err.Error(), "http.max_sessions") || cfg.Browser.Engine != "" {
+		t.Errorf("a bad key beside the engine: cfg %+v, err %v; want the zero config and the key", cfg.Browser, err)
 	}
 	cfg, err = Parse([]byte("[browser]\nengine = \"chromium\""), noEnv)
 	if err != nil || cfg.Browser.Path != DefaultBrowserPath {

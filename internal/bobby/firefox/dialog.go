@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Prompt is a JavaScript dialog open on the page: Type is "alert",
@@ -13,6 +14,8 @@ type Prompt struct {
 	Type         string `json:"type"`
 	Message      string `json:"message"`
 	DefaultValue string `json:"defaultValue,omitempty"`
+	// OpenedAt is when bobby saw the dialog open.
+	OpenedAt time.Time `json:"-"`
 }
 
 // ErrNoDialog means no dialog is open on the page.
@@ -35,6 +38,7 @@ func (p *Page) WatchDialogs(ctx context.Context) (stop func(), err error) {
 		switch e.Method {
 		case "browsingContext.userPromptOpened":
 			pr := ev.Prompt
+			pr.OpenedAt = time.Now()
 			p.prompt = &pr
 		case "browsingContext.userPromptClosed":
 			p.prompt = nil

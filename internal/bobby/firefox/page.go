@@ -1,8 +1,9 @@
 // Package firefox is bobby's page operations on Firefox over WebDriver BiDi
 // (package bidi): the accessibility snapshot from the in-page walker of
 // package snapshot, targets resolved to elements, native pointer clicks
-// with modifier keys at an element's center, typing, navigation. It is the
-// Firefox side of the engine seam; the gateway does not call it yet.
+// with modifier keys at an element's center, typing, navigation, dialogs,
+// waits, screenshots; Runtime holds the sessions (BiDi user contexts) and
+// their pages (tabs). It is the Firefox side of the gateway's engine seam.
 package firefox
 
 import (
@@ -31,6 +32,29 @@ type Page struct {
 
 	dmu    sync.Mutex
 	prompt *Prompt // the open dialog, while WatchDialogs runs
+
+	session string // the user context of a page a Session opened
+	smu     sync.Mutex
+	stop    func() // removes the dialog watcher
+
+	lmu  sync.Mutex
+	last *State // the last State read
+}
+
+// ID is the page's id: its browsing context id.
+func (p *Page) ID() string { return p.bc }
+
+// SessionID is the session (user context) the page belongs to, "" for a
+// page NewPage wrapped by itself.
+func (p *Page) SessionID() string { return p.session }
+
+func (p *Page) stopWatch() {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.stop != nil {
+		p.stop()
+		p.stop = nil
+	}
 }
 
 type bidiEvent = bidi.Event

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
@@ -66,15 +65,19 @@ func (x *execCtx) requireTarget(ctx context.Context, ta targetArgs) (browser.Nod
 	return x.resolve(ctx, t)
 }
 
-func pageState(p *browser.Page) browser.PageState { return p.State() }
+func pageState(p interface{ State() browser.PageState }) browser.PageState { return p.State() }
+
+// settle waits briefly after an action for its effects (see
+// enginePage.settle), so the outcome reports the page after them.
+func (x *execCtx) settle(ctx context.Context) map[string]any { return x.ep.settle(ctx) }
 
 type navigateArgs struct {
 	URL string `json:"url"`
 }
 
 func runNavigate(ctx context.Context, x *execCtx, in navigateArgs) (map[string]any, map[string]any, error) {
-	out := x.page.Navigate(ctx, in.URL)
-	ev := map[string]any{"navigationOutcome": out, "page": pageState(x.page)}
+	out := x.ep.Navigate(ctx, in.URL)
+	ev := map[string]any{"navigationOutcome": out, "page": pageState(x.ep)}
 	if out.OK() {
 		return ev, nil, nil
 	}
@@ -104,13 +107,6 @@ func navError(out browser.NavigationOutcome) *toolError {
 	return errorf(code, "%s", msg)
 }
 
-// settle waits briefly for the network to go quiet after an action, so the
-// outcome reports the page after the action's effects.
-func (x *execCtx) settle(ctx context.Context) map[string]any {
-	quiet, _ := x.page.WaitNetworkQuiet(ctx, 150*time.Millisecond, 3*time.Second)
-	return map[string]any{"networkQuiet": quiet, "page": pageState(x.page)}
-}
-
 type clickArgs struct {
 	targetArgs
 	Modifiers  []string `json:"modifiers"`
@@ -119,44 +115,7 @@ type clickArgs struct {
 }
 
 func runClick(ctx context.Context, x *execCtx, in clickArgs) (map[string]any, map[string]any, error) {
-	ref, refName, err := x.requireTarget(ctx, in.targetArgs)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts := browser.ClickOptions{Modifiers: in.Modifiers, Button: in.Button, ClickCount: in.ClickCount}
-	if saves, err := x.page.SavesLink(ctx, ref, opts.Modifiers); err != nil {
-		return map[string]any{"ref": refName}, nil, err
-	} else if saves {
-		return map[string]any{"ref": refName, "modifiers": opts.Modifiers}, nil, errorf(CodeInvalidRequest, "this modified click saves the link as a download, which bobby captures; held modifiers do not apply to a captured download, so click it without modifiers (or use download_url for the link's target)")
-	}
-	res, err := x.page.Click(ctx, ref, opts)
-	ev := map[string]any{"ref": refName}
-	if res.Dialog != nil {
-		ev["dialog"] = res.Dialog
-	}
-	if err != nil {
-		return ev, nil, err
-	}
-	for k, v := range x.settle(ctx) {
-		ev[k] = v
-	}
-	if len(opts.Modifiers) > 0 {
-		ev["modifiers"] = opts.Modifiers
-	}
-	// A plain click's download has begun by the time the network settled;
-	// a modified one (alt-click saves a link) may begin later, and must be
-	// seen to be refused, so it gets a short grace.
-	grace := time.Duration(0)
-	if len(opts.Modifiers) > 0 {
-		grace = 500 * time.Millisecond
-	}
-	if dls := x.takeDownloads(ctx, grace); len(dls) > 0 {
-		ev["downloads"] = dls
-		if len(opts.Modifiers) > 0 {
-			return ev, nil, errorf(CodeInvalidRequest, "the click started a download, which bobby captures; held modifiers do not apply to a captured download, so click it without modifiers")
-		}
-	}
-	return ev, map[string]any{"x": res.X, "y": res.Y}, nil
+	return x.ep.click(ctx, x, in)
 }
 
 type typeTextArgs struct {
@@ -166,15 +125,7 @@ type typeTextArgs struct {
 }
 
 func runTypeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]any, map[string]any, error) {
-	ref, refName, err := x.requireTarget(ctx, in.targetArgs)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := x.page.TypeText(ctx, ref, in.Text, in.Clear); err != nil {
-		return map[string]any{"ref": refName}, nil, err
-	}
-	// The text itself is never echoed: it may be a password.
-	return map[string]any{"ref": refName, "typedChars": len([]rune(in.Text)), "cleared": in.Clear}, nil, nil
+	return x.ep.typeText(ctx, x, in)
 }
 
 // waitForArgs are wait_for's arguments; condition is one of the kinds of
@@ -191,101 +142,7 @@ type waitForArgs struct {
 }
 
 func runWaitFor(ctx context.Context, x *execCtx, in waitForArgs) (map[string]any, map[string]any, error) {
-	cm := in.Condition
-	c := browser.Condition{Kind: cm.Kind, ReadyState: cm.ReadyState, State: cm.State, IdleMs: cm.IdleMs, Matcher: cm.Matcher}
-	// The wait is the caller's timeoutMs; the command deadline leaves
-	// waitOverhead beyond it, so an unmet condition is reported as such,
-	// not as a cut-off command.
-	c.TimeoutMs = int(x.wait / time.Millisecond)
-	t, hasTarget, err := cm.pick()
-	if err != nil {
-		return nil, nil, err
-	}
-	if hasTarget {
-		switch {
-		case t.Selector != "" && browser.PageLevelCSS(t.Selector):
-			// the whole page: document.body.innerText
-		case t.Selector == "" && t.Ref == "" && browser.PageLevelRole(t.Role) && (c.Kind == browser.WaitText || c.Kind == browser.WaitValue):
-			// role-scoped page-level targets read document.body.innerText
-		case t.Selector != "" && !strings.Contains(t.Selector, ">>"):
-			c.Target = &browser.NodeRef{Selector: t.Selector}
-		default:
-			if c.Kind == browser.WaitElement {
-				return waitElementSemantic(ctx, x, t, c)
-			}
-			ref, _, err := x.resolve(ctx, t)
-			if err != nil {
-				return nil, nil, err
-			}
-			c.Target = &ref
-		}
-	}
-	if c.Kind == browser.WaitElement && c.Target == nil {
-		if !hasTarget {
-			return nil, nil, errorf(CodeInvalidRequest, "an element wait needs target or selector")
-		}
-		c.Target = &browser.NodeRef{Selector: t.Selector}
-	}
-	res, err := x.page.WaitFor(ctx, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	ev := map[string]any{"wait": res}
-	if !res.Matched {
-		return ev, nil, errorf(CodeTimeout, "%s condition not met within %d ms", c.Kind, c.TimeoutMs)
-	}
-	return ev, nil, nil
-}
-
-// waitElementSemantic polls a role/name target until it resolves (or, for
-// state hidden, stops resolving): semantic targets cannot be handed to the
-// browser's selector-based element wait.
-func waitElementSemantic(ctx context.Context, x *execCtx, t snapshot.Target, c browser.Condition) (map[string]any, map[string]any, error) {
-	want := c.State
-	if want == "" {
-		want = browser.ElementVisible
-	}
-	start := time.Now()
-	deadline := start.Add(time.Duration(c.TimeoutMs) * time.Millisecond)
-	for {
-		ref, _, err := x.resolve(ctx, t)
-		found := err == nil
-		if err != nil && !isTargetMissing(err) {
-			return nil, nil, err
-		}
-		matched := false
-		observed := "absent"
-		if found {
-			info, ierr := x.page.Inspect(ctx, ref)
-			if ierr == nil {
-				observed = "hidden"
-				if info.Visible {
-					observed = "visible"
-				}
-			}
-		}
-		switch want {
-		case browser.ElementPresent:
-			matched = found
-		case browser.ElementVisible:
-			matched = observed == "visible"
-		case browser.ElementHidden:
-			matched = observed != "visible"
-		}
-		res := browser.WaitResult{Kind: c.Kind, Matched: matched, ElapsedMs: time.Since(start).Milliseconds(), Observed: observed}
-		if matched {
-			return map[string]any{"wait": res}, nil, nil
-		}
-		if time.Now().After(deadline) {
-			res.TimedOut = true
-			return map[string]any{"wait": res}, nil, errorf(CodeTimeout, "element condition not met within %d ms", c.TimeoutMs)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-time.After(150 * time.Millisecond):
-		}
-	}
+	return x.ep.waitFor(ctx, x, in)
 }
 
 func isTargetMissing(err error) bool {
@@ -298,17 +155,7 @@ type screenshotArgs struct {
 }
 
 func runScreenshot(ctx context.Context, x *execCtx, in screenshotArgs) (map[string]any, map[string]any, error) {
-	opts := browser.ScreenshotOptions{FullPage: in.FullPage}
-	if t, ok, err := in.pick(); err != nil {
-		return nil, nil, err
-	} else if ok {
-		ref, _, err := x.resolve(ctx, t)
-		if err != nil {
-			return nil, nil, err
-		}
-		opts.Node = &ref
-	}
-	shot, err := x.page.Screenshot(ctx, opts)
+	shot, err := x.ep.screenshot(ctx, x, in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -339,7 +186,7 @@ func runInspect(ctx context.Context, x *execCtx, in targetArgs) (map[string]any,
 		if err != nil {
 			return nil, nil, err
 		}
-		return map[string]any{"page": pageState(x.page), "summary": json.RawMessage(raw)}, nil, nil
+		return map[string]any{"page": pageState(x.ep), "summary": json.RawMessage(raw)}, nil, nil
 	}
 	ref, refName, err := x.resolve(ctx, t)
 	if err != nil {
@@ -384,7 +231,7 @@ func runExtract(ctx context.Context, x *execCtx, in extractArgs) (map[string]any
 		limit = 100
 	}
 	params, _ := json.Marshal(map[string]any{"selector": in.Selector, "fields": in.Fields, "limit": limit})
-	raw, err := x.page.Evaluate(ctx, fmt.Sprintf(extractJS, params))
+	raw, err := x.ep.Evaluate(ctx, fmt.Sprintf(extractJS, params))
 	if err != nil {
 		if strings.Contains(err.Error(), "SyntaxError") || strings.Contains(err.Error(), "is not a valid selector") {
 			return nil, nil, errorf(CodeInvalidRequest, "a selector does not parse: %v", err)
@@ -401,10 +248,10 @@ type evaluateArgs struct {
 }
 
 func runEvaluate(ctx context.Context, x *execCtx, in evaluateArgs) (map[string]any, map[string]any, error) {
-	if !x.sess.Policy().JavaScriptEvaluation {
+	if !x.es.Policy().JavaScriptEvaluation {
 		return nil, nil, errorf(CodePolicyDenied, "this session's executionPolicy.javascriptEvaluation is false")
 	}
-	raw, err := x.page.Evaluate(ctx, in.Expression)
+	raw, err := x.ep.Evaluate(ctx, in.Expression)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -420,21 +267,21 @@ type dialogArgs struct {
 }
 
 func runDialog(ctx context.Context, x *execCtx, in dialogArgs) (map[string]any, map[string]any, error) {
-	d := x.page.PendingDialog()
+	d := x.ep.PendingDialog()
 	if d == nil {
 		return nil, nil, errorf(CodeNoDialog, "no JavaScript dialog is open on this page")
 	}
-	if err := x.page.HandleDialog(ctx, in.Accept, in.PromptText); err != nil {
+	if err := x.ep.HandleDialog(ctx, in.Accept, in.PromptText); err != nil {
 		return nil, nil, err
 	}
-	return map[string]any{"dialog": map[string]any{"type": d.Type, "message": d.Message}, "accepted": in.Accept, "page": pageState(x.page)}, nil, nil
+	return map[string]any{"dialog": map[string]any{"type": d.Type, "message": d.Message}, "accepted": in.Accept, "page": pageState(x.ep)}, nil, nil
 }
 
 func runActivate(ctx context.Context, x *execCtx, _ struct{}) (map[string]any, map[string]any, error) {
-	if err := x.page.Activate(ctx); err != nil {
+	if err := x.ep.Activate(ctx); err != nil {
 		return nil, nil, err
 	}
-	return map[string]any{"page": pageState(x.page), "activePageId": x.sess.ActivePageID()}, nil, nil
+	return map[string]any{"page": pageState(x.ep), "activePageId": x.es.ActivePageID()}, nil, nil
 }
 
 type a11ySnapshotArgs struct {
@@ -460,17 +307,12 @@ func snapshotOptions(in a11ySnapshotArgs) (snapshot.Options, error) {
 // takeSnapshot takes a snapshot and records it as the page's retained
 // context, unless the page changed while it was being taken.
 func (x *execCtx) takeSnapshot(ctx context.Context, opts snapshot.Options) (*snapshot.Snapshot, error) {
-	epoch := x.g.retained.Epoch(x.page.ID)
-	var snap *snapshot.Snapshot
-	err := x.page.Do(ctx, func(pctx context.Context) error {
-		var err error
-		snap, err = snapshot.Take(pctx, opts)
-		return err
-	})
+	epoch := x.g.retained.Epoch(x.ep.id())
+	snap, err := x.ep.snapshot(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	x.g.retained.PutAt(x.page.ID, epoch, &retainedContext{snap: snap, takenAt: x.g.now()})
+	x.g.retained.PutAt(x.ep.id(), epoch, &retainedContext{snap: snap, takenAt: x.g.now()})
 	return snap, nil
 }
 

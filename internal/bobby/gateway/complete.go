@@ -38,7 +38,7 @@ func (cs *clientSession) complete(_ context.Context, req *mcp.CompleteRequest) (
 	switch p.Argument.Name {
 	case "sessionId":
 		for _, s := range cs.g.ownedSessions(principal) {
-			candidates = append(candidates, s.ID)
+			candidates = append(candidates, s.id())
 		}
 	case "pageId":
 		sid := ""
@@ -46,11 +46,11 @@ func (cs *clientSession) complete(_ context.Context, req *mcp.CompleteRequest) (
 			sid = p.Context.Arguments["sessionId"]
 		}
 		for _, s := range cs.g.ownedSessions(principal) {
-			if sid != "" && s.ID != sid {
+			if sid != "" && s.id() != sid {
 				continue
 			}
-			for _, pg := range s.Pages() {
-				candidates = append(candidates, pg.ID)
+			for _, pg := range s.pages() {
+				candidates = append(candidates, pg.id())
 			}
 		}
 	default:

@@ -5,6 +5,16 @@
 // package browser and the snapshot/form engines of packages snapshot and
 // form.
 //
+// # Engines
+//
+// The tools reach the browser through the engine seam (engine.go): Chromium
+// (package browser, over CDP) or Firefox (package firefox, over WebDriver
+// BiDi), chosen by [browser] engine. Each tool of the table declares the
+// engines it runs on; on another engine tools/list leaves it out and a call
+// (or a command_execute envelope of its kind) answers unsupportedOnEngine
+// with the reason. Results are the browser package's types on both
+// engines, so a tool answers in the same shape wherever it runs.
+//
 // # Sessions, principals, servers
 //
 // Every MCP session gets its own *mcp.Server (stdio has one; streamable

@@ -39,6 +39,7 @@ const (
 	CodeVisionAssistFailed        = "visionAssistFailed"
 	CodeCapacityExceeded          = "capacityExceeded"
 	CodeUnsupported               = "unsupported"
+	CodeUnsupportedOnEngine       = "unsupportedOnEngine"
 	CodeInternal                  = "internal"
 )
 
@@ -94,6 +95,7 @@ var taxonomy = map[string]failureInfo{
 	CodeVisionAssistFailed:        {"Vision assistance was requested but no vision provider is configured; retrying never succeeds.", "disableVisionAssist", "Create the session without visionAssist.", "never"},
 	CodeCapacityExceeded:          {"A bound was hit (64 concurrent workflow starts, sessions).", "retryLater", "Wait for in-flight starts to finish or close sessions.", "after-repair"},
 	CodeUnsupported:               {"This runtime does not implement the requested kind, or not on this connection (toolset_select over 2026-07-28 HTTP, which has no MCP session).", "useOtherTool", "Use command_execute with a supported kind or another tool; for phases, connect with protocol 2025-11-25.", "never"},
+	CodeUnsupportedOnEngine:       {"The tool (or this argument of it, such as a networkQuiet wait) does not run on the browser engine this runtime drives ([browser] engine); the message names the engines it runs on and why.", "useSupportedToolOrEngine", "Use a tool tools/list advertises (the message suggests one), or run bobby with [browser] engine = \"chromium\".", "never"},
 	CodeInternal:                  {"An unexpected runtime fault.", "reportBug", "Observe the page before retrying; report the message.", "after-repair"},
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/firefox"
 	"github.com/deltaharness/delta/internal/bobby/policy"
 	"github.com/deltaharness/delta/internal/bobby/workflow"
 )
@@ -37,10 +38,14 @@ const (
 type Options struct {
 	Config config.Config
 	Logger *slog.Logger
-	// Runtime, when set, is a browser runtime the caller owns (already open
-	// or opened by Open); Close leaves it running. When nil, Open creates
-	// and launches one from Config.Browser and Close shuts it down.
+	// Runtime, when set, is a Chromium runtime the caller owns (already
+	// open or opened by Open); Close leaves it running. When nil, Open
+	// creates and launches the engine of Config.Browser (Chromium, or
+	// Firefox with engine = "firefox") and Close shuts it down.
 	Runtime *browser.Runtime
+	// Firefox, when set, is a Firefox runtime the caller owns, used as
+	// Runtime is; it implies the Firefox engine whatever Config says.
+	Firefox *firefox.Runtime
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -59,6 +64,9 @@ type Gateway struct {
 	tools      []*toolDef
 	toolByName map[string]*toolDef
 
+	// eng is the browser engine the tools run on; rt is the Chromium
+	// runtime behind it (nil when the engine is Firefox).
+	eng     engine
 	rt      *browser.Runtime
 	ownsRT  bool
 	openMu  sync.Mutex
@@ -110,7 +118,7 @@ func New(opts Options) (*Gateway, error) {
 		now:         now,
 		startPhase:  Phase(cfg.Toolset.StartPhase),
 		rt:          opts.Runtime,
-		ownsRT:      opts.Runtime == nil,
+		ownsRT:      opts.Runtime == nil && opts.Firefox == nil,
 		closing:     make(chan struct{}),
 		owners:      &owners{bySession: map[string]*owned{}},
 		retained:    workflow.NewRetained[*retainedContext](maxRetainedPages),
@@ -121,15 +129,25 @@ func New(opts Options) (*Gateway, error) {
 		reaper:      &reaper{max: cfg.HTTP.MaxSessions, idle: cfg.HTTP.IdleTimeout},
 	}
 	g.principals.Store(principals)
-	if g.rt == nil {
-		g.rt = browser.New(browser.Options{
-			ExecPath:        cfg.Browser.Path,
-			ExtraFlags:      cfg.Browser.Flags,
-			DataDir:         cfg.Browser.DataDir,
-			Logger:          log,
-			DownloadsDir:    cfg.HTTP.DownloadsRoot,
-			MaxCaptureBytes: cfg.HTTP.MaxDownloadBytes,
-		})
+	switch {
+	case opts.Firefox != nil:
+		g.eng = newFirefoxEngine(opts.Firefox)
+	case g.rt == nil && cfg.Browser.Engine == config.EngineFirefox:
+		g.eng = newFirefoxEngine(firefox.New(firefox.Options{
+			Path: cfg.Browser.Path, DataDir: cfg.Browser.DataDir, Args: cfg.Browser.Flags, Logger: log,
+		}))
+	default:
+		if g.rt == nil {
+			g.rt = browser.New(browser.Options{
+				ExecPath:        cfg.Browser.Path,
+				ExtraFlags:      cfg.Browser.Flags,
+				DataDir:         cfg.Browser.DataDir,
+				Logger:          log,
+				DownloadsDir:    cfg.HTTP.DownloadsRoot,
+				MaxCaptureBytes: cfg.HTTP.MaxDownloadBytes,
+			})
+		}
+		g.eng = chromiumEngine{g.rt}
 	}
 	g.tools, g.toolByName = toolTable, toolIndex
 	return g, nil
@@ -155,8 +173,11 @@ func PrincipalsFromConfig(cfg config.Config) (*policy.Registry, error) {
 // Principals returns the current bearer principals.
 func (g *Gateway) Principals() *policy.Registry { return g.registry() }
 
-// Runtime returns the browser runtime.
+// Runtime returns the Chromium runtime (nil when the engine is Firefox).
 func (g *Gateway) Runtime() *browser.Runtime { return g.rt }
+
+// Engine names the browser engine the tools run on: chromium or firefox.
+func (g *Gateway) Engine() string { return g.eng.name() }
 
 // Open launches the browser when the Gateway owns it (a caller-provided
 // runtime is used as it is). ctx bounds the launch only.
@@ -175,7 +196,7 @@ func (g *Gateway) Open(ctx context.Context) error {
 	if g.ownsRT {
 		go func() {
 			defer close(g.launchDone)
-			err := g.rt.Open(context.WithoutCancel(ctx))
+			err := g.eng.Open(context.WithoutCancel(ctx))
 			if err != nil {
 				g.log.Error("browser launch failed; the next session retries", "err", err)
 			}
@@ -208,7 +229,7 @@ func (g *Gateway) ensureBrowser(ctx context.Context) error {
 	if g.launchErr == nil {
 		return nil
 	}
-	if err := g.rt.Open(ctx); err != nil {
+	if err := g.eng.Open(ctx); err != nil {
 		return fmt.Errorf("launch browser: %w", err)
 	}
 	g.launchErr = nil
@@ -241,11 +262,11 @@ func (g *Gateway) Close(ctx context.Context) error {
 	}
 	var err error
 	if g.ownsRT && g.opened {
-		err = g.rt.Close(context.WithoutCancel(ctx))
+		err = g.eng.Close(context.WithoutCancel(ctx))
 	} else {
 		// A shared runtime outlives us, but the sessions we created do not.
 		for _, id := range g.owners.all() {
-			if cerr := g.rt.CloseSession(context.WithoutCancel(ctx), id); cerr != nil && !errors.Is(cerr, browser.ErrNotFound) {
+			if cerr := g.eng.closeSession(context.WithoutCancel(ctx), id); cerr != nil && !errors.Is(cerr, browser.ErrNotFound) {
 				err = errors.Join(err, cerr)
 			}
 		}
@@ -343,11 +364,11 @@ func (o *owners) idleSince(t time.Time) []string {
 }
 
 // session returns the principal's live browser session, or notFound.
-func (g *Gateway) session(principal, id string) (*browser.Session, *toolError) {
+func (g *Gateway) session(principal, id string) (engineSession, *toolError) {
 	if owner, ok := g.owners.owner(id); !ok || owner != principal {
 		return nil, errorf(CodeNotFound, "session %s not found", id)
 	}
-	s, err := g.rt.Session(id)
+	s, err := g.eng.session(id)
 	if err != nil {
 		g.owners.remove(id)
 		return nil, errorf(CodeNotFound, "session %s not found", id)
@@ -359,16 +380,16 @@ func (g *Gateway) session(principal, id string) (*browser.Session, *toolError) {
 // page returns the principal's page. sessionID may be empty (the page is
 // looked up across the principal's sessions); pageID may be empty (the
 // session's active page).
-func (g *Gateway) page(principal, sessionID, pageID string) (*browser.Session, *browser.Page, *toolError) {
+func (g *Gateway) page(principal, sessionID, pageID string) (engineSession, enginePage, *toolError) {
 	if sessionID == "" && pageID == "" {
 		return nil, nil, schemaErr("/pageId", "required", "give workflowHandle, or pageId (optionally with sessionId)")
 	}
 	if sessionID == "" {
-		p, err := g.rt.Page(pageID)
+		sid, err := g.eng.pageSession(pageID)
 		if err != nil {
 			return nil, nil, errorf(CodeNotFound, "page %s not found", pageID)
 		}
-		sessionID = p.SessionID()
+		sessionID = sid
 	}
 	s, terr := g.session(principal, sessionID)
 	if terr != nil {
@@ -383,7 +404,7 @@ func (g *Gateway) page(principal, sessionID, pageID string) (*browser.Session, *
 			return nil, nil, errorf(CodeNotFound, "session %s has no open page", sessionID)
 		}
 	}
-	p, err := s.Page(pageID)
+	p, err := s.page(pageID)
 	if err != nil {
 		return nil, nil, errorf(CodeNotFound, "page %s not found", pageID)
 	}
@@ -392,7 +413,7 @@ func (g *Gateway) page(principal, sessionID, pageID string) (*browser.Session, *
 
 // sessionAlive is the purge predicate run before each workflow_start.
 func (g *Gateway) sessionAlive(id string) bool {
-	s, err := g.rt.Session(id)
+	s, err := g.eng.session(id)
 	return err == nil && s.Alive()
 }
 

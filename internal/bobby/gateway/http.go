@@ -232,10 +232,10 @@ func principalFromRequest(r *http.Request) (policy.Principal, bool) {
 func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	status := "ok"
-	if !g.rt.Healthy() {
+	if !g.eng.Healthy() {
 		status = "degraded" // the next session relaunches the browser
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "browserHealthy": g.rt.Healthy(), "version": Version})
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "browserHealthy": g.eng.Healthy(), "version": Version})
 }
 
 // Serve serves HTTPHandler on l until ctx ends, then shuts down gracefully.

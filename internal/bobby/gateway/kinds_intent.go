@@ -37,7 +37,7 @@ func handleContextNeighbors(ctx context.Context, c *call, args contextNeighborsA
 	if te != nil {
 		return nil, te
 	}
-	rc, ok := c.g.retained.Get(p.ID)
+	rc, ok := c.g.retained.Get(p.id())
 	if !ok {
 		return &contextNeighborsResult{Status: StatusCompleted, Reason: "noRetainedContext",
 			Repair: &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}}, nil

@@ -31,7 +31,7 @@ func (a cookieFilterArgs) filter() browser.CookieFilter {
 }
 
 func runCookieGet(ctx context.Context, x *execCtx, in cookieFilterArgs) (map[string]any, map[string]any, error) {
-	cookies, truncated, err := x.sess.Cookies(ctx, in.filter())
+	cookies, truncated, err := x.es.Cookies(ctx, in.filter())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,7 +46,7 @@ type cookieSetArgs struct {
 }
 
 func runCookieSet(ctx context.Context, x *execCtx, in cookieSetArgs) (map[string]any, map[string]any, error) {
-	if err := x.sess.SetCookies(ctx, in.Cookies); err != nil {
+	if err := x.es.SetCookies(ctx, in.Cookies); err != nil {
 		return nil, nil, err
 	}
 	names := make([]string, len(in.Cookies))
@@ -70,7 +70,7 @@ func runCookieDelete(ctx context.Context, x *execCtx, in cookieDeleteArgs) (map[
 	if in.All && f != (browser.CookieFilter{}) {
 		return nil, nil, errorf(CodeInvalidRequest, "all:true deletes every cookie: give it without name, domain or url")
 	}
-	n, err := x.sess.DeleteCookies(ctx, f)
+	n, err := x.es.DeleteCookies(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}

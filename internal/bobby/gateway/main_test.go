@@ -85,6 +85,10 @@ func runMain(m *testing.M) int {
 			code = 1
 		}
 	}
+	if err := closeSharedFirefox(); err != nil {
+		fmt.Fprintln(os.Stderr, "close shared firefox:", err)
+		code = 1
+	}
 	if err := sharedRT.Close(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "close shared runtime:", err)
 		code = 1

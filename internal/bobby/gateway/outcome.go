@@ -245,11 +245,16 @@ func (s commandSpec) budget(timeoutMs int) (command, wait time.Duration) {
 type execCtx struct {
 	g         *Gateway
 	principal policy.Principal
-	sess      *browser.Session
-	page      *browser.Page
-	input     map[string]any // the kind's input as JSON values (see command)
-	detail    string
-	deadline  time.Time
+	// es and ep are the session and page behind the engine seam; sess and
+	// page are the same on Chromium and nil on another engine (only tools
+	// declared for Chromium alone use them).
+	es       engineSession
+	ep       enginePage
+	sess     *browser.Session
+	page     *browser.Page
+	input    map[string]any // the kind's input as JSON values (see command)
+	detail   string
+	deadline time.Time
 	// wait is how long a waiting command waits (see commandSpec.budget).
 	wait     time.Duration
 	workflow string
@@ -282,6 +287,9 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	tool := g.toolByName[env.Kind]
 	if missing := c.principal.Capabilities.Missing(tool.capabilities()...); len(missing) > 0 {
 		return nil, errorf(CodeCapabilityDenied, "%s requires %s", env.Kind, capList(missing))
+	}
+	if te := g.engineRefusal(tool); te != nil {
+		return nil, te
 	}
 	if spec.needs != nil {
 		if te := c.require(spec.needs(env.Input)...); te != nil {
@@ -331,9 +339,9 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 	if env.IdempotencyKey == "" {
 		return withEcho(run(), env.Scope, false), nil
 	}
-	fp, _ := json.Marshal(map[string]any{"kind": env.Kind, "page": page.ID, "input": env.Input})
+	fp, _ := json.Marshal(map[string]any{"kind": env.Kind, "page": page.id(), "input": env.Input})
 	sum := sha256.Sum256(fp)
-	out, replayed, err := g.idem.Do(ctx, sess.ID, env.IdempotencyKey, hex.EncodeToString(sum[:]), run)
+	out, replayed, err := g.idem.Do(ctx, sess.id(), env.IdempotencyKey, hex.EncodeToString(sum[:]), run)
 	switch {
 	case errors.Is(err, workflow.ErrIdempotencyKeyReused):
 		return nil, errorf(CodeIdempotencyKeyReused, "idempotencyKey was first used for a different request in this session")
@@ -345,17 +353,17 @@ func (g *Gateway) execute(ctx context.Context, c *call, env envelope) (*Outcome,
 }
 
 // runCommand runs one command under its deadline and classifies the result.
-func (g *Gateway) runCommand(ctx context.Context, p policy.Principal, spec commandSpec, env envelope, sess *browser.Session, page *browser.Page, workflowID string, timeout time.Duration) *Outcome {
+func (g *Gateway) runCommand(ctx context.Context, p policy.Principal, spec commandSpec, env envelope, sess engineSession, page enginePage, workflowID string, timeout time.Duration) *Outcome {
 	start := g.now()
 	deadline := start.Add(timeout)
 	out := &Outcome{
 		Status: StatusCompleted, CommandID: newID(), WorkflowID: workflowID,
-		SessionID: sess.ID, PageID: page.ID, Kind: env.Kind, Evidence: map[string]any{},
+		SessionID: sess.id(), PageID: page.id(), Kind: env.Kind, Evidence: map[string]any{},
 	}
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	_, wait := spec.budget(env.TimeoutMs)
-	x := &execCtx{g: g, principal: p, sess: sess, page: page, input: env.Input, detail: env.Detail, deadline: deadline, wait: wait, workflow: workflowID}
+	x := &execCtx{g: g, principal: p, es: sess, ep: page, sess: sess.chromium(), page: page.chromium(), input: env.Input, detail: env.Detail, deadline: deadline, wait: wait, workflow: workflowID}
 	evidence, diag, err := spec.run(cctx, x)
 	if evidence != nil {
 		out.Evidence = evidence
@@ -364,7 +372,7 @@ func (g *Gateway) runCommand(ctx context.Context, p policy.Principal, spec comma
 		out.Status, out.Error = classify(err, spec, ctx)
 	}
 	if spec.mutates || (err != nil && !spec.readOnly) {
-		g.retained.Invalidate(page.ID)
+		g.retained.Invalidate(page.id())
 	}
 	if env.Detail == "full" {
 		if diag == nil {

@@ -94,7 +94,7 @@ func (r *reaper) sweep(ctx context.Context, g *Gateway) {
 
 // closeByID closes a session by id; one already gone is only forgotten.
 func (g *Gateway) closeByID(ctx context.Context, id string) error {
-	s, err := g.rt.Session(id)
+	s, err := g.eng.session(id)
 	if err != nil {
 		g.owners.remove(id)
 		g.forEachClient(func(cs *clientSession) { cs.wf.EvictSession(id) })

@@ -89,10 +89,14 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 		if cap == "" {
 			cap = "(any authenticated principal)"
 		}
-		rows = append(rows, map[string]any{
-			"tool": t.name, "capability": cap, "dynamic": t.dynamic, "phases": phases,
+		row := map[string]any{
+			"tool": t.name, "capability": cap, "dynamic": t.dynamic, "phases": phases, "engines": t.enginesOf(),
 			"readOnlyHint": t.ann.ReadOnly, "destructiveHint": t.ann.Destructive, "idempotentHint": t.ann.Idempotent, "openWorldHint": t.ann.OpenWorld,
-		})
+		}
+		if t.engineGap != "" {
+			row["engineGap"] = t.engineGap
+		}
+		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["tool"].(string) < rows[j]["tool"].(string) })
 	return map[string]any{
@@ -101,6 +105,7 @@ func capabilitiesDoc(tools []*toolDef) map[string]any {
 		"rules": []string{
 			"A tool is listed only to principals holding its capability; every call re-checks, so advertisement is never authority.",
 			"Sessions and pages belong to the principal that created them; another principal gets notFound.",
+			"A tool runs on the engines it lists ([browser] engine: chromium, firefox); on another engine tools/list leaves it out and a call answers unsupportedOnEngine (engineGap says why).",
 			"artifact:// resources are created by screenshot, pdf, download_url and clicks that download (artifact:capture) and read with artifact:read by their owner only.",
 		},
 		"tools": rows,

@@ -212,7 +212,7 @@ func (cs *clientSession) filterList(res mcp.Result) mcp.Result {
 	out := *lr
 	out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
 	for _, t := range lr.Tools {
-		if !inPhase(t.Name, phase) {
+		if !inPhase(t.Name, phase) || !cs.g.advertisedOn(t.Name) {
 			continue
 		}
 		if et, ok := cs.explore[t.Name]; ok && phase == PhaseExplore {
@@ -278,6 +278,9 @@ func (cs *clientSession) callTool(ctx context.Context, req *mcp.CallToolRequest)
 	}
 	if !p.Capabilities.Has(t.capabilities()...) {
 		return errorResult(t.name, errorf(CodeCapabilityDenied, "%s requires %s", t.name, capList(t.capabilities()))), nil
+	}
+	if te := cs.g.engineRefusal(t); te != nil {
+		return errorResult(t.name, te), nil
 	}
 	if v := validate(t.input(p), argMap); v != nil {
 		return errorResult(t.name, schemaErr(v.Pointer, v.Constraint, fmt.Sprintf("%s arguments: %s", t.name, v.Error()))), nil

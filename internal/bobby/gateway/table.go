@@ -48,6 +48,28 @@ type toolSpec struct {
 	// props (session_create's godmode flag is shown only to principals who
 	// may use it).
 	inputFor func(p policy.Principal) *jsonschema.Schema
+	// engines are the browser engines the tool runs on; nil is Chromium
+	// alone. On another engine the tool is left out of tools/list and a
+	// call answers unsupportedOnEngine; engineGap says why it is missing
+	// there (what that engine's protocol or bobby's Firefox side lacks).
+	engines   []string
+	engineGap string
+}
+
+// runsOn reports whether the tool runs on engine.
+func (t *toolDef) runsOn(engine string) bool {
+	if t.engines == nil {
+		return engine == engineChromium
+	}
+	return slices.Contains(t.engines, engine)
+}
+
+// enginesOf are the engines a tool runs on.
+func (t *toolDef) enginesOf() []string {
+	if t.engines == nil {
+		return []string{engineChromium}
+	}
+	return t.engines
 }
 
 // toolDef is one row of the tool table: the declaration plus what is
@@ -186,49 +208,49 @@ func buildTools() []*toolDef {
 	web := func(an Annotations) Annotations { an.OpenWorld = true; return an }
 	tools := []*toolDef{
 		declare(toolSpec{
-			name: "session_create", title: "Create browser session",
+			name: "session_create", title: "Create browser session", engines: bothEngines,
 			desc:    "Create an isolated browser session (own cookies/storage) from a named profile.",
 			dynamic: "executionPolicy.fingerprint needs browser:fingerprint, .humanize needs browser:humanize, zigzagzig needs both",
 			phases:  every, inputFor: sessionCreateSchema,
 		}, handleSessionCreate),
 		declare(toolSpec{
-			name: "session_list", title: "List sessions", desc: "List your sessions (use after a lost response to find orphans).",
+			name: "session_list", title: "List sessions", engines: bothEngines, desc: "List your sessions (use after a lost response to find orphans).",
 			ann: Annotations{ReadOnly: true, Idempotent: true}, phases: every,
 		}, handleSessionList),
 		declare(toolSpec{
-			name: "session_close", title: "Close session", desc: "Close a session and all its pages; evicts its workflow handles.",
+			name: "session_close", title: "Close session", engines: bothEngines, desc: "Close a session and all its pages; evicts its workflow handles.",
 			ann: Annotations{Destructive: true, Idempotent: true}, phases: every,
 			props: map[string]*jsonschema.Schema{"sessionId": str("")}, required: []string{"sessionId"},
 		}, handleSessionClose),
 		declare(toolSpec{
-			name: "page_open", title: "Open page", desc: "Open a page in a session; with url also navigates (needs browser:mutate) and adds navigationOutcome.",
+			name: "page_open", title: "Open page", engines: bothEngines, desc: "Open a page in a session; with url also navigates (needs browser:mutate) and adds navigationOutcome.",
 			dynamic: "url needs browser:mutate", ann: Annotations{OpenWorld: true}, phases: every,
 			props: map[string]*jsonschema.Schema{"sessionId": str(""), "url": strN("", 1, 65536)}, required: []string{"sessionId"},
 		}, handlePageOpen),
 		declare(toolSpec{
-			name: "page_close", title: "Close page", desc: "Close a page; evicts its workflow handles.",
+			name: "page_close", title: "Close page", engines: bothEngines, desc: "Close a page; evicts its workflow handles.",
 			ann: Annotations{Destructive: true, Idempotent: true}, phases: every, scoped: true, handle: true,
 		}, handlePageClose),
 		declare(toolSpec{
-			name: "page_list", title: "List pages", desc: "List a session's pages, popups and window.open targets included.",
+			name: "page_list", title: "List pages", engines: bothEngines, desc: "List a session's pages, popups and window.open targets included.",
 			ann: Annotations{ReadOnly: true, Idempotent: true}, phases: every,
 			props: map[string]*jsonschema.Schema{"sessionId": str("")}, required: []string{"sessionId"},
 		}, handlePageList),
 		command(toolSpec{
-			name: "page_activate", title: "Activate page", desc: "Bring a page to the front and make it the session's active page.",
+			name: "page_activate", title: "Activate page", engines: bothEngines, desc: "Bring a page to the front and make it the session's active page.",
 			ann: Annotations{Idempotent: true}, phases: every, handle: true,
 		}, commandSpec{readOnly: true, timeout: 10 * time.Second}, runActivate),
 		declare(toolSpec{
-			name: "runtime_info", title: "Runtime info", desc: "Principal, credentialExpiresAt, capabilities, phase, browser version and limits.",
+			name: "runtime_info", title: "Runtime info", engines: bothEngines, desc: "Principal, credentialExpiresAt, capabilities, phase, browser version and limits.",
 			ann: Annotations{ReadOnly: true, Idempotent: true}, phases: every,
 		}, handleRuntimeInfo),
 		declare(toolSpec{
-			name: "toolset_select", title: "Select phase", desc: "Switch the advertised toolset: explore, act, intent or verify (see bobby://phases). Hidden tools stay callable.",
+			name: "toolset_select", title: "Select phase", engines: bothEngines, desc: "Switch the advertised toolset: explore, act, intent or verify (see bobby://phases). Hidden tools stay callable.",
 			ann: Annotations{Idempotent: true}, phases: every,
 			props: map[string]*jsonschema.Schema{"phase": enum("", "explore", "act", "intent", "verify")}, required: []string{"phase"},
 		}, handleToolsetSelect),
 		declare(toolSpec{
-			name: "workflow_start", title: "Start workflow", capability: mutate,
+			name: "workflow_start", title: "Start workflow", engines: bothEngines, capability: mutate,
 			desc: "Create session + page (+ navigate) and return a workflowHandle, published only if setup succeeded.",
 			ann:  Annotations{OpenWorld: true}, phases: every,
 			inputFor: func(p policy.Principal) *jsonschema.Schema {
@@ -240,7 +262,7 @@ func buildTools() []*toolDef {
 			},
 		}, handleWorkflowStart),
 		declare(toolSpec{
-			name: "workflow_observe", title: "Observe workflow", capability: mutate,
+			name: "workflow_observe", title: "Observe workflow", engines: bothEngines, capability: mutate,
 			desc:    "Compact context for a handle: retained answer when valid, else a live accessibility observation.",
 			dynamic: "includeForms needs page:read",
 			ann:     Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true}, phases: every,
@@ -251,12 +273,12 @@ func buildTools() []*toolDef {
 			required: []string{"workflowHandle"},
 		}, handleWorkflowObserve),
 		command(toolSpec{
-			name: "navigate", title: "Navigate", desc: "Load a URL in the page and report navigationOutcome.",
+			name: "navigate", title: "Navigate", engines: bothEngines, desc: "Load a URL in the page and report navigationOutcome.",
 			capability: mutate, ann: web(Annotations{Idempotent: true}), phases: in(X, A), handle: true,
 			props: map[string]*jsonschema.Schema{"url": strN("absolute http(s) URL", 1, 65536)}, required: []string{"url"},
 		}, commandSpec{mutates: true, timeout: 45 * time.Second}, runNavigate),
 		command(toolSpec{
-			name: "click", title: "Click", desc: "Native click on a target or selector; modifiers are held during the click.",
+			name: "click", title: "Click", engines: bothEngines, desc: "Native click on a target or selector; modifiers are held during the click.",
 			capability: mutate, ann: web(Annotations{}), phases: in(A), handle: true,
 			props: map[string]*jsonschema.Schema{
 				"target":     targetSchema,
@@ -267,7 +289,7 @@ func buildTools() []*toolDef {
 			},
 		}, commandSpec{mutates: true, timeout: 20 * time.Second}, runClick),
 		command(toolSpec{
-			name: "type_text", title: "Type text", desc: "Type into a target or selector (clear:true replaces).",
+			name: "type_text", title: "Type text", engines: bothEngines, desc: "Type into a target or selector (clear:true replaces).",
 			capability: mutate, ann: web(Annotations{}), phases: in(A), handle: true,
 			props: map[string]*jsonschema.Schema{
 				"target": targetSchema, "selector": selectorProp, "text": strN("", 0, 100000), "clear": boolean("clear the field first"),
@@ -275,7 +297,7 @@ func buildTools() []*toolDef {
 			required: []string{"text"},
 		}, commandSpec{mutates: true, timeout: 20 * time.Second}, runTypeText),
 		command(toolSpec{
-			name: "a11y_snapshot", title: "Accessibility snapshot", desc: "Bounded accessibility tree with refs (use target {role:\"main\"} to scope); refreshes retained context.",
+			name: "a11y_snapshot", title: "Accessibility snapshot", engines: bothEngines, desc: "Bounded accessibility tree with refs (use target {role:\"main\"} to scope); refreshes retained context.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(X, A, V), handle: true,
 			props: map[string]*jsonschema.Schema{
 				"target":      targetSchema,
@@ -285,12 +307,12 @@ func buildTools() []*toolDef {
 			},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runA11ySnapshot),
 		command(toolSpec{
-			name: "form_snapshot", title: "Form snapshot", desc: "Form controls with state, labels and semantic targets.",
+			name: "form_snapshot", title: "Form snapshot", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Form controls with state, labels and semantic targets.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(X, I, V), handle: true,
 			props: map[string]*jsonschema.Schema{"target": targetSchema, "maxControls": integer("", 1, 1000)},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runFormSnapshot),
 		needing(command(toolSpec{
-			name: "control_action", title: "Control action", desc: "setText|setChecked|selectOne|selectMany|setFiles|clear|activate on a control; typed reread evidence.",
+			name: "control_action", title: "Control action", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "setText|setChecked|selectOne|selectMany|setFiles|clear|activate on a control; typed reread evidence.",
 			capability: mutate, dynamic: "setFiles → file:upload", ann: web(Annotations{}), phases: in(A, I), handle: true,
 			props:    map[string]*jsonschema.Schema{"target": targetSchema, "action": controlActionSchema},
 			required: []string{"target", "action"},
@@ -301,23 +323,23 @@ func buildTools() []*toolDef {
 			return nil
 		}),
 		command(toolSpec{
-			name: "wait_for", title: "Wait for", desc: "Wait for text, value, document, url, element or networkQuiet. timeoutMs is the wait itself (default 10000).",
+			name: "wait_for", title: "Wait for", engines: bothEngines, desc: "Wait for text, value, document, url, element or networkQuiet. timeoutMs is the wait itself (default 10000).",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(A, I, V), handle: true,
 			props: map[string]*jsonschema.Schema{"condition": waitConditionSchema}, required: []string{"condition"},
 		}, commandSpec{readOnly: true, waits: true}, runWaitFor),
 		command(toolSpec{
-			name: "screenshot", title: "Screenshot", desc: "PNG capture stored as an artifact:// resource.",
+			name: "screenshot", title: "Screenshot", engines: bothEngines, desc: "PNG capture stored as an artifact:// resource.",
 			capability: policy.ArtifactCapture, dynamic: "(artifact:// read needs artifact:read)",
 			ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(V), handle: true,
 			props: map[string]*jsonschema.Schema{"fullPage": boolean(""), "target": targetSchema, "selector": selectorProp},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runScreenshot),
 		command(toolSpec{
-			name: "inspect", title: "Inspect", desc: "Page summary, or one element's tag, attributes, box and text.",
+			name: "inspect", title: "Inspect", engineGap: "it reads the node's box and attributes through CDP's DOM domain; use a11y_snapshot, or extract_structured for attributes", desc: "Page summary, or one element's tag, attributes, box and text.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(V), handle: true,
 			props: map[string]*jsonschema.Schema{"target": targetSchema, "selector": selectorProp},
 		}, commandSpec{readOnly: true, timeout: 15 * time.Second}, runInspect),
 		command(toolSpec{
-			name: "extract_structured", title: "Extract structured", desc: "Extract items (and fields) by CSS selector as JSON.",
+			name: "extract_structured", title: "Extract structured", engines: bothEngines, desc: "Extract items (and fields) by CSS selector as JSON.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(V), handle: true,
 			props: map[string]*jsonschema.Schema{
 				"selector": strN("CSS selector of the items (default: the page)", 1, 4096),
@@ -327,25 +349,25 @@ func buildTools() []*toolDef {
 			},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runExtract),
 		declare(toolSpec{
-			name: "context_ask", title: "Ask context", capability: read,
+			name: "context_ask", title: "Ask context", engines: bothEngines, capability: read,
 			desc: "Where is the control described as X? Answers from the retained snapshot: a bound target + confidence, or nothing.",
 			ann:  Annotations{ReadOnly: true, Idempotent: true}, phases: in(X, I, V), scoped: true, handle: true,
 			props: map[string]*jsonschema.Schema{"question": strN("", 1, 1000)}, required: []string{"question"},
 		}, handleContextAsk),
 		command(toolSpec{
-			name: "evaluate_javascript", title: "Evaluate JavaScript", desc: "Evaluate an expression; only in sessions whose executionPolicy.javascriptEvaluation is true.",
+			name: "evaluate_javascript", title: "Evaluate JavaScript", engines: bothEngines, desc: "Evaluate an expression; only in sessions whose executionPolicy.javascriptEvaluation is true.",
 			capability: mutate, dynamic: "session executionPolicy.javascriptEvaluation", ann: web(Annotations{}), phases: in(A), handle: true,
 			props:    map[string]*jsonschema.Schema{"expression": strN("JavaScript expression; promises are awaited", 1, 100000)},
 			required: []string{"expression"},
 		}, commandSpec{mutates: true, timeout: 20 * time.Second}, runEvaluate),
 		command(toolSpec{
-			name: "dialog", title: "Answer dialog", desc: "Accept or dismiss the open JavaScript dialog.",
+			name: "dialog", title: "Answer dialog", engines: bothEngines, desc: "Accept or dismiss the open JavaScript dialog.",
 			capability: mutate, ann: web(Annotations{}), phases: in(A), handle: true,
 			props:    map[string]*jsonschema.Schema{"accept": boolean("accept (OK) or dismiss (Cancel)"), "promptText": strN("", 0, 10000)},
 			required: []string{"accept"},
 		}, commandSpec{mutates: true, timeout: 10 * time.Second}, runDialog),
 		command(toolSpec{
-			name: "intent_locate", title: "Locate", desc: "Find the element matching a description.",
+			name: "intent_locate", title: "Locate", engines: bothEngines, desc: "Find the element matching a description.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{
 				"description": strN("what to find, e.g. 'the checkout button'", 1, 1000),
@@ -354,12 +376,12 @@ func buildTools() []*toolDef {
 			required: []string{"description"},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runIntentLocate),
 		command(toolSpec{
-			name: "intent_fill", title: "Fill", desc: "Fill fields by target or label.",
+			name: "intent_fill", title: "Fill", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Fill fields by target or label.",
 			capability: mutate, ann: web(Annotations{Idempotent: true}), phases: in(I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{"fields": array("", fillFieldSchema, 200)}, required: []string{"fields"},
 		}, commandSpec{mutates: true, timeout: 30 * time.Second}, runIntentFill),
 		command(toolSpec{
-			name: "intent_complete_form", title: "Complete form", desc: "Fill a form from label→value pairs; evidence lists revealedControls.",
+			name: "intent_complete_form", title: "Complete form", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Fill a form from label→value pairs; evidence lists revealedControls.",
 			capability: mutate, ann: web(Annotations{Idempotent: true}), phases: in(X, I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{
 				"values": &jsonschema.Schema{Type: "object", Description: "label/name → value (string, number, boolean, list for multi-select, null clears)",
@@ -369,7 +391,7 @@ func buildTools() []*toolDef {
 			required: []string{"values"},
 		}, commandSpec{mutates: true, timeout: 60 * time.Second}, runIntentCompleteForm),
 		command(toolSpec{
-			name: "intent_submit_and_verify", title: "Submit and verify", desc: "Submit a form, wait, verify; blocked submits return value-free formValidation.",
+			name: "intent_submit_and_verify", title: "Submit and verify", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Submit a form, wait, verify; blocked submits return value-free formValidation.",
 			capability: mutate, ann: web(Annotations{Destructive: true}), phases: in(X, I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{"target": targetSchema, "expect": expectSchema, "waitFor": enum("", "networkQuiet", "navigation")},
 		}, commandSpec{mutates: true, timeout: 60 * time.Second}, runIntentSubmitAndVerify),
@@ -378,7 +400,7 @@ func buildTools() []*toolDef {
 	// command_execute comes last: its envelope kinds are the command kinds
 	// above.
 	return append(tools, declare(toolSpec{
-		name: "command_execute", title: "Execute command",
+		name: "command_execute", title: "Execute command", engines: bothEngines,
 		desc:    "Escape hatch: run an envelope {kind, sessionId, pageId, workflowId?, input}; kind intent takes input {kind: locate|fill|complete_form|submit_and_verify, …}.",
 		dynamic: "the capability of the envelope's kind",
 		ann:     Annotations{Destructive: true, OpenWorld: true}, phases: in(A),

@@ -19,7 +19,7 @@ func browserTools() []*toolDef {
 	web := func(an Annotations) Annotations { an.OpenWorld = true; return an }
 	return []*toolDef{
 		command(toolSpec{
-			name: "click_and_wait_for_popup", title: "Click and wait for popup",
+			name: "click_and_wait_for_popup", title: "Click and wait for popup", engineGap: "bobby's Firefox pages are the tabs it opened; it does not adopt window.open or target=_blank tabs yet",
 			desc:       "Click a target that opens a page (window.open, target=_blank) and return the new pageId, registered in the session (page_list). autoCheckpoint records the click under commandId/attemptId so a retry with the same ids replays instead of opening a second page.",
 			capability: mutate, ann: web(Annotations{}), phases: in(A), handle: true,
 			props: map[string]*jsonschema.Schema{
@@ -32,7 +32,7 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{mutates: true, timeout: 30 * time.Second, checkpoint: popupCheckpoint}, runClickAndWaitForPopup),
 		needing(command(toolSpec{
-			name: "upload_files", title: "Upload files",
+			name: "upload_files", title: "Upload files", engineGap: "file inputs over BiDi (input.setFiles) are not wired yet",
 			desc:       "Put local files on a file input: the input, its label, a container holding it, or a button that opens a file chooser (hidden inputs work). Paths are never echoed.",
 			capability: policy.FileUpload, dynamic: "also browser:mutate", ann: web(Annotations{}), phases: in(A, I), handle: true,
 			props: map[string]*jsonschema.Schema{
@@ -42,7 +42,7 @@ func browserTools() []*toolDef {
 			required: []string{"paths"},
 		}, commandSpec{mutates: true, timeout: 30 * time.Second}, runUploadFiles), func(uploadArgs) []policy.Capability { return []policy.Capability{mutate} }),
 		command(toolSpec{
-			name: "download_url", title: "Download URL",
+			name: "download_url", title: "Download URL", engineGap: "it fetches with the session's cookie jar through Chromium's network stack",
 			desc:       "Fetch a URL with the session's cookies into the downloads root: saveAs relative to it or directly under it. Returns savedTo and sha256; maxBytes defaults to and is capped by [http].max_download_bytes.",
 			capability: mutate, dynamic: "artifact:capture makes the file an artifact:// resource",
 			ann: web(Annotations{}), phases: in(A, V), handle: true,
@@ -54,7 +54,7 @@ func browserTools() []*toolDef {
 			required: []string{"url", "saveAs"},
 		}, commandSpec{timeout: 10 * time.Minute}, runDownloadURL),
 		command(toolSpec{
-			name: "pdf", title: "Print to PDF",
+			name: "pdf", title: "Print to PDF", engineGap: "printing over BiDi (browsingContext.print) is not wired yet",
 			desc:       "Print the page to PDF, stored as an artifact:// resource.",
 			capability: policy.ArtifactCapture, dynamic: "(artifact:// read needs artifact:read)",
 			ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(V), handle: true,
@@ -67,7 +67,7 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{readOnly: true, timeout: 60 * time.Second}, runPDF),
 		command(toolSpec{
-			name: "emulate", title: "Emulate device",
+			name: "emulate", title: "Emulate device", engineGap: "device, locale and timezone emulation are CDP's Emulation domain",
 			desc:       "Change the page's viewport, device, touch, user agent, locale or timezone (layout changes at once; navigator and headers after the next load). Invalidates retained context.",
 			capability: mutate, ann: web(Annotations{Idempotent: true}), phases: in(A), handle: true,
 			props: map[string]*jsonschema.Schema{
@@ -84,13 +84,13 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{mutates: true, timeout: 15 * time.Second}, runEmulate),
 		command(toolSpec{
-			name: "cookie_get", title: "Get cookies",
+			name: "cookie_get", title: "Get cookies", engines: bothEngines,
 			desc:       "The session's cookies, filtered by url (those a request to it sends), name or domain.",
 			capability: read, ann: Annotations{ReadOnly: true, Idempotent: true}, phases: in(A, V), handle: true,
 			props: cookieFilterProps(),
 		}, commandSpec{readOnly: true, timeout: 10 * time.Second}, runCookieGet),
 		command(toolSpec{
-			name: "cookie_set", title: "Set cookies",
+			name: "cookie_set", title: "Set cookies", engines: bothEngines,
 			desc:       "Store cookies in the session (every page of it sends them). Each needs url or domain.",
 			capability: mutate, ann: Annotations{Idempotent: true}, phases: in(A), handle: true,
 			props: map[string]*jsonschema.Schema{"cookies": array("", object(map[string]*jsonschema.Schema{
@@ -102,7 +102,7 @@ func browserTools() []*toolDef {
 			required: []string{"cookies"},
 		}, commandSpec{mutates: true, timeout: 10 * time.Second}, runCookieSet),
 		command(toolSpec{
-			name: "cookie_delete", title: "Delete cookies",
+			name: "cookie_delete", title: "Delete cookies", engines: bothEngines,
 			desc:       "Delete the session's cookies matching name, domain or url; all:true deletes every one.",
 			capability: mutate, ann: Annotations{Destructive: true, Idempotent: true}, phases: in(A), handle: true,
 			props: func() map[string]*jsonschema.Schema {
@@ -112,7 +112,7 @@ func browserTools() []*toolDef {
 			}(),
 		}, commandSpec{mutates: true, timeout: 10 * time.Second}, runCookieDelete),
 		command(toolSpec{
-			name: "network_log", title: "Network log",
+			name: "network_log", title: "Network log", engineGap: "the request log is built from CDP's Network domain; BiDi's network events are not wired yet",
 			desc:       "The page's recent requests (bounded, newest kept): method, status, type, bytes, timing; no headers, no bodies unless includeBodies. Pass since=lastSeq to read only new ones.",
 			capability: read, ann: Annotations{ReadOnly: true, Idempotent: true}, phases: in(A, V), handle: true,
 			props: map[string]*jsonschema.Schema{
@@ -126,7 +126,7 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{readOnly: true, timeout: 15 * time.Second}, runNetworkLog),
 		declare(toolSpec{
-			name: "context_neighbors", title: "Context neighbors", capability: read,
+			name: "context_neighbors", title: "Context neighbors", engines: bothEngines, capability: read,
 			desc: "What surrounds a ref of the retained snapshot: its section heading, ancestors (card, form, region), siblings and children. Nothing when no snapshot is retained.",
 			ann:  Annotations{ReadOnly: true, Idempotent: true}, phases: in(I, V), scoped: true, handle: true,
 			props: map[string]*jsonschema.Schema{
@@ -136,7 +136,7 @@ func browserTools() []*toolDef {
 			},
 		}, handleContextNeighbors),
 		command(toolSpec{
-			name: "intent_follow", title: "Follow",
+			name: "intent_follow", title: "Follow", engineGap: "it tells navigations, popups and same-document changes apart with CDP's target and page events",
 			desc:       "Follow a link or control (target, selector or description) and report where it led: navigated, popup (new pageId), sameDocument; refused links are refused before the click.",
 			capability: mutate, ann: web(Annotations{Destructive: true}), phases: in(I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{
@@ -145,7 +145,7 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{mutates: true, timeout: 45 * time.Second}, runIntentFollow),
 		command(toolSpec{
-			name: "intent_extract", title: "Extract",
+			name: "intent_extract", title: "Extract", engineGap: "its region reader resolves regions through CDP's DOM domain",
 			desc:       "Read a region as data by its shape: a table as headers and rows, a list or cards as items with links, else text and links. Default region: main.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(I, V), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{
@@ -155,7 +155,7 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runIntentExtract),
 		command(toolSpec{
-			name: "intent_wait_for_state", title: "Wait for state",
+			name: "intent_wait_for_state", title: "Wait for state", engineGap: "the multi-condition wait runs on CDP (and networkQuiet has no BiDi signal); use wait_for one condition at a time",
 			desc:       "Wait until every condition holds at once (text, value, document, url, element, networkQuiet; not:true inverts one). timeoutMs is the wait (default 10000).",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(I, V), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{
@@ -164,7 +164,7 @@ func browserTools() []*toolDef {
 			required: []string{"conditions"},
 		}, commandSpec{readOnly: true, waits: true}, runIntentWaitForState),
 		command(toolSpec{
-			name: "intent_dismiss_obstruction", title: "Dismiss obstruction",
+			name: "intent_dismiss_obstruction", title: "Dismiss obstruction", engineGap: "it finds covering layers through CDP's DOM and layer hit tests",
 			desc:       "Dismiss cookie banners, modals and covering overlays the way a person would (reject/accept, close, Escape) and check they are gone.",
 			capability: mutate, ann: web(Annotations{}), phases: in(I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{"prefer": enum("consent answer (default reject)", "reject", "accept")},

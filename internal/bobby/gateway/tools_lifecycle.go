@@ -15,6 +15,10 @@ import (
 
 // lifecycleError maps a browser runtime failure of a lifecycle call.
 func lifecycleError(op string, err error) *toolError {
+	var te *toolError
+	if errors.As(err, &te) {
+		return te
+	}
 	switch {
 	case errors.Is(err, browser.ErrInvalidArgument):
 		return errorf(CodeInvalidRequest, "%s: %v", op, err)
@@ -85,7 +89,7 @@ func (g *Gateway) checkSessionRequest(p policy.Principal, profile string, pa *po
 }
 
 // createSession creates a browser session owned by principal p.
-func (g *Gateway) createSession(ctx context.Context, p policy.Principal, profile string, ep browser.ExecutionPolicy) (*browser.Session, *toolError) {
+func (g *Gateway) createSession(ctx context.Context, p policy.Principal, profile string, ep browser.ExecutionPolicy) (engineSession, *toolError) {
 	if err := g.ensureBrowser(ctx); err != nil {
 		return nil, lifecycleError("create session", err)
 	}
@@ -94,24 +98,25 @@ func (g *Gateway) createSession(ctx context.Context, p policy.Principal, profile
 		return nil, lifecycleError("create session", err)
 	}
 	defer release()
-	s, err := g.rt.NewSession(ctx, profile, ep)
+	s, err := g.eng.newSession(ctx, profile, ep)
 	if err != nil {
 		return nil, lifecycleError("create session", err)
 	}
-	g.owners.set(s.ID, p.Name, g.now())
+	g.owners.set(s.id(), p.Name, g.now())
 	return s, nil
 }
 
 // closeSession closes a browser session and forgets everything bound to it.
-func (g *Gateway) closeSession(ctx context.Context, s *browser.Session) error {
-	pages := s.Pages()
-	err := g.rt.CloseSession(ctx, s.ID)
-	g.owners.remove(s.ID)
-	g.idem.ForgetScope(s.ID)
+func (g *Gateway) closeSession(ctx context.Context, s engineSession) error {
+	pages := s.pages()
+	id := s.id()
+	err := g.eng.closeSession(ctx, id)
+	g.owners.remove(id)
+	g.idem.ForgetScope(id)
 	for _, pg := range pages {
-		g.retained.Forget(pg.ID)
+		g.retained.Forget(pg.id())
 	}
-	g.forEachClient(func(cs *clientSession) { cs.wf.EvictSession(s.ID) })
+	g.forEachClient(func(cs *clientSession) { cs.wf.EvictSession(id) })
 	if err != nil && !errors.Is(err, browser.ErrNotFound) {
 		return err
 	}
@@ -143,10 +148,10 @@ func handleSessionCreate(ctx context.Context, c *call, args sessionCreateArgs) (
 }
 
 // ownedSessions returns the principal's live sessions, oldest first.
-func (g *Gateway) ownedSessions(principal string) []*browser.Session {
-	var out []*browser.Session
-	for _, s := range g.rt.Sessions() {
-		if owner, ok := g.owners.owner(s.ID); ok && owner == principal {
+func (g *Gateway) ownedSessions(principal string) []engineSession {
+	var out []engineSession
+	for _, s := range g.eng.sessions() {
+		if owner, ok := g.owners.owner(s.id()); ok && owner == principal {
 			out = append(out, s)
 		}
 	}
@@ -192,7 +197,7 @@ func handleSessionClose(ctx context.Context, c *call, args sessionIDArgs) (*sess
 	if te != nil {
 		return nil, te
 	}
-	n := len(s.Pages())
+	n := len(s.pages())
 	if err := c.g.closeSession(ctx, s); err != nil {
 		return nil, lifecycleError("close session", err)
 	}
@@ -224,7 +229,7 @@ func handlePageOpen(ctx context.Context, c *call, args pageOpenArgs) (*pageOpenR
 	if te != nil {
 		return nil, te
 	}
-	p, err := s.NewPage(ctx)
+	p, err := s.newPage(ctx)
 	if err != nil {
 		return nil, lifecycleError("open page", err)
 	}
@@ -234,7 +239,7 @@ func handlePageOpen(ctx context.Context, c *call, args pageOpenArgs) (*pageOpenR
 		return res, nil
 	}
 	nav := p.Navigate(ctx, *args.URL)
-	c.g.retained.Invalidate(p.ID)
+	c.g.retained.Invalidate(p.id())
 	res.PageState = p.State()
 	res.NavigationOutcome = &nav
 	if !nav.OK() {
@@ -262,9 +267,9 @@ func handlePageClose(ctx context.Context, c *call, args scopeArgs) (*pageCloseRe
 	if err := p.Close(ctx); err != nil && !errors.Is(err, browser.ErrPageClosed) {
 		return nil, lifecycleError("close page", err)
 	}
-	c.g.retained.Forget(p.ID)
-	c.g.forEachClient(func(cs *clientSession) { cs.wf.EvictPage(p.ID) })
-	return &pageCloseResult{Status: StatusCompleted, PageID: p.ID, SessionID: p.SessionID()}, nil
+	c.g.retained.Forget(p.id())
+	c.g.forEachClient(func(cs *clientSession) { cs.wf.EvictPage(p.id()) })
+	return &pageCloseResult{Status: StatusCompleted, PageID: p.id(), SessionID: p.SessionID()}, nil
 }
 
 type pageListResult struct {
@@ -291,9 +296,9 @@ func handlePageList(ctx context.Context, c *call, args sessionIDArgs) (*pageList
 	if te != nil {
 		return nil, te
 	}
-	res := &pageListResult{Status: StatusCompleted, SessionID: s.ID, Pages: []pageEntry{}}
-	for _, p := range s.Pages() {
-		e := pageEntry{PageState: p.State(), OpenerID: p.OpenerID}
+	res := &pageListResult{Status: StatusCompleted, SessionID: s.id(), Pages: []pageEntry{}}
+	for _, p := range s.pages() {
+		e := pageEntry{PageState: p.State(), OpenerID: p.openerID()}
 		if d := p.PendingDialog(); d != nil {
 			e.Dialog = &dialogBrief{Type: d.Type, Message: d.Message}
 		}
@@ -304,6 +309,10 @@ func handlePageList(ctx context.Context, c *call, args sessionIDArgs) (*pageList
 	}
 	return res, nil
 }
+
+// firefoxFeatures are the runtime features on Firefox: what its tools
+// (those declared for both engines) do there.
+var firefoxFeatures = []string{"firefox", "accessibility-snapshots", "semantic-targets", "dialogs", "screenshots", "workflow-handles", "phases", "cookies"}
 
 // runtimeFeatures are the configured runtime features runtime_info lists.
 // vision-assist and vision-provider appear only when vision is wired, which
@@ -343,6 +352,7 @@ type serverInfo struct {
 
 type browserInfo struct {
 	Healthy bool   `json:"healthy"`
+	Engine  string `json:"engine"` // chromium or firefox
 	Version string `json:"version,omitempty"`
 }
 
@@ -361,15 +371,19 @@ func handleRuntimeInfo(ctx context.Context, c *call, _ struct{}) (*runtimeInfoRe
 		e := c.principal.ExpiresAt.UTC().Format(time.RFC3339)
 		expires = &e
 	}
-	bi := browserInfo{Healthy: c.g.rt.Healthy()}
-	if c.g.ensureBrowser(ctx) == nil && c.g.rt.Healthy() {
+	bi := browserInfo{Healthy: c.g.eng.Healthy(), Engine: c.g.eng.name()}
+	if c.g.ensureBrowser(ctx) == nil && c.g.eng.Healthy() {
 		bi.Healthy = true
 		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		v, err := c.g.rt.Version(vctx)
+		v, err := c.g.eng.Version(vctx)
 		cancel()
 		if err == nil {
 			bi.Version = v
 		}
+	}
+	features := runtimeFeatures
+	if c.g.eng.name() == engineFirefox {
+		features = firefoxFeatures
 	}
 	nodes := []string{}
 	for n := range c.g.cfg.Nodes {
@@ -392,7 +406,7 @@ func handleRuntimeInfo(ctx context.Context, c *call, _ struct{}) (*runtimeInfoRe
 		Principal:             c.principal.Name,
 		CredentialExpiresAt:   expires,
 		CredentialExpiresSoon: c.principal.ExpiresWithin(c.g.now(), CredentialWarnAhead),
-		Capabilities:          runtimeFeatures,
+		Capabilities:          features,
 		GrantedCapabilities:   c.principal.Capabilities.Strings(),
 		Phase:                 c.cs.currentPhase(),
 		Generation:            c.cs.wf.Generation(),
@@ -430,7 +444,7 @@ func handleToolsetSelect(ctx context.Context, c *call, args toolsetSelectArgs) (
 	changed := c.cs.setPhase(args.Phase)
 	var tools []string
 	for _, t := range c.g.tools {
-		if t.advertisedTo(c.principal, args.Phase) {
+		if t.advertisedTo(c.principal, args.Phase) && t.runsOn(c.g.eng.name()) {
 			tools = append(tools, t.name)
 		}
 	}

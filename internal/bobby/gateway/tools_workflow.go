@@ -73,16 +73,16 @@ func (r *workflowStartResult) cleaned(pageClosed, sessionDeleted bool, cleanupEr
 }
 
 // startFailure is a terminal workflow_start failure.
-func startFailure(reason, msg string, s *browser.Session, p *browser.Page) *workflowStartResult {
+func startFailure(reason, msg string, s engineSession, p enginePage) *workflowStartResult {
 	res := &workflowStartResult{
 		Status:      StatusFailed,
 		startFailed: &startFailed{Reason: reason, Error: &ErrorInfo{Code: reason, Message: msg, Repair: repairFor(reason)}},
 	}
 	if s != nil {
-		res.SessionID, res.Session = ptr(s.ID), ptr(s.State())
+		res.SessionID, res.Session = ptr(s.id()), ptr(s.State())
 	}
 	if p != nil {
-		res.PageID, res.Page = ptr(p.ID), ptr(p.State())
+		res.PageID, res.Page = ptr(p.id()), ptr(p.State())
 	}
 	return res
 }
@@ -114,15 +114,15 @@ func handleWorkflowStart(ctx context.Context, c *call, args workflowStartArgs) (
 		return startFailure(CodePageOpenFailed, te.Message, nil, nil), nil
 	}
 	// cleanup closes what the start created; the page goes with its session.
-	cleanup := func(p *browser.Page) (bool, bool, error) {
+	cleanup := func(p enginePage) (bool, bool, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		err := g.closeSession(cctx, s)
 		return p != nil && err == nil, err == nil, err
 	}
-	lost := func() bool { return ctx.Err() != nil || !g.rt.Healthy() }
+	lost := func() bool { return ctx.Err() != nil || !g.eng.Healthy() }
 
-	p, err := s.NewPage(ctx)
+	p, err := s.newPage(ctx)
 	if err != nil {
 		reason := CodePageOpenFailed
 		if lost() {
@@ -151,7 +151,7 @@ func handleWorkflowStart(ctx context.Context, c *call, args workflowStartArgs) (
 		return state.cleaned(cleanup(p)), nil
 	}
 	workflowID := newID()
-	b, _, err := res.Commit(workflow.Binding{SessionID: s.ID, PageID: p.ID, WorkflowID: workflowID, Principal: c.principal.Name})
+	b, _, err := res.Commit(workflow.Binding{SessionID: s.id(), PageID: p.id(), WorkflowID: workflowID, Principal: c.principal.Name})
 	committed = true
 	if err != nil {
 		state := startFailure(CodeWorkflowGenerationChanged, "a new initialize started a new generation during the start", s, p)
@@ -160,8 +160,8 @@ func handleWorkflowStart(ctx context.Context, c *call, args workflowStartArgs) (
 	return &workflowStartResult{
 		Status:            StatusCompleted,
 		WorkflowHandle:    ptr(b.Handle),
-		SessionID:         ptr(s.ID),
-		PageID:            ptr(p.ID),
+		SessionID:         ptr(s.id()),
+		PageID:            ptr(p.id()),
 		WorkflowID:        ptr(workflowID),
 		Session:           ptr(s.State()),
 		Page:              ptr(p.State()),
@@ -225,7 +225,7 @@ func handleWorkflowObserve(ctx context.Context, c *call, args workflowObserveArg
 		PageID: b.PageID, WorkflowID: b.WorkflowID,
 	}
 	if goal != "" && args.Target == nil && c.principal.Capabilities.Has(policy.PageRead) {
-		if rc, ok := c.g.retained.Get(p.ID); ok {
+		if rc, ok := c.g.retained.Get(p.id()); ok {
 			if ans, ok := snapshot.Ask(rc.snap, goal); ok {
 				res.Source = "retained"
 				res.RetainedAnswer = &retainedAnswer{
@@ -253,7 +253,7 @@ func handleWorkflowObserve(ctx context.Context, c *call, args workflowObserveArg
 			return res, nil
 		}
 		if goal != "" {
-			if rc, ok := c.g.retained.Get(p.ID); ok {
+			if rc, ok := c.g.retained.Get(p.id()); ok {
 				if ans, ok := snapshot.Ask(rc.snap, goal); ok {
 					res.GoalAnswer = &ans
 				}
@@ -261,7 +261,11 @@ func handleWorkflowObserve(ctx context.Context, c *call, args workflowObserveArg
 		}
 	}
 	if args.IncludeForms {
-		x := &execCtx{g: c.g, principal: c.principal, sess: s, page: p, input: map[string]any{}, detail: detail}
+		if te := c.g.engineRefusal(toolIndex["form_snapshot"]); te != nil {
+			res.Status, res.Error = StatusFailed, te.info()
+			return res, nil
+		}
+		x := &execCtx{g: c.g, principal: c.principal, es: s, ep: p, sess: s.chromium(), page: p.chromium(), input: map[string]any{}, detail: detail}
 		spec := commandSpecs["form_snapshot"]
 		fctx, cancel := context.WithTimeout(ctx, spec.timeout)
 		fs, err := x.formSnapshot(fctx, form.Options{MaxControls: args.MaxControls})
@@ -299,7 +303,7 @@ func handleContextAsk(ctx context.Context, c *call, args contextAskArgs) (*conte
 	if te != nil {
 		return nil, te
 	}
-	rc, ok := c.g.retained.Get(p.ID)
+	rc, ok := c.g.retained.Get(p.id())
 	if !ok {
 		return &contextAskResult{Status: StatusCompleted, Reason: "noRetainedContext",
 			Repair: &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}}, nil
