@@ -94,7 +94,7 @@ func (s *Store) CommitCompaction(ctx context.Context, c Compact) ([]event.Event,
 		var last int64
 		var n int
 		err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0), COUNT(*) FROM (SELECT id FROM messages
-			WHERE session_id = ? AND active = 1 ORDER BY id LIMIT ?)`, c.SessionID, c.Covered).Scan(&last, &n)
+			WHERE session_id = ? AND active = 1 ORDER BY id LIMIT ?) AS covered`, c.SessionID, c.Covered).Scan(&last, &n)
 		if err != nil {
 			return err
 		}

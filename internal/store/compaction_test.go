@@ -84,6 +84,7 @@ func TestCommitCompactionHidesRowsButKeepsThem(t *testing.T) {
 // A database main's binary already migrated past the revisions table
 // (version 10) still gets the compaction schema.
 func TestCompactionMigrationAppliesAfterVersionTen(t *testing.T) {
+	store.SQLiteOnly(t, "rewinds a SQLite file's schema through PRAGMA user_version")
 	ctx := context.Background()
 	s, path := open(t)
 	s.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -23,7 +22,7 @@ func benchEvent(runID, sessionID string, i int) event.Event {
 
 func benchStore(b *testing.B) *store.Store {
 	b.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "delta.db"))
+	s, err := store.Open(context.Background(), store.TestingDSN(b))
 	if err != nil {
 		b.Fatal(err)
 	}

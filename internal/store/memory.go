@@ -156,8 +156,9 @@ func (s *Store) putMemory(ctx context.Context, tx *sql.Tx, w MemoryWrite) (Memor
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			put.NewRun = true
+			// untrusted * ? is AND of two 0/1 flags, in SQL both backends speak.
 			if _, err := s.exec(ctx, tx, `UPDATE memories SET runs = runs + 1, confidence = MAX(confidence, ?), rubric = ?,
-				untrusted = untrusted AND ?, confirmed_at = ?, used_at = MAX(used_at, ?) WHERE id = ?`,
+				untrusted = untrusted * ?, confirmed_at = ?, used_at = MAX(used_at, ?) WHERE id = ?`,
 				w.Confidence, w.Rubric, w.Untrusted, at, at, id); err != nil {
 				return put, err
 			}

@@ -20,6 +20,7 @@ import (
 // It reports the 95th percentile of single recalls as p95-ms (ns/op
 // includes recording the use, which the daemon does in the background).
 func BenchmarkRecallAtSessionOpen(b *testing.B) {
+	store.SQLiteOnly(b, "fills the SQLite file through its own connection")
 	const users, perIdentity = 10_000, store.MemoryCap
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "delta.db")

@@ -14,7 +14,7 @@ import (
 type Boot struct {
 	HarnessVersion string    // version.Version of the binary
 	Build          string    // DELTA_BUILD; empty when unset
-	SchemaVersion  int       // PRAGMA user_version after migration
+	SchemaVersion  int       // the schema version after migration
 	BootedAt       time.Time // when this boot recorded itself
 }
 
@@ -32,7 +32,8 @@ const (
 func (s *Store) RecordBoot(ctx context.Context, harnessVersion, build string) (Boot, error) {
 	b := Boot{HarnessVersion: harnessVersion, Build: build, BootedAt: time.Now().UTC()}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&b.SchemaVersion); err != nil {
+		var err error
+		if b.SchemaVersion, err = s.schemaVersion(ctx, tx); err != nil {
 			return err
 		}
 		for k, v := range map[string]string{

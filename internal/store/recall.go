@@ -56,6 +56,9 @@ func (s *Store) Recall(ctx context.Context, q RecallQuery) ([]RecallHit, error) 
 	if len(words) == 0 {
 		return nil, nil
 	}
+	if s.pg {
+		return s.recallPG(ctx, q, words, limit)
+	}
 	floor, ceiling, err := s.recallWindow(ctx, sessionID)
 	if err != nil {
 		return nil, err
@@ -104,6 +107,13 @@ const (
 // dropCommonTerms returns terms without the ones too common to help. At
 // least the rarest term always stays.
 func (s *Store) dropCommonTerms(ctx context.Context, terms []string) ([]string, error) {
+	if s.pg {
+		docs, err := s.termDocsPG(ctx, terms)
+		if err != nil {
+			return nil, err
+		}
+		return keepRare(terms, docs), nil
+	}
 	docs := make([]int64, len(terms))
 	rarest := int64(-1)
 	for i, w := range terms {
@@ -121,13 +131,27 @@ func (s *Store) dropCommonTerms(ctx context.Context, terms []string) ([]string, 
 	if rarest < 0 {
 		return terms, nil // no word is indexed: the search finds nothing either way
 	}
+	return keepRare(terms, docs), nil
+}
+
+// keepRare is the pruning rule over terms and how many messages hold each.
+func keepRare(terms []string, docs []int64) []string {
+	rarest := int64(-1)
+	for _, d := range docs {
+		if d > 0 && (rarest < 0 || d < rarest) {
+			rarest = d
+		}
+	}
+	if rarest < 0 {
+		return terms
+	}
 	var kept []string
 	for i, w := range terms {
 		if docs[i] < commonDocs || docs[i] < commonRatio*rarest {
 			kept = append(kept, w)
 		}
 	}
-	return kept, nil
+	return kept
 }
 
 // recallWindow is the range of message ids holding the session's newest

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 // words only keeps them all.
 func TestRecallLeavesOutWordsTooCommonToHelp(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "delta.db"))
+	s, err := Open(ctx, TestingDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}

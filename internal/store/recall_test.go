@@ -112,6 +112,7 @@ func TestRecallSearchesOnlyTheNewestWindow(t *testing.T) {
 }
 
 func TestRecallIndexFollowsRewritesAndBackfillsOldDatabases(t *testing.T) {
+	store.SQLiteOnly(t, "drops the FTS5 index and rewinds PRAGMA user_version (TestPostgresRecallBackfillsAndFollowsRewrites is its PostgreSQL half)")
 	ctx := context.Background()
 	s, path := open(t)
 	session(t, s, "resp_o", "s_o", []model.Message{user("an old row about Copperfield")})

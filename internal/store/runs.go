@@ -445,7 +445,7 @@ func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
 // Counts returns how many runs are running and queued.
 func (s *Store) Counts(ctx context.Context) (running, queued int, err error) {
 	err = s.r.QueryRowContext(ctx, `SELECT
-		COALESCE(SUM(status = 'running'), 0), COALESCE(SUM(status = 'queued'), 0) FROM runs WHERE status IN ('running','queued')`).Scan(&running, &queued)
+		COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END), 0) FROM runs WHERE status IN ('running','queued')`).Scan(&running, &queued)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count runs: %w", err)
 	}

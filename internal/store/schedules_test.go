@@ -25,6 +25,7 @@ func openSchedules(t *testing.T, path string) *store.Schedules {
 // advance in one step, only once per due value, survives a reopen, and is
 // owed until done or given up.
 func TestSchedulesFiringLifecycle(t *testing.T) {
+	store.SQLiteOnly(t, "the scheduler keeps its own SQLite file (OpenSchedules), whatever the daemon's backend")
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
 	st := openSchedules(t, path)
@@ -91,6 +92,7 @@ func TestSchedulesFiringLifecycle(t *testing.T) {
 // TestSchedulesRefusesANewerSchema: a scheduler database migrated by a
 // newer binary is refused, not guessed at.
 func TestSchedulesRefusesANewerSchema(t *testing.T) {
+	store.SQLiteOnly(t, "the scheduler keeps its own SQLite file (OpenSchedules), whatever the daemon's backend")
 	path := filepath.Join(t.TempDir(), "s.db")
 	openSchedules(t, path).Close()
 	db, err := sql.Open("sqlite", path)

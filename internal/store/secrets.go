@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -34,7 +33,7 @@ func (s *Store) PutSecret(ctx context.Context, sec Secret, replace bool) error {
 	}
 	_, err := s.w.ExecContext(ctx, q, sec.Name, sec.Purpose, sec.Nonce, sec.Ciphertext, sec.Created.UnixMilli(), sec.Updated.UnixMilli())
 	if err != nil {
-		if !replace && strings.Contains(err.Error(), "UNIQUE constraint failed") {
+		if !replace && uniqueViolation(err) {
 			return fmt.Errorf("put secret %s: %w", sec.Name, ErrExists)
 		}
 		return fmt.Errorf("put secret %s: %w", sec.Name, err)

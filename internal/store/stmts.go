@@ -24,6 +24,7 @@ import (
 const maxStmts = 256
 
 type stmtCache struct {
+	off   bool // PostgreSQL: pgx caches prepared statements per connection itself
 	mu    sync.Mutex
 	ready map[string]*sql.Stmt
 	want  map[string]bool // seen in a transaction, to prepare after it
@@ -31,6 +32,9 @@ type stmtCache struct {
 
 // get returns query's prepared statement, or nil; a miss marks it wanted.
 func (c *stmtCache) get(query string) *sql.Stmt {
+	if c.off {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.ready[query]; st != nil {

@@ -48,8 +48,9 @@ var (
 // Store is an open Delta database.
 type Store struct {
 	w    *sql.DB // the single writer
-	r    *sql.DB // readers (== w for in-memory databases)
+	r    *sql.DB // readers (== w for in-memory databases and PostgreSQL)
 	path string
+	pg   bool // PostgreSQL (postgres.go), not SQLite
 
 	wstmts, rstmts stmtCache // prepared statements (stmts.go)
 
@@ -61,8 +62,13 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
-// path ":memory:" opens a private in-memory database (used by `delta run`).
+// path ":memory:" opens a private in-memory database (used by `delta run`);
+// a postgres:// or postgresql:// URL opens that PostgreSQL database
+// (postgres.go) instead of a SQLite file.
 func Open(ctx context.Context, path string) (*Store, error) {
+	if IsPostgresURL(path) {
+		return openPostgres(ctx, path)
+	}
 	if path == ":memory:" {
 		// One connection: every connection to :memory: is a different database.
 		db, err := sql.Open("sqlite", "file::memory:?_pragma=foreign_keys(1)&_txlock=immediate")
@@ -213,6 +219,14 @@ func migrateDB(ctx context.Context, w *sql.DB, path string, ms []migration) erro
 
 // tx runs fn in one immediate write transaction.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.pg {
+		return txOn(ctx, s.w, func(tx *sql.Tx) error {
+			if err := s.beginWrite(ctx, tx); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	}
 	if err := txOn(ctx, s.w, fn); err != nil {
 		return err
 	}

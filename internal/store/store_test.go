@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 
 func open(t testing.TB) (*store.Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "delta.db")
+	path := store.TestingDSN(t)
 	s, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +27,7 @@ func open(t testing.TB) (*store.Store, string) {
 }
 
 func TestOpenMigratesAndRefusesNewerSchema(t *testing.T) {
+	store.SQLiteOnly(t, "PRAGMA user_version and journal_mode of the file (TestPostgresMigratesAndRefusesNewerSchema is its PostgreSQL half)")
 	ctx := context.Background()
 	s, path := open(t)
 	s.Close()

@@ -153,7 +153,7 @@ func (s *Store) TraceOutbox(ctx context.Context) (TraceOutbox, error) {
 // id reached the OTLP receiver. The mark never moves back.
 func (s *Store) MarkTraced(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, "INSERT INTO trace_outbox (id, traced) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET traced = max(traced, excluded.traced)", id); err != nil {
+		if _, err := s.exec(ctx, tx, "INSERT INTO trace_outbox (id, traced) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET traced = max(trace_outbox.traced, excluded.traced)", id); err != nil {
 			return fmt.Errorf("mark traced: %w", err)
 		}
 		return nil

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// The PostgreSQL dialect.
+//
+// The store's statements are written once, in SQLite's SQL. On PostgreSQL
+// every statement passes through pgSQL on its way to the server, which
+// rewrites the few places where the two languages differ, once per
+// distinct statement text (the result is cached):
+//
+//   - `?` and `?N` placeholders become `$n`;
+//   - `INSERT OR IGNORE` becomes `INSERT … ON CONFLICT DO NOTHING`;
+//   - `LIMIT -1` (no limit) becomes `LIMIT ALL`;
+//   - an INSERT into a table with an integer key gets `RETURNING <key>`,
+//     so sql.Result.LastInsertId works as it does on SQLite (PostgreSQL's
+//     wire protocol has no last-insert id).
+//
+// The rest is kept equal by the PostgreSQL schema itself (pgmigrations/):
+// integers are BIGINT, reals DOUBLE PRECISION, blobs BYTEA; the SQLite
+// scalar functions the statements use (two-argument max and min, instr)
+// exist as SQL functions; and the tables that SQLite orders by their
+// implicit rowid have a rowid identity column. Booleans travel as 0 and 1
+// (pgConn.CheckNamedValue), because the columns are integers on both
+// backends.
+
+// pgStatement is one statement as PostgreSQL runs it.
+type pgStatement struct {
+	sql string
+	// returning is set when sql ends in the RETURNING clause pgSQL added:
+	// an Exec of it reads the returned keys for LastInsertId.
+	returning bool
+}
+
+// pgCache holds the rewritten statements by their SQLite text. The store's
+// statements are fixed text, so it stays small.
+var pgCache sync.Map // string → pgStatement
+
+// pgKeys are the tables whose integer key LastInsertId reports, with the
+// key's column.
+var pgKeys = map[string]string{
+	"runs": "seq", "messages": "id", "usage": "id", "events": "id", "self_revisions": "id",
+	"calls": "id", "compactions": "id", "memories": "id", "promotion_outbox": "id",
+}
+
+var (
+	pgInsertRe = regexp.MustCompile(`(?is)^\s*INSERT\s+(OR\s+IGNORE\s+)?INTO\s+([A-Za-z_][A-Za-z0-9_]*)`)
+	pgLimitRe  = regexp.MustCompile(`(?i)\bLIMIT\s+-1\b`)
+	pgRetRe    = regexp.MustCompile(`(?i)\bRETURNING\b`)
+)
+
+// pgSQL rewrites one SQLite statement for PostgreSQL.
+func pgSQL(query string) pgStatement {
+	if st, ok := pgCache.Load(query); ok {
+		return st.(pgStatement)
+	}
+	st := pgStatement{sql: pgPlaceholders(query)}
+	st.sql = pgLimitRe.ReplaceAllString(st.sql, "LIMIT ALL")
+	if m := pgInsertRe.FindStringSubmatchIndex(st.sql); m != nil {
+		ignore := m[2] >= 0
+		table := strings.ToLower(st.sql[m[4]:m[5]])
+		if ignore {
+			st.sql = st.sql[:m[0]] + "INSERT INTO " + st.sql[m[4]:]
+			st.sql = strings.TrimRight(st.sql, " \t\n;") + " ON CONFLICT DO NOTHING"
+		}
+		if key, ok := pgKeys[table]; ok && !pgRetRe.MatchString(st.sql) {
+			st.sql = strings.TrimRight(st.sql, " \t\n;") + " RETURNING " + key
+			st.returning = true
+		}
+	}
+	pgCache.Store(query, st)
+	return st
+}
+
+// pgPlaceholders turns `?` into `$1`, `$2`, … in order and `?N` into `$N`,
+// leaving string literals, quoted identifiers and comments alone.
+func pgPlaceholders(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(q) {
+				if q[j] == c {
+					if j+1 < len(q) && q[j+1] == c { // doubled quote inside
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			if j >= len(q) {
+				j = len(q) - 1
+			}
+			b.WriteString(q[i : j+1])
+			i = j
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				j = len(q) - i - 1
+			}
+			b.WriteString(q[i : i+j+1])
+			i += j
+		case c == '?':
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				b.WriteString("$" + q[i+1:j])
+				i = j - 1
+			} else {
+				n++
+				b.WriteString("$" + strconv.Itoa(n))
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// pgConnector opens pgx connections that speak the store's SQL (pgConn).
+type pgConnector struct{ c driver.Connector }
+
+func (p pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := p.c.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pgConn{Conn: c.(*stdlib.Conn)}, nil
+}
+
+func (p pgConnector) Driver() driver.Driver { return p.c.Driver() }
+
+// pgConn is a pgx database/sql connection that rewrites every statement
+// with pgSQL and sends booleans as the integers the schema stores.
+type pgConn struct{ *stdlib.Conn }
+
+func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(context.Background(), pgSQL(query).sql)
+}
+
+func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.Conn.PrepareContext(ctx, pgSQL(query).sql)
+}
+
+func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, pgSQL(query).sql, args)
+}
+
+func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	st := pgSQL(query)
+	if !st.returning {
+		return c.Conn.ExecContext(ctx, st.sql, args)
+	}
+	rows, err := c.Conn.QueryContext(ctx, st.sql, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var res pgResult
+	dest := make([]driver.Value, 1)
+	for {
+		if err := rows.Next(dest); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		res.n++
+		if id, ok := dest[0].(int64); ok {
+			res.id = id
+		}
+	}
+	return res, nil
+}
+
+// CheckNamedValue sends a bool as 0 or 1: the schema's flags are integers,
+// as on SQLite, so the same scans and comparisons work on both backends.
+func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if b, ok := nv.Value.(bool); ok {
+		if b {
+			nv.Value = int64(1)
+		} else {
+			nv.Value = int64(0)
+		}
+	}
+	return c.Conn.CheckNamedValue(nv)
+}
+
+// uniqueViolation reports whether err is a unique constraint's refusal, on
+// either backend.
+func uniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "23505"
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// pgResult is the result of an INSERT that returned its keys.
+type pgResult struct{ id, n int64 }
+
+func (r pgResult) LastInsertId() (int64, error) { return r.id, nil }
+func (r pgResult) RowsAffected() (int64, error) { return r.n, nil }
