@@ -14,6 +14,11 @@
 //
 // Every state transition that has an event writes that event in the same
 // transaction, so the event log never disagrees with the run table.
+//
+// The same Store also runs on PostgreSQL (Open with a postgres:// URL): the
+// statements are the SQLite ones rewritten by a small dialect (dialect.go),
+// the schema is pgmigrations/ under the same numbers, and an advisory lock
+// per write transaction stands in for SQLite's single writer (postgres.go).
 package store
 
 import (
