@@ -150,3 +150,13 @@ func (s *Store) beginWrite(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgWriteLock)
 	return err
 }
+
+// rowTx runs fn in a write transaction that relies on row locks alone: on
+// PostgreSQL it does not take the store's write lock, so it must write no
+// event (work claims and leases); on SQLite it is tx.
+func (s *Store) rowTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if !s.pg {
+		return s.tx(ctx, fn)
+	}
+	return txOn(ctx, s.w, fn)
+}
