@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -197,12 +198,21 @@ func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.Na
 
 // CheckNamedValue sends a bool as 0 or 1: the schema's flags are integers,
 // as on SQLite, so the same scans and comparisons work on both backends.
+// A string PostgreSQL's text type cannot hold (a NUL byte, or bytes that
+// are not UTF-8, as a tool's output of a binary file may be) has those
+// bytes replaced with U+FFFD, where SQLite would keep them verbatim:
+// refusing the statement would fail the checkpoint and with it the run.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if b, ok := nv.Value.(bool); ok {
-		if b {
+	switch v := nv.Value.(type) {
+	case bool:
+		if v {
 			nv.Value = int64(1)
 		} else {
 			nv.Value = int64(0)
+		}
+	case string:
+		if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+			nv.Value = strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "\uFFFD")
 		}
 	}
 	return c.Conn.CheckNamedValue(nv)

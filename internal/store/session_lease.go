@@ -60,11 +60,11 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 		if err != nil {
 			return err
 		}
+		defer rows.Close() // for the early return; the checked Close below frees the cursor before the upserts
 		var cands []Run
 		for rows.Next() {
 			r, err := scanRun(rows)
 			if err != nil {
-				rows.Close()
 				return err
 			}
 			cands = append(cands, r)
