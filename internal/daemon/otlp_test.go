@@ -231,26 +231,38 @@ func testOTLPTraces(t *testing.T, payloads bool) {
 	}
 
 	// /v1/status: the lane, its endpoint host, what it sent; no credential.
-	resp, err := http.Get(addr + "/v1/status")
-	if err != nil {
-		t.Fatal(err)
+	// The receiver holds the spans as soon as it has read the request; the
+	// lane marks the runs exported once the answer is back, so read the
+	// status until it has (a hang guard, not a timing assertion).
+	type otlpStatus struct {
+		Enabled       bool   `json:"enabled"`
+		Endpoint      string `json:"endpoint"`
+		ExportedSpans int64  `json:"exported_spans"`
+		ExportedRuns  int64  `json:"exported_runs"`
+		PendingRuns   int64  `json:"pending_runs"`
+		LastError     string `json:"last_error"`
 	}
-	sb, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var st struct {
-		OTLP struct {
-			Enabled       bool   `json:"enabled"`
-			Endpoint      string `json:"endpoint"`
-			ExportedSpans int64  `json:"exported_spans"`
-			ExportedRuns  int64  `json:"exported_runs"`
-			PendingRuns   int64  `json:"pending_runs"`
-			LastError     string `json:"last_error"`
-		} `json:"otlp"`
+	var sb []byte
+	var o otlpStatus
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(addr + "/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var st struct {
+			OTLP otlpStatus `json:"otlp"`
+		}
+		if err := json.Unmarshal(sb, &st); err != nil {
+			t.Fatal(err)
+		}
+		o = st.OTLP
+		if (o.ExportedRuns >= 2 && o.PendingRuns == 0) || time.Now().After(deadline) {
+			break
+		}
 	}
-	if err := json.Unmarshal(sb, &st); err != nil {
-		t.Fatal(err)
-	}
-	if o := st.OTLP; !o.Enabled || o.Endpoint != rcv.URL() || o.ExportedSpans < 8 || o.ExportedRuns < 2 || o.PendingRuns != 0 || o.LastError != "" {
+	if !o.Enabled || o.Endpoint != rcv.URL() || o.ExportedSpans < 8 || o.ExportedRuns < 2 || o.PendingRuns != 0 || o.LastError != "" {
 		t.Fatalf("status otlp %+v (receiver %s)", o, rcv.URL())
 	}
 	if bytes.Contains(sb, []byte("otlp-secret")) {
