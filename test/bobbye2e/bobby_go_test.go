@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/test/bobbytest"
 )
 
 // allCaps is every capability bobby knows: the steps below use them all.
@@ -599,9 +601,9 @@ func TestGoClient(t *testing.T) {
 			token := "go-" + rand.Text()
 			home := t.TempDir()
 			downloads := filepath.Join(home, "downloads")
-			srv := startServe(t, func(addr, _ string) string { return serveConfig(addr, home, "goclient", token, allCaps) })
+			srv := bobbytest.Serve(t, bobbyBin, func(addr, _ string) string { return serveConfig(addr, home, "goclient", token, allCaps) })
 			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
-				Endpoint: srv.mcpURL, HTTPClient: &http.Client{Transport: bearer{token}},
+				Endpoint: srv.MCPURL, HTTPClient: &http.Client{Transport: bearer{token}},
 			}, opts)
 			if err != nil {
 				t.Fatalf("connect to bobby serve: %v", err)

@@ -11,42 +11,21 @@ package bobbye2e
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/bobbytest"
 )
 
 var bobbyBin string
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "bobbye2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bobbyBin = filepath.Join(dir, "bobby")
-	build := exec.Command("go", "build", "-o", bobbyBin, "github.com/deltaharness/delta/cmd/bobby")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build cmd/bobby:", err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(bobbytest.Main(m, "bobbye2e-bin-", &bobbyBin)) }
 
 // peers returns test/peers when its node_modules holds the MCP SDK and node
 // is on PATH; otherwise it skips locally and fails in CI.
@@ -71,117 +50,21 @@ func peers(t *testing.T) string {
 	return dir
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // serve starts `bobby serve` with a config declaring one principal whose
 // credential expires at expires, and returns its MCP URL once /healthz
 // answers. The process gets SIGTERM at cleanup.
 func serve(t *testing.T, token string, expires time.Time) string {
 	t.Helper()
-	return startServe(t, func(addr, dir string) string {
+	return bobbytest.Serve(t, bobbyBin, func(addr, dir string) string {
 		return serveTOML(addr, dir, "tsclient", token, expires)
-	}).mcpURL
+	}).MCPURL
 }
 
 // serveTOML is a config listening on addr with one principal.
 func serveTOML(addr, dir, name, token string, expires time.Time) string {
-	sum := sha256.Sum256([]byte(token))
-	return fmt.Sprintf(`[http]
-listen = %q
-
-[browser]
-data_dir = %q
-
-[[principals]]
-name = %q
-token_sha256 = %q
-capabilities = ["browser:mutate", "page:read"]
-expires_at = %s
-`, addr, filepath.Join(dir, "data"), name, hex.EncodeToString(sum[:]), expires.UTC().Format(time.RFC3339))
-}
-
-// served is a running `bobby serve`.
-type served struct {
-	mcpURL, addr, dir, cfgPath, logPath string
-	proc                                *os.Process
-	// stop sends SIGTERM and waits for the exit (at most once; cleanup
-	// calls it too), failing the test on an unclean one.
-	stop func()
-}
-
-// startServe starts `bobby serve` with the config cfgFor writes for its
-// listen address and folder, and returns once /healthz answers. The
-// process gets SIGTERM at cleanup.
-func startServe(t *testing.T, cfgFor func(addr, dir string) string) served {
-	t.Helper()
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cfg := cfgFor(addr, dir)
-	cfgPath := filepath.Join(dir, "bobby.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "serve.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bobbyBin, "serve", "--config", cfgPath)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start bobby serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logf.Close() }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case err := <-exited:
-				if err != nil {
-					t.Errorf("bobby serve exited with %v after SIGTERM; log:\n%s", err, readFile(logPath))
-				}
-			case <-time.After(15 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-				t.Errorf("bobby serve ignored SIGTERM for 15 s; log:\n%s", readFile(logPath))
-			}
-		})
-	}
-	t.Cleanup(stop)
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			t.Fatalf("bobby serve exited early: %v; log:\n%s", err, readFile(logPath))
-		default:
-		}
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return served{mcpURL: base + "/v1/mcp", addr: addr, dir: dir, cfgPath: cfgPath, logPath: logPath, proc: cmd.Process, stop: stop}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("bobby serve never became healthy; log:\n%s", readFile(logPath))
-	return served{}
-}
-
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
+	return bobbytest.Config(addr, dir, bobbytest.Principal{
+		Name: name, Token: token, Capabilities: []string{"browser:mutate", "page:read"}, Expires: expires,
+	})
 }
 
 // TestTypeScriptClient runs bobby_client.mjs: the official TS SDK client over

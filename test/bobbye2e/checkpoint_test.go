@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/test/bobbytest"
 )
 
 // TestPopupCheckpointSurvivesRestart: click_and_wait_for_popup with
@@ -26,9 +28,9 @@ func TestPopupCheckpointSurvivesRestart(t *testing.T) {
 	cfg := func(addr, _ string) string { return serveConfig(addr, home, "cpclient", token, allCaps) }
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	open := func(s served) *goRun {
+	open := func(s bobbytest.Served) *goRun {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "checkpoint-test", Version: "1"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: s.mcpURL, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+			&mcp.StreamableClientTransport{Endpoint: s.MCPURL, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
 		if err != nil {
 			t.Fatalf("connect: %v", err)
 		}
@@ -72,7 +74,7 @@ func TestPopupCheckpointSurvivesRestart(t *testing.T) {
 		return len(ps)
 	}
 
-	first := startServe(t, cfg)
+	first := bobbytest.Serve(t, bobbyBin, cfg)
 	r := open(first)
 	start := r.ok("workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/popup.html"})
 	done := click(r, str(start["workflowHandle"]), "a1")
@@ -84,9 +86,9 @@ func TestPopupCheckpointSurvivesRestart(t *testing.T) {
 		t.Fatalf("records before the restart = %+v", recs)
 	}
 	r.cs.Close()
-	first.stop()
+	first.Stop()
 
-	second := startServe(t, cfg)
+	second := bobbytest.Serve(t, bobbyBin, cfg)
 	r = open(second)
 	recs := readRecords(r)
 	if len(recs) != 1 || recs[0].AttemptID != "a1" || recs[0].Outcome.CommandID != "restart-1" || recs[0].Outcome.Evidence.Popup.PageID != popupID {

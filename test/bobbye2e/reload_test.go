@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/test/bobbytest"
 )
 
 type bearer struct{ token string }
@@ -31,14 +33,14 @@ func connect(ctx context.Context, url, token string) (*mcp.ClientSession, error)
 
 // waitLog waits until the serve log holds want (the reload's report line),
 // or fails after a minute.
-func waitLog(t *testing.T, s served, want string) {
+func waitLog(t *testing.T, s bobbytest.Served, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if strings.Contains(readFile(s.logPath), want) {
+		if strings.Contains(s.Log(), want) {
 			return
 		}
 	}
-	t.Fatalf("the serve log never said %q:\n%s", want, readFile(s.logPath))
+	t.Fatalf("the serve log never said %q:\n%s", want, s.Log())
 }
 
 // TestSIGHUPRotatesToken: the real `bobby serve` rereads its principals on
@@ -49,10 +51,10 @@ func waitLog(t *testing.T, s served, want string) {
 func TestSIGHUPRotatesToken(t *testing.T) {
 	oldToken, newToken := "old-"+rand.Text(), "new-"+rand.Text()
 	expires := time.Now().Add(30 * 24 * time.Hour).Truncate(time.Second)
-	s := startServe(t, func(addr, dir string) string { return serveTOML(addr, dir, "agent", oldToken, expires) })
+	s := bobbytest.Serve(t, bobbyBin, func(addr, dir string) string { return serveTOML(addr, dir, "agent", oldToken, expires) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sess, err := connect(ctx, s.mcpURL, oldToken)
+	sess, err := connect(ctx, s.MCPURL, oldToken)
 	if err != nil {
 		t.Fatalf("connect with the first token: %v", err)
 	}
@@ -61,16 +63,16 @@ func TestSIGHUPRotatesToken(t *testing.T) {
 		t.Fatalf("tools/list: %v", err)
 	}
 
-	if err := os.WriteFile(s.cfgPath, []byte(serveTOML(s.addr, s.dir, "agent", newToken, expires)), 0o600); err != nil {
+	if err := os.WriteFile(s.CfgPath, []byte(serveTOML(s.Addr, s.Dir, "agent", newToken, expires)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.proc.Signal(syscall.SIGHUP); err != nil {
+	if err := s.Proc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitLog(t, s, "MCP sessions ended (they must initialize again) for: agent")
 
 	post := func(token, sid string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.MCPURL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -91,7 +93,7 @@ func TestSIGHUPRotatesToken(t *testing.T) {
 	if status, body := post(newToken, sess.ID()); status != http.StatusNotFound || !strings.Contains(body, "send initialize again") {
 		t.Errorf("the old session with the new token: %d %s", status, body)
 	}
-	fresh, err := connect(ctx, s.mcpURL, newToken)
+	fresh, err := connect(ctx, s.MCPURL, newToken)
 	if err != nil {
 		t.Fatalf("connect with the rotated token: %v", err)
 	}
@@ -100,10 +102,10 @@ func TestSIGHUPRotatesToken(t *testing.T) {
 		t.Fatalf("tools/list on the new session: %v", err)
 	}
 
-	if err := os.WriteFile(s.cfgPath, []byte("[http\n"), 0o600); err != nil {
+	if err := os.WriteFile(s.CfgPath, []byte("[http\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.proc.Signal(syscall.SIGHUP); err != nil {
+	if err := s.Proc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitLog(t, s, "failed, the previous principals stay")

@@ -21,11 +21,8 @@ package conformance
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -35,9 +32,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/bobbytest"
 )
 
 // generic are the scenarios whose checks hold for any MCP server over
@@ -88,24 +86,7 @@ var notApplicable = map[string]string{
 
 var bobbyBin string
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "conformance-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bobbyBin = filepath.Join(dir, "bobby")
-	build := exec.Command("go", "build", "-o", bobbyBin, "github.com/deltaharness/delta/cmd/bobby")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build cmd/bobby:", err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(bobbytest.Main(m, "conformance-bin-", &bobbyBin)) }
 
 // suite returns the Node 22 binary and the suite's entry point installed in
 // this folder's node_modules; it skips locally and fails in CI without them.
@@ -129,87 +110,16 @@ func suite(t *testing.T) (node, cli string) {
 	return node, cli
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // serve starts `bobby serve` with one configured principal holding token and
 // returns its MCP URL once /healthz answers. It gets SIGTERM at cleanup.
 func serve(t *testing.T, token string) string {
 	t.Helper()
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	sum := sha256.Sum256([]byte(token))
-	cfg := fmt.Sprintf(`[http]
-listen = %q
-
-[browser]
-data_dir = %q
-
-[[principals]]
-name = "conformance"
-token_sha256 = %q
-capabilities = ["browser:mutate", "page:read", "artifact:capture", "artifact:read"]
-`, addr, filepath.Join(dir, "data"), hex.EncodeToString(sum[:]))
-	cfgPath := filepath.Join(dir, "bobby.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "serve.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bobbyBin, "serve", "--config", cfgPath)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start bobby serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("bobby serve exited with %v after SIGTERM; log:\n%s", err, readFile(logPath))
-			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("bobby serve ignored SIGTERM for 15 s; log:\n%s", readFile(logPath))
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			t.Fatalf("bobby serve exited early: %v; log:\n%s", err, readFile(logPath))
-		default:
-		}
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base + "/v1/mcp"
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("bobby serve never became healthy; log:\n%s", readFile(logPath))
-	return ""
-}
-
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
+	return bobbytest.Serve(t, bobbyBin, func(addr, dir string) string {
+		return bobbytest.Config(addr, dir, bobbytest.Principal{
+			Name: "conformance", Token: token,
+			Capabilities: []string{"browser:mutate", "page:read", "artifact:capture", "artifact:read"},
+		})
+	}).MCPURL
 }
 
 // relay serves on loopback and forwards every request to target with the
@@ -341,7 +251,7 @@ func runScenario(t *testing.T, node, cli, target, name string) []check {
 		t.Fatalf("conformance %s wrote %d checks.json files; output:\n%s", name, len(files), out)
 	}
 	var checks []check
-	if err := json.Unmarshal([]byte(readFile(files[0])), &checks); err != nil {
+	if err := json.Unmarshal([]byte(bobbytest.ReadFile(files[0])), &checks); err != nil {
 		t.Fatalf("checks.json of %s: %v", name, err)
 	}
 	return checks

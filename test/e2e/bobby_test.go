@@ -16,7 +16,6 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/deltaharness/delta/internal/bobby/config"
 	"github.com/deltaharness/delta/internal/mcp/mcptest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/test/bobbytest"
 )
 
 var (
@@ -48,12 +48,9 @@ func needBobby(t *testing.T) string {
 	}
 	bobbyOnce.Do(func() {
 		bin := filepath.Join(filepath.Dir(deltaBin), "bobby")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/deltaharness/delta/cmd/bobby").CombinedOutput()
-		if err != nil {
-			bobbyErr = fmt.Errorf("build cmd/bobby: %v\n%s", err, out)
-			return
+		if bobbyErr = bobbytest.Build(bin); bobbyErr == nil {
+			bobbyBin = bin
 		}
-		bobbyBin = bin
 	})
 	if bobbyErr != nil {
 		t.Fatal(bobbyErr)
