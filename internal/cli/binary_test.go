@@ -20,34 +20,14 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // deltaBin is the real delta binary, built once by TestMain.
 var deltaBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "delta-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "temp dir:", err)
-		os.Exit(1)
-	}
-	deltaBin = filepath.Join(dir, "delta")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "the go tool is not on PATH:", err)
-		os.Exit(1)
-	}
-	// Build from the module, so this works from any working directory;
-	// GOFLAGS from the environment (e.g. -overlay) apply as usual.
-	build := exec.Command(goTool, "build", "-o", deltaBin, "github.com/deltaharness/delta/cmd/delta")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ./cmd/delta: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(daemontest.Main(m, "delta-cli-test-", daemontest.Binary{Path: &deltaBin, Name: "delta"}))
 }
 
 // cleanEnv is the test process environment without anything that would

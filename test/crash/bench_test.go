@@ -79,7 +79,7 @@ func BenchmarkRestartResume256(b *testing.B) {
 		}
 		toModel += time.Since(t0)
 		b.StopTimer()
-		cpu += processCPU(b, d.cmd.Process.Pid)
+		cpu += processCPU(b, d.proc.Cmd.Process.Pid)
 		r := <-resumed
 		if r < 0 {
 			b.Fatalf("fewer than %d run.resumed events after restart", inFlight)

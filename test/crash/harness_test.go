@@ -13,18 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/test/daemontest"
 
 	_ "modernc.org/sqlite" // the test reads the daemon's database directly
 )
@@ -35,34 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "delta-crash-bin")
-	if err != nil {
-		panic(err)
-	}
-	plainBin, crashBin = filepath.Join(dir, "delta"), filepath.Join(dir, "delta-crashtest")
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, args := range [][]string{
-		{"build", "-o", plainBin, "github.com/deltaharness/delta/cmd/delta"},
-		{"build", "-tags", "crashtest", "-o", crashBin, "github.com/deltaharness/delta/cmd/delta"},
-	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := exec.Command("go", args...).CombinedOutput()
-			if err != nil {
-				errs[i] = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(daemontest.Main(m, "delta-crash-bin",
+		daemontest.Binary{Path: &plainBin, Name: "delta"},
+		daemontest.Binary{Path: &crashBin, Name: "delta-crashtest", Tags: []string{"crashtest"}}))
 }
 
 // daemon is one database and workspace, served by successive processes.
@@ -72,21 +44,10 @@ type daemon struct {
 	dir  string
 	url  string
 	env  []string
-	cmd  *exec.Cmd
-	log  *os.File
-	exit chan error // receives cmd.Wait's result once
+	proc *daemontest.Process // the running process, nil between processes
 }
 
 const token = "crash-control-token"
-
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 func startFake(t testing.TB) *modeltest.Server {
 	fake, err := modeltest.Start(modeltest.DemoScript())
@@ -100,84 +61,33 @@ func startFake(t testing.TB) *modeltest.Server {
 func newDaemon(t testing.TB, bin string, fake *modeltest.Server, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	if out, err := exec.Command(plainBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
-	port := freePort(t)
+	daemontest.Init(t, plainBin, filepath.Join(dir, "ws"))
+	port := daemontest.FreePort(t)
 	d := &daemon{t: t, bin: bin, dir: dir, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	d.env = append([]string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		fmt.Sprintf("PORT=%d", port),
-		"DELTA_DB=" + d.dbPath(),
-		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
-		"MODEL_BASE_URL=" + fake.URL(),
-		"MODEL_API_KEY=fake-key",
-		"DELTA_MODEL_PRIMARY=scripted/demo",
-		"DELTA_CONTROL_TOKEN=" + token,
-		"DELTA_LEASE_HOLDER=crash-test",
-	}, extra...)
+	d.env = append(daemontest.Env(dir, port, fake.URL(), token), "DELTA_LEASE_HOLDER=crash-test")
+	d.env = append(d.env, extra...)
 	t.Cleanup(d.stop)
 	return d
 }
 
-func (d *daemon) dbPath() string { return filepath.Join(d.dir, "state", "delta.db") }
+func (d *daemon) dbPath() string { return daemontest.DBPath(d.dir) }
+
+func (d *daemon) logPath() string { return filepath.Join(d.dir, "daemon.log") }
 
 // start launches a process with the extra environment and waits until it
 // answers /healthz.
 func (d *daemon) start(extra ...string) {
-	t := d.t
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(d.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.log = f
-	d.cmd = exec.Command(d.bin, "serve")
-	d.cmd.Env = append(append([]string{}, d.env...), extra...)
-	d.cmd.Stdout, d.cmd.Stderr = f, f
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.exit = make(chan error, 1)
-	cmd := d.cmd
-	go func() { d.exit <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-d.exit:
-			t.Fatalf("daemon exited during start: %v\nlog:\n%s", err, d.logText())
-		default:
-		}
-		resp, err := http.Get(d.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("daemon never became healthy; log:\n%s", d.logText())
+	d.t.Helper()
+	log := daemontest.OpenLog(d.t, d.logPath(), false)
+	d.proc = daemontest.Start(d.t, log, append(append([]string{}, d.env...), extra...), d.bin, "serve")
+	d.proc.WaitHealthy(d.t, d.url, 30*time.Second, d.logText)
 }
 
 // startExpectingExit launches a process that must exit by itself (a
 // refused start) and returns its log.
 func (d *daemon) startExpectingExit() string {
 	d.t.Helper()
-	f, err := os.OpenFile(filepath.Join(d.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.log = f
-	d.cmd = exec.Command(d.bin, "serve")
-	d.cmd.Env = d.env
-	d.cmd.Stdout, d.cmd.Stderr = f, f
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.exit = make(chan error, 1)
-	cmd := d.cmd
-	go func() { d.exit <- cmd.Wait() }()
+	d.proc = daemontest.Start(d.t, daemontest.OpenLog(d.t, d.logPath(), true), d.env, d.bin, "serve")
 	if code := d.waitExit(20 * time.Second); code == 0 {
 		d.t.Fatalf("daemon exited 0, want a refusal")
 	}
@@ -185,54 +95,32 @@ func (d *daemon) startExpectingExit() string {
 }
 
 func (d *daemon) logText() string {
-	b, _ := os.ReadFile(filepath.Join(d.dir, "daemon.log"))
+	b, _ := os.ReadFile(d.logPath())
 	return string(b)
 }
 
 // waitExit waits for the process to end by itself and returns its exit code.
 func (d *daemon) waitExit(timeout time.Duration) int {
 	d.t.Helper()
-	select {
-	case err := <-d.exit:
-		d.log.Close()
-		d.cmd = nil
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			d.t.Fatalf("wait: %v", err)
-		}
-		return 0
-	case <-time.After(timeout):
-		d.t.Fatalf("daemon did not exit within %s; log:\n%s", timeout, d.logText())
-		return -1
-	}
+	code := d.proc.WaitExit(d.t, timeout, d.logText)
+	d.proc = nil
+	return code
 }
 
 func (d *daemon) kill9() {
-	if d.cmd == nil {
+	if d.proc == nil {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.exit
-	d.log.Close()
-	d.cmd = nil
+	d.proc.Kill9()
+	d.proc = nil
 }
 
 func (d *daemon) stop() {
-	if d.cmd == nil {
+	if d.proc == nil {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exit:
-	case <-time.After(10 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.exit
-	}
-	d.log.Close()
-	d.cmd = nil
+	d.proc.Stop(10 * time.Second)
+	d.proc = nil
 }
 
 // submit posts a task; ok is false when the client saw no 202 (an error

@@ -44,7 +44,7 @@ func TestDaemonRefusesStartUnderForeignLease(t *testing.T) {
 	d.start()
 	d.stop() // clean stop releases the lease and leaves the schema in place
 	stealLease(t, d, "other-machine")
-	d.cmd = nil
+	d.proc = nil
 	startErr := d.startExpectingExit()
 	if !strings.Contains(startErr, "refusing to start") || !strings.Contains(startErr, "other-machine") {
 		t.Fatalf("second start did not refuse clearly; log:\n%s", startErr)

@@ -3,48 +3,30 @@ package crash
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/schedule"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // schedulerProc is one `delta scheduler` child process.
 type schedulerProc struct {
-	cmd  *exec.Cmd
-	exit chan error
-	log  string
+	*daemontest.Process
+	log string
 }
 
 func startScheduler(t *testing.T, dir string, env []string) *schedulerProc {
 	t.Helper()
-	p := &schedulerProc{log: filepath.Join(dir, "scheduler.log"), exit: make(chan error, 1)}
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(crashBin, "scheduler", "--poll", "20ms")
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exit <- p.cmd.Wait(); f.Close() }()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.exit
-		}
-	})
+	p := &schedulerProc{log: filepath.Join(dir, "scheduler.log")}
+	p.Process = daemontest.Start(t, daemontest.OpenLog(t, p.log, false), env, crashBin, "scheduler", "--poll", "20ms")
+	t.Cleanup(p.Kill9)
 	return p
 }
 
@@ -56,17 +38,7 @@ func (p *schedulerProc) logText() string {
 // waitExit returns the exit code of a process that must end by itself.
 func (p *schedulerProc) waitExit(t *testing.T) int {
 	t.Helper()
-	select {
-	case err := <-p.exit:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		return 0
-	case <-time.After(30 * time.Second):
-		t.Fatalf("scheduler did not exit; log:\n%s", p.logText())
-		return -1
-	}
+	return p.WaitExit(t, 30*time.Second, p.logText)
 }
 
 // TestSchedulerKillNineNeverDoubleFires: a real `delta scheduler` dies
@@ -91,7 +63,7 @@ func TestSchedulerKillNineNeverDoubleFires(t *testing.T) {
 					CreatedAt: ivCreated, NextFireAt: ivCreated.Add(time.Hour)},
 				store.ScheduleRow{ID: "sch_once", Owner: "alice", Kind: "once", At: onceAt.Format(time.RFC3339), Input: "remind me",
 					Status: "active", CreatedAt: now.Add(-time.Hour), NextFireAt: onceAt})
-			port := freePort(t)
+			port := daemontest.FreePort(t)
 			env := []string{
 				"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 				"DELTA_SCHEDULER_DB=" + dbPath,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // litestreamBin finds the Litestream binary scripts/test installs: on PATH,
@@ -45,7 +46,7 @@ func TestEntrypointBackupRestore(t *testing.T) {
 	dir := t.TempDir()
 	vol := filepath.Join(dir, "data")
 	replica := filepath.Join(dir, "replica")
-	port := freePort(t)
+	port := daemontest.FreePort(t)
 	self := "# Backup agent\n\nI keep notes.\n"
 	d := &daemon{t: t, dir: dir, url: fmt.Sprintf("http://127.0.0.1:%d", port), token: "test-control-token"}
 	d.env = []string{
@@ -110,7 +111,7 @@ func TestEntrypointBackupRestore(t *testing.T) {
 
 	// The daemon dies without a chance to clean up; Litestream, its parent,
 	// sees it exit and stops.
-	serve := childOf(t, first.cmd.Process.Pid)
+	serve := childOf(t, first.proc.Cmd.Process.Pid)
 	if err := syscall.Kill(serve, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +157,7 @@ func runEntrypoint(t *testing.T, env []string) (string, error) {
 // litestream process supervising the daemon), reusing daemon's helpers.
 type entrypoint struct {
 	*daemon
-	exited  chan struct{} // closed once the process has been waited for
-	logPath string        // this process's output
+	logPath string // this process's output
 }
 
 func (e *entrypoint) logText() string {
@@ -173,57 +173,23 @@ func startEntrypoint(t *testing.T, d daemon) *entrypoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.t, d.log = t, f
-	d.cmd = exec.Command(deltaBin, "entrypoint")
-	d.cmd.Env = d.env
-	d.cmd.Stdout, d.cmd.Stderr = f, f
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e := &entrypoint{daemon: &d, exited: make(chan struct{}), logPath: f.Name()}
-	go func() { d.cmd.Wait(); close(e.exited) }()
+	d.t = t
+	e := &entrypoint{daemon: &d, logPath: f.Name()}
+	d.proc = daemontest.Start(t, f, d.env, deltaBin, "entrypoint")
 	t.Cleanup(e.stop)
-	deadline := time.Now().Add(60 * time.Second)
-	for !healthy(d.url) {
-		select {
-		case <-e.exited:
-			t.Fatalf("entrypoint exited before serving; log:\n%s", e.logText())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("entrypoint never became healthy; log:\n%s", e.logText())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.proc.WaitHealthy(t, d.url, 60*time.Second, e.logText)
 	return e
 }
 
 // waitExit waits for the process to end by itself.
 func (e *entrypoint) waitExit(within time.Duration) {
 	e.t.Helper()
-	select {
-	case <-e.exited:
-	case <-time.After(within):
-		e.t.Fatalf("process %d did not exit within %s; log:\n%s", e.cmd.Process.Pid, within, e.logText())
-	}
+	e.proc.WaitExit(e.t, within, e.logText)
 }
 
 // stop ends the process with SIGTERM (litestream passes it on to the
 // daemon), then SIGKILL if it lingers.
-func (e *entrypoint) stop() {
-	select {
-	case <-e.exited:
-	default:
-		e.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-e.exited:
-		case <-time.After(15 * time.Second):
-			e.cmd.Process.Kill()
-			<-e.exited
-		}
-	}
-	e.log.Close()
-}
+func (e *entrypoint) stop() { e.proc.Stop(15 * time.Second) }
 
 // hasFiles reports whether dir holds at least one regular file.
 func hasFiles(dir string) bool {
@@ -236,15 +202,6 @@ func hasFiles(dir string) bool {
 		return nil
 	})
 	return found
-}
-
-func healthy(url string) bool {
-	resp, err := http.Get(url + "/healthz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == 200
 }
 
 // childOf returns the one child process of pid (Linux /proc).

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // BenchmarkStartToHealthy measures process start to the first 200 from
@@ -20,7 +22,7 @@ func BenchmarkStartToHealthy(b *testing.B) {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DELTA_DB=" + filepath.Join(dir, "d.db"),
 		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"), "MODEL_API_KEY=unused"}
 	for i := 0; i < b.N; i++ {
-		port := freePort(b)
+		port := daemontest.FreePort(b)
 		cmd := exec.Command(deltaBin, "serve")
 		cmd.Env = append(env, fmt.Sprintf("PORT=%d", port))
 		url := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
@@ -62,11 +64,11 @@ func BenchmarkIdleSessionRSS(b *testing.B) {
 		}
 	}
 	warm(20)
-	before := rssKB(b, d.cmd.Process.Pid)
+	before := rssKB(b, d.proc.Cmd.Process.Pid)
 	b.ResetTimer()
 	warm(b.N)
 	b.StopTimer()
-	after := rssKB(b, d.cmd.Process.Pid)
+	after := rssKB(b, d.proc.Cmd.Process.Pid)
 	b.ReportMetric(float64(after-before)/float64(b.N), "KB-RSS/session")
 	b.ReportMetric(float64(after)/1024, "MB-RSS-total")
 }

@@ -10,57 +10,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 var deltaBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "delta-e2e-bin")
-	if err != nil {
-		panic(err)
-	}
-	deltaBin = filepath.Join(dir, "delta")
-	build := exec.Command("go", "build", "-o", deltaBin, "github.com/deltaharness/delta/cmd/delta")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build delta:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(daemontest.Main(m, "delta-e2e-bin", daemontest.Binary{Path: &deltaBin, Name: "delta"}))
 }
 
 // daemon is one running delta process.
 type daemon struct {
 	t     testing.TB
-	cmd   *exec.Cmd
+	proc  *daemontest.Process
 	url   string
 	env   []string
 	dir   string
-	log   *os.File
 	token string
-}
-
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // newDaemon prepares a workspace and database in a temp dir and starts delta
@@ -68,54 +44,24 @@ func freePort(t testing.TB) int {
 func newDaemon(t testing.TB, fake *modeltest.Server, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
-	port := freePort(t)
+	daemontest.Init(t, deltaBin, filepath.Join(dir, "ws"))
+	port := daemontest.FreePort(t)
 	d := &daemon{t: t, dir: dir, url: fmt.Sprintf("http://127.0.0.1:%d", port), token: "test-control-token"}
-	d.env = append([]string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		fmt.Sprintf("PORT=%d", port),
-		"DELTA_DB=" + filepath.Join(dir, "state", "delta.db"),
-		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
-		"MODEL_BASE_URL=" + fake.URL(),
-		"MODEL_API_KEY=fake-key",
-		"DELTA_MODEL_PRIMARY=scripted/demo",
-		"DELTA_CONTROL_TOKEN=" + d.token,
+	d.env = append(daemontest.Env(dir, port, fake.URL(), d.token),
 		"OPENAI_API_KEY=must-never-be-read",
 		"OPENAI_BASE_URL=http://127.0.0.1:1/never",
-	}, extra...)
+	)
+	d.env = append(d.env, extra...)
 	d.start()
 	t.Cleanup(d.stop)
 	return d
 }
 
 func (d *daemon) start() {
-	t := d.t
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(d.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.log = f
-	d.cmd = exec.Command(deltaBin, "serve")
-	d.cmd.Env = d.env
-	d.cmd.Stdout, d.cmd.Stderr = f, f
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(d.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("daemon never became healthy; log:\n%s", d.logText())
+	d.t.Helper()
+	log := daemontest.OpenLog(d.t, filepath.Join(d.dir, "daemon.log"), false)
+	d.proc = daemontest.Start(d.t, log, d.env, deltaBin, "serve")
+	d.proc.WaitHealthy(d.t, d.url, 20*time.Second, d.logText)
 }
 
 func (d *daemon) logText() string {
@@ -127,7 +73,7 @@ func (d *daemon) logText() string {
 // while the daemon runs; it is closed when the test ends.
 func (d *daemon) openStore() *store.Store {
 	d.t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(d.dir, "state", "delta.db"))
+	st, err := store.Open(context.Background(), daemontest.DBPath(d.dir))
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -135,24 +81,11 @@ func (d *daemon) openStore() *store.Store {
 	return st
 }
 
-func (d *daemon) kill9() {
-	d.cmd.Process.Signal(syscall.SIGKILL)
-	d.cmd.Wait()
-	d.log.Close()
-}
+func (d *daemon) kill9() { d.proc.Kill9() }
 
 func (d *daemon) stop() {
-	if d.cmd.ProcessState == nil {
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { d.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			d.cmd.Process.Kill()
-			<-done
-		}
-		d.log.Close()
+	if d.proc != nil {
+		d.proc.Stop(10 * time.Second)
 	}
 }
 
@@ -502,7 +435,7 @@ func TestSecondDaemonOnSameDatabaseRefused(t *testing.T) {
 	d := newDaemon(t, fake)
 	cmd := exec.Command(deltaBin, "serve")
 	env := append([]string{}, d.env...)
-	env = append(env, fmt.Sprintf("PORT=%d", freePort(t))) // a different port: only the lock can catch it
+	env = append(env, fmt.Sprintf("PORT=%d", daemontest.FreePort(t))) // a different port: only the lock can catch it
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "another delta process") {

@@ -21,6 +21,7 @@ import (
 	"github.com/deltaharness/delta/internal/schedule"
 	"github.com/deltaharness/delta/internal/scheduler"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // testClock is the scheduler's time in these tests: it moves only when the
@@ -294,7 +295,7 @@ func TestFiringWaitsForADaemonThatIsDown(t *testing.T) {
 // the scheduler restarts.
 func TestAgentSchedulesThroughTheSchedulerProcess(t *testing.T) {
 	dir := t.TempDir()
-	port := freePort(t)
+	port := daemontest.FreePort(t)
 	schedURL := fmt.Sprintf("http://127.0.0.1:%d", port)
 	fake := startScript(t, scheduleScript)
 	d := newDaemon(t, fake, "DELTA_CONTROL_URL="+schedURL, "DELTA_AGENT_ID=agent-1")
