@@ -31,10 +31,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -84,23 +82,11 @@ type Exporter struct {
 	daemonID string
 	shaper   shaper
 	mark     int64 // the export mark; only this exporter moves it
-
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu          sync.Mutex
-	exported    int64 // records acknowledged since start
-	lastSuccess time.Time
-	lastError   string
-	lastErrorAt time.Time
-	failures    int // consecutive
+	lane           // the loop, and the records acknowledged since start
 }
 
 // New prepares an exporter: it reads (or creates) the database's daemon id.
 func New(ctx context.Context, o Options) (*Exporter, error) {
-	if o.Interval <= 0 {
-		o.Interval = DefaultInterval
-	}
 	if o.Batch <= 0 {
 		o.Batch = DefaultBatch
 	}
@@ -110,92 +96,29 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 	if o.Cap <= 0 {
 		o.Cap = DefaultCap
 	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
 	if o.Client == nil {
 		o.Client = &http.Client{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	st, err := o.Outbox.TelemetryOutbox(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &Exporter{o: o, daemonID: st.DaemonID, mark: st.Exported,
-		shaper: shaper{daemonID: st.DaemonID, agentID: o.AgentID, payloads: o.Payloads, redact: o.Redact}}, nil
+		shaper: shaper{daemonID: st.DaemonID, agentID: o.AgentID, payloads: o.Payloads, redact: o.Redact},
+		lane:   newLane(o.Interval, o.MaxBackoff, o.Logger, "telemetry export", error.Error)}, nil
 }
 
 // DaemonID is the database's identity on the wire.
 func (x *Exporter) DaemonID() string { return x.daemonID }
 
 // Start runs the export loop in the background until Close.
-func (x *Exporter) Start(ctx context.Context) {
-	ctx, x.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	x.done = make(chan struct{})
-	go x.loop(ctx)
-}
+func (x *Exporter) Start(ctx context.Context) { x.start(ctx, x.Flush) }
 
 // Close stops the loop and waits for it; an in-flight request is
 // abandoned (its batch stays unexported and is sent again next time).
 func (x *Exporter) Close(context.Context) error {
-	if x.cancel == nil {
-		return nil
-	}
-	x.cancel()
-	<-x.done
+	x.stop()
 	return nil
-}
-
-func (x *Exporter) loop(ctx context.Context) {
-	defer close(x.done)
-	exportLoop(ctx, x.o.Interval, x.Flush, x.next)
-}
-
-// exportLoop is both lanes' loop: it sleeps wait, flushes, and lets next
-// turn the flush's outcome into the following wait (the interval, or a
-// backoff after a failure), until ctx is done.
-func exportLoop(ctx context.Context, wait time.Duration, flush func(context.Context) error, next func(error) time.Duration) {
-	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		err := flush(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		wait = next(err)
-	}
-}
-
-// next records the outcome of a wake and returns how long to sleep.
-func (x *Exporter) next(err error) time.Duration {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err == nil {
-		x.failures = 0
-		return x.o.Interval
-	}
-	x.failures++
-	x.lastError, x.lastErrorAt = err.Error(), time.Now()
-	x.o.Logger.Warn("telemetry export", "err", err, "failures", x.failures)
-	return backoff(x.o.Interval, x.o.MaxBackoff, x.failures, rand.Float64())
-}
-
-// backoff is the wait after the n-th consecutive failure: uniform in
-// [base, min(base·2ⁿ, ceiling)] (u in [0, 1)).
-func backoff(base, ceiling time.Duration, n int, u float64) time.Duration {
-	hi := ceiling
-	if n < 30 && base<<n < ceiling {
-		hi = base << n
-	}
-	hi = max(hi, base)
-	return base + time.Duration(u*float64(hi-base))
 }
 
 // Flush sends unexported events until a batch comes back short or a
@@ -217,7 +140,7 @@ func (x *Exporter) Flush(ctx context.Context) error {
 		return errors.Join(sendErr, err)
 	}
 	if tr.Dropped > 0 {
-		x.o.Logger.Warn("telemetry outbox over its cap: oldest unexported events dropped", "dropped", tr.Dropped, "cap", x.o.Cap)
+		x.logger.Warn("telemetry outbox over its cap: oldest unexported events dropped", "dropped", tr.Dropped, "cap", x.o.Cap)
 	}
 	return sendErr
 }
@@ -244,10 +167,7 @@ func (x *Exporter) sendBatch(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	x.mark = last
-	x.mu.Lock()
-	x.exported += int64(len(evs))
-	x.lastSuccess = time.Now()
-	x.mu.Unlock()
+	x.took(len(evs))
 	return len(evs), nil
 }
 
@@ -290,11 +210,8 @@ type Status struct {
 	Exported             int64   `json:"exported"` // since this process started
 	Dropped              int64   `json:"dropped"`  // by the outbox cap, ever
 	Cap                  int64   `json:"cap"`
-	LastSuccess          string  `json:"last_success,omitempty"` // RFC 3339
-	LastError            string  `json:"last_error,omitempty"`
-	LastErrorAt          string  `json:"last_error_at,omitempty"`
-	ConsecutiveFailures  int     `json:"consecutive_failures"`
-	StatusError          string  `json:"status_error,omitempty"` // reading the outbox failed
+	Health
+	StatusError string `json:"status_error,omitempty"` // reading the outbox failed
 }
 
 // Status reports the backlog, its oldest age, the last success and the
@@ -310,14 +227,6 @@ func (x *Exporter) Status(ctx context.Context) Status {
 			s.OldestUnexportedAgeS = max(time.Since(st.Oldest).Seconds(), 0)
 		}
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	s.Exported, s.ConsecutiveFailures = x.exported, x.failures
-	if !x.lastSuccess.IsZero() {
-		s.LastSuccess = x.lastSuccess.UTC().Format(time.RFC3339)
-	}
-	if x.lastError != "" {
-		s.LastError, s.LastErrorAt = x.lastError, x.lastErrorAt.UTC().Format(time.RFC3339)
-	}
+	s.Health, s.Exported = x.health()
 	return s
 }

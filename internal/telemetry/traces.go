@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,16 +81,7 @@ type Traces struct {
 	tp       *sdktrace.TracerProvider
 	tracer   trace.Tracer
 	rec      *recorder
-
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu          sync.Mutex
-	runs        int64 // traced since start
-	lastSuccess time.Time
-	lastError   string
-	lastErrorAt time.Time
-	failures    int
+	lane     // the loop, and the runs traced since start
 }
 
 // NewTraces builds the OTLP/HTTP exporter, the batching span processor and
@@ -102,20 +92,11 @@ type Traces struct {
 // limit variables, and OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME again
 // for the resource): every value delta documents is passed here and wins.
 func NewTraces(ctx context.Context, o TracesOptions) (*Traces, error) {
-	if o.Interval <= 0 {
-		o.Interval = DefaultInterval
-	}
 	if o.Runs <= 0 {
 		o.Runs = DefaultTraceRuns
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -155,54 +136,31 @@ func NewTraces(ctx context.Context, o TracesOptions) (*Traces, error) {
 		sdktrace.WithMaxExportBatchSize(512), sdktrace.WithBatchTimeout(time.Second), sdktrace.WithExportTimeout(2*o.Timeout))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(bsp), sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithIDGenerator(fixedIDs{}), sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, attrs...)))
-	return &Traces{
+	t := &Traces{
 		o: o, shaper: shaper{daemonID: st.DaemonID, agentID: o.AgentID, payloads: o.Payloads, redact: o.Redact},
 		endpoint: u.Scheme + "://" + u.Host, mark: st.Traced, tp: tp, rec: rec,
 		tracer: tp.Tracer("github.com/deltaharness/delta/internal/telemetry"),
-	}, nil
+	}
+	t.lane = newLane(o.Interval, o.MaxBackoff, o.Logger, "otlp trace export", t.clean)
+	return t, nil
 }
 
 // Endpoint is the receiver's scheme and host, safe to show.
 func (t *Traces) Endpoint() string { return t.endpoint }
 
 // Start runs the export loop in the background until Close.
-func (t *Traces) Start(ctx context.Context) {
-	ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	t.done = make(chan struct{})
-	go t.loop(ctx)
-}
+func (t *Traces) Start(ctx context.Context) { t.start(ctx, t.Flush) }
 
 // Close stops the loop, then shuts the provider down within a few
 // seconds; spans of runs not yet marked are sent again by the next start.
 func (t *Traces) Close(ctx context.Context) error {
-	if t.cancel != nil {
-		t.cancel()
-		<-t.done
-	}
+	t.stop()
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := t.tp.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("otlp traces shutdown: %w", err)
 	}
 	return nil
-}
-
-func (t *Traces) loop(ctx context.Context) {
-	defer close(t.done)
-	exportLoop(ctx, t.o.Interval, t.Flush, t.next)
-}
-
-func (t *Traces) next(err error) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err == nil {
-		t.failures = 0
-		return t.o.Interval
-	}
-	t.failures++
-	t.lastError, t.lastErrorAt = t.clean(err), time.Now()
-	t.o.Logger.Warn("otlp trace export", "err", t.lastError, "failures", t.failures)
-	return backoff(t.o.Interval, t.o.MaxBackoff, t.failures, rand.Float64())
 }
 
 // clean makes an export error safe to show: the SDK names the full URL
@@ -242,10 +200,7 @@ func (t *Traces) Flush(ctx context.Context) error {
 			return err
 		}
 		t.mark = last
-		t.mu.Lock()
-		t.runs += int64(len(ends))
-		t.lastSuccess = time.Now()
-		t.mu.Unlock()
+		t.took(len(ends))
 		if len(ends) < t.o.Runs {
 			return nil
 		}
@@ -278,17 +233,14 @@ func (t *Traces) runEvents(ctx context.Context, end event.Event) ([]event.Event,
 
 // TracesStatus is the OTLP lane's view for /v1/status.
 type TracesStatus struct {
-	Enabled             bool   `json:"enabled"`
-	Endpoint            string `json:"endpoint,omitempty"` // scheme://host: no credentials, path or query
-	Payloads            bool   `json:"capture_payloads"`
-	PendingRuns         int64  `json:"pending_runs"`   // finished runs not yet traced
-	ExportedRuns        int64  `json:"exported_runs"`  // since this process started
-	ExportedSpans       int64  `json:"exported_spans"` // since this process started
-	LastSuccess         string `json:"last_success,omitempty"`
-	LastError           string `json:"last_error,omitempty"`
-	LastErrorAt         string `json:"last_error_at,omitempty"`
-	ConsecutiveFailures int    `json:"consecutive_failures"`
-	StatusError         string `json:"status_error,omitempty"`
+	Enabled       bool   `json:"enabled"`
+	Endpoint      string `json:"endpoint,omitempty"` // scheme://host: no credentials, path or query
+	Payloads      bool   `json:"capture_payloads"`
+	PendingRuns   int64  `json:"pending_runs"`   // finished runs not yet traced
+	ExportedRuns  int64  `json:"exported_runs"`  // since this process started
+	ExportedSpans int64  `json:"exported_spans"` // since this process started
+	Health
+	StatusError string `json:"status_error,omitempty"`
 }
 
 // Status reports the lane's endpoint, backlog, counts and last error.
@@ -300,15 +252,7 @@ func (t *Traces) Status(ctx context.Context) TracesStatus {
 		s.PendingRuns = st.Pending
 	}
 	s.ExportedSpans = t.rec.exported()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s.ExportedRuns, s.ConsecutiveFailures = t.runs, t.failures
-	if !t.lastSuccess.IsZero() {
-		s.LastSuccess = t.lastSuccess.UTC().Format(time.RFC3339)
-	}
-	if t.lastError != "" {
-		s.LastError, s.LastErrorAt = t.lastError, t.lastErrorAt.UTC().Format(time.RFC3339)
-	}
+	s.Health, s.ExportedRuns = t.health()
 	return s
 }
 

@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 const (
@@ -439,7 +441,7 @@ func checkExtractedDaemon(t *testing.T, img image) {
 		t.Fatal(err)
 	}
 	chownUser(t, state)
-	port := freePort(t)
+	port := daemontest.FreePort(t)
 	env := img.config.env()
 	for k, v := range map[string]string{
 		"PATH":                   bin,
@@ -562,7 +564,7 @@ func checkImageRuns(t *testing.T, podman string) {
 		_, _ = runErr(time.Minute, nil, podman, "rm", "-f", "-t", "0", name)
 		_, _ = runErr(time.Minute, nil, podman, "volume", "rm", "-f", volume)
 	})
-	port := freePort(t)
+	port := daemontest.FreePort(t)
 	run(t, 2*time.Minute, nil, podman, "--runtime", runc, "run", "-d", "--name", name,
 		"--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096",
 		"-p", fmt.Sprintf("127.0.0.1:%d:8080", port),
