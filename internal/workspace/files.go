@@ -13,56 +13,38 @@ import (
 
 // ReadFile returns the contents of the file rel names.
 func (r *Root) ReadFile(rel string) ([]byte, error) {
-	name, err := r.locate(rel)
-	if err != nil {
-		return nil, err
-	}
-	root, err := r.openRoot()
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	b, err := root.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, err)
-	}
-	return b, nil
+	return inRoot(r, rel, "read", (*os.Root).ReadFile)
 }
 
 // OpenFile opens the file rel names for reading, for callers that stream.
+// The file keeps its own descriptor after the root is closed.
 func (r *Root) OpenFile(rel string) (*os.File, error) {
-	name, err := r.locate(rel)
-	if err != nil {
-		return nil, err
-	}
-	root, err := r.openRoot()
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close() // the file keeps its own descriptor
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", rel, err)
-	}
-	return f, nil
+	return inRoot(r, rel, "open", (*os.Root).Open)
 }
 
 // Stat describes what rel names, following symlinks.
 func (r *Root) Stat(rel string) (fs.FileInfo, error) {
+	return inRoot(r, rel, "stat", (*os.Root).Stat)
+}
+
+// inRoot calls do with the workspace root, opened for the call, and the
+// name rel locates in it; do's error is wrapped with op and rel.
+func inRoot[T any](r *Root, rel, op string, do func(root *os.Root, name string) (T, error)) (T, error) {
+	var zero T
 	name, err := r.locate(rel)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	root, err := r.openRoot()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer root.Close()
-	fi, err := root.Stat(name)
+	v, err := do(root, name)
 	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", rel, err)
+		return zero, fmt.Errorf("%s %s: %w", op, rel, err)
 	}
-	return fi, nil
+	return v, nil
 }
 
 // WriteFile replaces the file rel names with data, atomically: the bytes go
