@@ -48,12 +48,18 @@ func (s *Server) noSelfFile(w http.ResponseWriter) bool {
 	return false
 }
 
-func revisionID(r *http.Request) (int64, error) {
+// revisionID is the request's revision id; false once it has answered
+// the request (no self-file, or an id that is not a positive integer).
+func (s *Server) revisionID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	if s.noSelfFile(w) {
+		return 0, false
+	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badRequest("a revision id is a positive integer, as GET /v1/dev/revisions lists them")
+		writeError(w, s.o.Logger, badRequest("a revision id is a positive integer, as GET /v1/dev/revisions lists them"))
+		return 0, false
 	}
-	return id, nil
+	return id, true
 }
 
 // listRevisions is GET /v1/dev/revisions: the current file's version and
@@ -86,12 +92,8 @@ func (s *Server) listRevisions(w http.ResponseWriter, r *http.Request) {
 // current file, and a unified diff from the revision to the current file
 // (what a restore would undo).
 func (s *Server) compareRevision(w http.ResponseWriter, r *http.Request) {
-	if s.noSelfFile(w) {
-		return
-	}
-	id, err := revisionID(r)
-	if err != nil {
-		writeError(w, s.o.Logger, err)
+	id, ok := s.revisionID(w, r)
+	if !ok {
 		return
 	}
 	rev, err := s.o.SelfFile.Revision(r.Context(), id)
@@ -115,12 +117,8 @@ func (s *Server) compareRevision(w http.ResponseWriter, r *http.Request) {
 // writes only): the revision becomes DELTA.md, and what it replaced becomes
 // a new revision.
 func (s *Server) restoreRevision(w http.ResponseWriter, r *http.Request) {
-	if s.noSelfFile(w) {
-		return
-	}
-	id, err := revisionID(r)
-	if err != nil {
-		writeError(w, s.o.Logger, err)
+	id, ok := s.revisionID(w, r)
+	if !ok {
 		return
 	}
 	wr, _, err := s.o.SelfFile.Restore(r.Context(), id)
