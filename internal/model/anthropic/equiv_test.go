@@ -105,10 +105,7 @@ func viaClient(t testing.TB, req model.Request) wiretest.Sent {
 	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: "http://capture.invalid/v1", APIKey: "sk-ant-equiv", HTTPClient: &http.Client{Transport: tr},
 		Headers: map[string]string{"anthropic-beta": "b1", "x-extra": "e"}})
-	return wiretest.Captured(t, tr, func() error {
-		_, err := c.Complete(context.Background(), req, model.Stream{})
-		return err
-	})
+	return wiretest.Completed(t, tr, c, req)
 }
 
 func viaSDK(t testing.TB, req model.Request) wiretest.Sent {
@@ -165,20 +162,14 @@ func equivRequest() model.Request {
 }
 
 func TestEncoderMatchesSDK(t *testing.T) {
-	with := func(f func(r *model.Request)) model.Request {
-		r := equivRequest()
-		f(&r)
-		return r
-	}
+	with := wiretest.Edits(equivRequest)
 	toolRound := func(r *model.Request, args, extra string) {
 		r.Messages = append(r.Messages,
 			model.Message{Role: model.RoleAssistant, Content: "On it.", ToolCalls: []model.ToolCall{{ID: "toolu_1", Name: "write_file", Arguments: json.RawMessage(args)}}, Extra: json.RawMessage(extra)},
 			model.Message{Role: model.RoleTool, ToolCallID: "toolu_1", Name: "write_file", Content: "wrote it"},
 			model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"})
 	}
-	schema := func(s string) func(r *model.Request) {
-		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
-	}
+	schema := wiretest.ToolSchema
 	tests := wiretest.EncodingCases(equivRequest)
 	for name, req := range map[string]model.Request{
 		"golden request": goldenLike(),

@@ -100,10 +100,7 @@ func viaClient(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	c := New(Options{BaseURL: base, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
-	return wiretest.Captured(t, tr, func() error {
-		_, err := c.Complete(context.Background(), req, model.Stream{})
-		return err
-	})
+	return wiretest.Completed(t, tr, c, req)
 }
 
 func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
@@ -139,11 +136,7 @@ func equivRequest() model.Request { return wiretest.EncodingRequest("test/model-
 
 func TestEncoderMatchesSDK(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	with := func(f func(r *model.Request)) model.Request {
-		r := equivRequest()
-		f(&r)
-		return r
-	}
+	with := wiretest.Edits(equivRequest)
 	toolRound := func(r *model.Request, args string) {
 		r.Messages = append(r.Messages,
 			model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1", Name: "write_file", Arguments: json.RawMessage(args)}, {ID: "call_2", Name: "noop"}}},
@@ -152,9 +145,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 			model.Message{Role: model.RoleAssistant, Content: "Done <ok>."},
 			model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"})
 	}
-	schema := func(s string) func(r *model.Request) {
-		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
-	}
+	schema := wiretest.ToolSchema
 	tests := wiretest.EncodingCases(equivRequest)
 	for name, req := range map[string]model.Request{
 		"50 messages":          history50(),

@@ -119,10 +119,7 @@ func viaClient(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	c := New(equivOptions(base, tr))
-	return wiretest.Captured(t, tr, func() error {
-		_, err := c.Complete(context.Background(), req, model.Stream{})
-		return err
-	})
+	return wiretest.Completed(t, tr, c, req)
 }
 
 func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
@@ -154,11 +151,7 @@ func equivRequest() model.Request { return wiretest.EncodingRequest("gpt-5") }
 
 func TestEncoderMatchesSDK(t *testing.T) {
 	gif := []byte("GIF89a\x01\x00\x01\x00")
-	with := func(f func(r *model.Request)) model.Request {
-		r := equivRequest()
-		f(&r)
-		return r
-	}
+	with := wiretest.Edits(equivRequest)
 	stored := `{"responses":{"items":[{"id":"rs_1","type":"reasoning","summary":[ ],"encrypted_content":"gAAAA<&>"}, {"bad":` + "\n" + `"json"]],"phase":"commentary"}}`
 	toolRound := func(r *model.Request, args, extra string) {
 		r.Messages = append(r.Messages,
@@ -167,9 +160,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 			model.Message{Role: model.RoleTool, ToolCallID: "call_2", Content: ""},
 			model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"})
 	}
-	schema := func(s string) func(r *model.Request) {
-		return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
-	}
+	schema := wiretest.ToolSchema
 	tests := wiretest.EncodingCases(equivRequest)
 	for name, req := range map[string]model.Request{
 		"50 messages": history50(),

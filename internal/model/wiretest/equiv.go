@@ -2,6 +2,7 @@ package wiretest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,30 @@ func Captured(t testing.TB, tr *modeltest.Capture, call func() error) Sent {
 		t.Fatalf("a second call sent other bytes\nfirst:  %s\nsecond: %s", first, tr.Body)
 	}
 	return Sent{tr.URL, tr.Body, tr.Header}
+}
+
+// Completed is Captured for one Complete of c, whose transport is tr,
+// with req.
+func Completed(t testing.TB, tr *modeltest.Capture, c model.Provider, req model.Request) Sent {
+	t.Helper()
+	return Captured(t, tr, func() error {
+		_, err := c.Complete(context.Background(), req, model.Stream{})
+		return err
+	})
+}
+
+// Edits returns a maker of test requests: base's request, changed by edit.
+func Edits(base func() model.Request) func(edit func(r *model.Request)) model.Request {
+	return func(edit func(r *model.Request)) model.Request {
+		r := base()
+		edit(&r)
+		return r
+	}
+}
+
+// ToolSchema is an edit that gives a request's first tool the parameters s.
+func ToolSchema(s string) func(r *model.Request) {
+	return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
 }
 
 // CapturedSDK is what the SDK's own call (err its result) left in tr.
