@@ -97,6 +97,28 @@ func NetworkError(err error, apiKey string) *Error {
 	return &Error{Message: CleanMessage(err.Error(), apiKey), Retriable: true, Err: err}
 }
 
+// Finish ends one streamed call whose request went out: res and err are
+// what the transport returned. A failed request is fail(res, err), with
+// the response's body, if any, still open for fail to read; a stream is
+// read by read and answered by response, what had arrived so far coming
+// back with fail(nil, err) when reading it failed.
+func Finish(res *http.Response, err error, read func(*http.Response) error, response func() Response,
+	fail func(res *http.Response, err error) error) (Response, error) {
+	if err != nil {
+		if res != nil && res.Body != nil {
+			defer res.Body.Close()
+		}
+		return Response{}, fail(res, err)
+	}
+	if res == nil {
+		return Response{}, &Error{Message: "no response", Retriable: true}
+	}
+	if err := read(res); err != nil {
+		return response(), fail(nil, err)
+	}
+	return response(), nil
+}
+
 // ErrIncompleteStream marks a streamed reply that ended before the model
 // finished.
 var ErrIncompleteStream = errors.New("stream ended before the model finished")

@@ -162,20 +162,10 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 		option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseBodyInto(&res),
 	)
-	if err := stream.Err(); err != nil {
-		if res != nil && res.Body != nil {
-			defer res.Body.Close()
-		}
-		return model.Response{}, c.fail(ctx, callCtx, res, err)
-	}
-	if res == nil {
-		return model.Response{}, &model.Error{Message: "no response", Retriable: true}
-	}
 	acc := newAccumulator(s)
-	if err := acc.read(res); err != nil {
-		return acc.response(), c.fail(ctx, callCtx, nil, err)
-	}
-	return acc.response(), nil
+	return model.Finish(res, stream.Err(), acc.read, acc.response, func(res *http.Response, err error) error {
+		return c.fail(ctx, callCtx, res, err)
+	})
 }
 
 // fail turns any failure into the error the harness branches on: the

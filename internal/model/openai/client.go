@@ -143,25 +143,16 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	defer cancel()
 
 	res, err := Post(callCtx, c.chat.New, body)
-	if err != nil {
-		if res != nil && res.Body != nil {
-			defer res.Body.Close()
-		}
-		return model.Response{}, c.fail(ctx, callCtx, res, err)
-	}
-	if res == nil {
-		return model.Response{}, &model.Error{Message: "no response", Retriable: true}
-	}
 	acc := newAccumulator(s)
-	if isJSON(res.Header.Get("Content-Type")) {
-		err = readCompletion(res, acc)
-	} else {
-		err = acc.read(res)
+	read := func(res *http.Response) error {
+		if isJSON(res.Header.Get("Content-Type")) {
+			return readCompletion(res, acc)
+		}
+		return acc.read(res)
 	}
-	if err != nil {
-		return acc.response(), c.fail(ctx, callCtx, nil, err)
-	}
-	return acc.response(), nil
+	return model.Finish(res, err, read, acc.response, func(res *http.Response, err error) error {
+		return c.fail(ctx, callCtx, res, err)
+	})
 }
 
 // readCompletion handles a gateway that ignored stream:true and answered

@@ -140,20 +140,10 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	defer cancel()
 
 	res, err := openai.Post(callCtx, c.svc.New, p.encode())
-	if err != nil {
-		if res != nil && res.Body != nil {
-			defer res.Body.Close()
-		}
-		return model.Response{}, c.fail(ctx, callCtx, res, err)
-	}
-	if res == nil {
-		return model.Response{}, &model.Error{Message: "no response", Retriable: true}
-	}
 	acc := newAccumulator(s, c.lane.native)
-	if err := acc.read(res); err != nil {
-		return acc.response(), c.fail(ctx, callCtx, nil, err)
-	}
-	return acc.response(), nil
+	return model.Finish(res, err, acc.read, acc.response, func(res *http.Response, err error) error {
+		return c.fail(ctx, callCtx, res, err)
+	})
 }
 
 func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err error) error {
