@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,22 +32,11 @@ func BenchmarkResponseLatencyReflection(b *testing.B) {
 	for _, c := range []struct{ reflect, settle bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		reflect := c.reflect
 		b.Run(fmt.Sprintf("reflect=%v/settled=%v", c.reflect, c.settle), func(b *testing.B) {
-			product := mcptest.NewProduct()
-			srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
-			b.Cleanup(srv.Close)
-			servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL}})
+			servers := productServers(b, mcptest.NewProduct())
 			fake := startScript(b, func(req modeltest.ChatRequest) modeltest.Reply {
-				var system, user strings.Builder
-				for _, m := range req.Messages {
-					switch m.Role {
-					case "system":
-						system.WriteString(m.Content)
-					case "user":
-						user.WriteString(m.Content + "\n")
-					}
-				}
-				if strings.Contains(system.String(), "reusable lesson") {
-					k := lessonNo.FindStringSubmatch(user.String())
+				system, user := prompt(req)
+				if strings.Contains(system, "reusable lesson") {
+					k := lessonNo.FindStringSubmatch(user)
 					if k == nil {
 						return modeltest.Reply{Text: `{"none":true}`}
 					}
@@ -58,7 +46,7 @@ func BenchmarkResponseLatencyReflection(b *testing.B) {
 				}
 				return modeltest.TextReply("Here is the job description.")
 			})
-			d := newDaemon(b, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=off")
+			d := newDaemon(b, fake, "DELTA_MCP_SERVERS="+servers, "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=off")
 			job := func(input string) string {
 				return fmt.Sprintf(`{"input":%q,"metadata":{"task_type":"jd-generation","reflect":%v}}`, input, reflect)
 			}

@@ -213,15 +213,10 @@ func TestReviewPolicyFollowsConnectedWriteTool(t *testing.T) {
 			if len(reqs) != 1 {
 				t.Fatalf("%d model requests, want 1", len(reqs))
 			}
-			var system strings.Builder
-			for _, m := range reqs[0].Messages {
-				if m.Role == "system" {
-					system.WriteString(m.Content)
-				}
-			}
-			has := strings.Contains(system.String(), "# Review policy") && strings.Contains(system.String(), "`propose_change`")
+			system, _ := prompt(reqs[0])
+			has := strings.Contains(system, "# Review policy") && strings.Contains(system, "`propose_change`")
 			if has != tc.propose {
-				t.Fatalf("review policy in the system prompt = %v, want %v; system:\n%s", has, tc.propose, system.String())
+				t.Fatalf("review policy in the system prompt = %v, want %v; system:\n%s", has, tc.propose, system)
 			}
 			if tc.propose && !reqs[0].HasTool("crm__propose_change") {
 				t.Fatalf("crm__propose_change not offered")

@@ -17,23 +17,29 @@ import (
 
 const aliceLesson = "Lead job descriptions with the role's scope; cut adjectives."
 
+// prompt is a request's system text, its system messages joined, and its
+// user text, each user message followed by a newline.
+func prompt(req modeltest.ChatRequest) (system, user string) {
+	var sys, usr strings.Builder
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			sys.WriteString(m.Content)
+		case "user":
+			usr.WriteString(m.Content + "\n")
+		}
+	}
+	return sys.String(), usr.String()
+}
+
 // memoryScript plays both models. A reflection call (its system prompt asks
 // for one reusable lesson) answers by what the run was: a review digest
 // yields its lesson, LOWCONF a 0.59-confidence one, OVERSIZE a 501-character
 // one, anything else none. A main-loop call echoes the recalled-memory block
 // it was given, or says it had none.
 func memoryScript(req modeltest.ChatRequest) modeltest.Reply {
-	var system, user strings.Builder
-	for _, m := range req.Messages {
-		switch m.Role {
-		case "system":
-			system.WriteString(m.Content)
-		case "user":
-			user.WriteString(m.Content + "\n")
-		}
-	}
-	if strings.Contains(system.String(), "reusable lesson") {
-		u := user.String()
+	system, u := prompt(req)
+	if strings.Contains(system, "reusable lesson") {
 		art := map[string]any{"none": true}
 		switch {
 		case strings.Contains(u, "FETCH"):
@@ -56,7 +62,7 @@ func memoryScript(req modeltest.ChatRequest) modeltest.Reply {
 			fetched = true
 		}
 	}
-	if strings.Contains(user.String(), "FETCH") && !fetched {
+	if strings.Contains(u, "FETCH") && !fetched {
 		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_1", Name: "web_fetch", Arguments: `{"url":"http://127.0.0.1:1/page"}`}}}
 	}
 	for _, m := range req.Messages {

@@ -36,19 +36,24 @@ type learningScript struct {
 	requests []modeltest.ChatRequest // main-loop requests, in order
 }
 
+// jdTemplate is the registry skill the learning tests' product offers.
+var jdTemplate = mcptest.ProductSkill{Name: "jd-template", Description: "How to draft a job description for any role",
+	Body: "Use the house template: title, scope, duties, requirements."}
+
+// productServers serves product over MCP on loopback until the test ends
+// and returns the DELTA_MCP_SERVERS value naming it "product".
+func productServers(t testing.TB, product *mcptest.Product) string {
+	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
+	t.Cleanup(srv.Close)
+	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL}})
+	return string(servers)
+}
+
 func (s *learningScript) reply(req modeltest.ChatRequest) modeltest.Reply {
-	var system, user strings.Builder
-	for _, m := range req.Messages {
-		switch m.Role {
-		case "system":
-			system.WriteString(m.Content)
-		case "user":
-			user.WriteString(m.Content + "\n")
-		}
-	}
-	if strings.Contains(system.String(), "reusable lesson") {
+	system, u := prompt(req)
+	if strings.Contains(system, "reusable lesson") {
 		art := map[string]any{"none": true}
-		switch u := user.String(); {
+		switch {
 		case strings.Contains(u, "LESSON"):
 			art = map[string]any{"kind": "pitfall", "content": jdLesson, "confidence": 0.85}
 		case strings.Contains(u, "PROCEDURE"):
@@ -109,14 +114,10 @@ func jdJob(input string) string {
 // procedure creates one skill in the registry. The sixth job's first model
 // request carries the recalled lesson and the registry's capability block.
 func TestLearningRailPromotesARecurringLessonOnce(t *testing.T) {
-	product := mcptest.NewProduct(mcptest.ProductSkill{Name: "jd-template", Description: "How to draft a job description for any role",
-		Body: "Use the house template: title, scope, duties, requirements."})
-	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
-	t.Cleanup(srv.Close)
-	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL}})
+	product := mcptest.NewProduct(jdTemplate)
 	script := &learningScript{}
 	fake := startScript(t, script.reply)
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent")
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+productServers(t, product), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent")
 
 	first := d.as("", jdJob("LESSON draft the JD for a billing engineer"))
 	second := d.as("", jdJob("LESSON draft the JD for a data engineer"))
@@ -261,8 +262,7 @@ func TestAmbiguousWriteSuffixPromotesNothing(t *testing.T) {
 // restart, and the next recurrence is proposed exactly once; the next job
 // carries the registry's capability block.
 func TestLateServerBindsPromotionAndRegistry(t *testing.T) {
-	product := mcptest.NewProduct(mcptest.ProductSkill{Name: "jd-template", Description: "How to draft a job description for any role",
-		Body: "Use the house template: title, scope, duties, requirements."})
+	product := mcptest.NewProduct(jdTemplate)
 	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
 	t.Cleanup(srv.Close)
 	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL,
@@ -321,14 +321,10 @@ func TestLateServerBindsPromotionAndRegistry(t *testing.T) {
 // a run that saw it is marked as drawn from untrusted input and held until
 // a second distinct run produces it, exactly as after hydration.
 func TestRegistryBlockMakesLessonsUntrusted(t *testing.T) {
-	product := mcptest.NewProduct(mcptest.ProductSkill{Name: "jd-template", Description: "How to draft a job description for any role",
-		Body: "Use the house template: title, scope, duties, requirements."})
-	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Product: product}))
-	t.Cleanup(srv.Close)
-	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL}})
+	product := mcptest.NewProduct(jdTemplate)
 	script := &learningScript{}
 	fake := startScript(t, script.reply)
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=mcp")
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+productServers(t, product), "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=mcp")
 	run := d.as("", jdJob("LESSON draft the JD for a billing engineer"))
 	if req, ok := script.firstRequest("LESSON"); !ok || !strings.Contains(fmt.Sprint(req.Messages), "Loaded procedure jd-template") {
 		t.Fatal("the run's request lacks the capability block")
