@@ -205,6 +205,26 @@ func overflow(code, msg string) bool {
 		strings.Contains(m, "prompt is too long")
 }
 
+// RequestError is the *model.Error for a request the endpoint refused,
+// as the SDK's error or else res's 4xx or 5xx status shows it, made by
+// refused from the status, the error code and the message (the body's
+// start when the SDK found none); nil for any other failure (a network
+// failure, a cut or broken stream). Package responses uses it too.
+func RequestError(res *http.Response, err error, refused func(status int, code, msg string) *model.Error) *model.Error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = model.BodyText(res)
+		}
+		return refused(apiErr.StatusCode, apiErr.Code, msg)
+	}
+	if res != nil && res.StatusCode >= 400 {
+		return refused(res.StatusCode, "", model.BodyText(res))
+	}
+	return nil
+}
+
 // fail turns any failure into the error the harness branches on: the
 // caller's own cancellation stays a context error, everything else is a
 // *model.Error.
@@ -212,16 +232,10 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	if e := model.Interrupted(ctx, callCtx, "chat completion", c.timeout); e != nil {
 		return e
 	}
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		msg := apiErr.Message
-		if msg == "" {
-			msg = model.BodyText(res)
-		}
-		return statusError(apiErr.StatusCode, apiErr.Code, msg, c.apiKey, err)
-	}
-	if res != nil && res.StatusCode >= 400 {
-		return statusError(res.StatusCode, "", model.BodyText(res), c.apiKey, err)
+	if e := RequestError(res, err, func(status int, code, msg string) *model.Error {
+		return statusError(status, code, msg, c.apiKey, err)
+	}); e != nil {
+		return e
 	}
 	var se *streamError
 	if errors.As(err, &se) {

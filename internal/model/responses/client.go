@@ -36,7 +36,6 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -150,16 +149,10 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	if e := model.Interrupted(ctx, callCtx, "responses call", c.timeout); e != nil {
 		return e
 	}
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		msg := apiErr.Message
-		if msg == "" {
-			msg = model.BodyText(res)
-		}
-		return c.statusError(apiErr.StatusCode, apiErr.Code, msg, err)
-	}
-	if res != nil && res.StatusCode >= 400 {
-		return c.statusError(res.StatusCode, "", model.BodyText(res), err)
+	if e := openai.RequestError(res, err, func(status int, code, msg string) *model.Error {
+		return c.statusError(status, code, msg, err)
+	}); e != nil {
+		return e
 	}
 	var se *streamError
 	if errors.As(err, &se) {
