@@ -8,7 +8,6 @@ import (
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/anthropic"
-	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
@@ -36,14 +35,9 @@ func TestImagesWire(t *testing.T) {
 		t.Fatalf("Complete: %v", err)
 	}
 	got := fake.Requests()[0]
-	var body struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(got.Raw, &body); err != nil {
-		t.Fatal(err)
-	}
-	if len(body.Messages) != 3 {
-		t.Fatalf("%d turns on the wire, want 3 (user, assistant, user)", len(body.Messages))
+	msgs := wiretest.Items(t, got, "messages")
+	if len(msgs) != 3 {
+		t.Fatalf("%d turns on the wire, want 3 (user, assistant, user)", len(msgs))
 	}
 	want := `{"role":"user","content":[` +
 		`{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"[image: a.png (image/png, 29 bytes)]"}]},` +
@@ -51,14 +45,10 @@ func TestImagesWire(t *testing.T) {
 		`{"type":"text","text":"<delta:images>\na.png\nb.webp\n</delta:images>","cache_control":{"type":"ephemeral"}},` +
 		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + base64.StdEncoding.EncodeToString(pngBytes) + `"}},` +
 		`{"type":"image","source":{"type":"base64","media_type":"image/webp","data":"` + base64.StdEncoding.EncodeToString(webpBytes) + `"}}]}`
-	if g, w := wiretest.Canonical(t, body.Messages[2]), wiretest.Canonical(t, []byte(want)); g != w {
+	if g, w := wiretest.Canonical(t, msgs[2]), wiretest.Canonical(t, []byte(want)); g != w {
 		t.Errorf("last turn on the wire:\n got %s\nwant %s", g, w)
 	}
-	ims := got.Images()
-	if len(ims) != 2 || ims[0] != (modeltest.ChatImage{MIME: "image/png", Bytes: len(pngBytes), SHA256: wiretest.SHA256(pngBytes)}) ||
-		ims[1] != (modeltest.ChatImage{MIME: "image/webp", Bytes: len(webpBytes), SHA256: wiretest.SHA256(webpBytes)}) {
-		t.Errorf("fake recorded images %+v", ims)
-	}
+	wiretest.CheckImages(t, got, model.Image{MIME: "image/png", Data: pngBytes}, model.Image{MIME: "image/webp", Data: webpBytes})
 	if m := got.LastMessage(); m.Role != "user" || len(m.Images) != 2 {
 		t.Errorf("images joined %+v, want the images text message", m)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/openai"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
@@ -37,28 +36,19 @@ func TestImagesWire(t *testing.T) {
 		t.Fatalf("Complete: %v", err)
 	}
 	got := fake.Requests()[0]
-	var body struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(got.Raw, &body); err != nil {
-		t.Fatal(err)
-	}
-	last := body.Messages[len(body.Messages)-1]
+	msgs := wiretest.Items(t, got, "messages")
+	last := msgs[len(msgs)-1]
 	want := `{"role":"user","content":[{"type":"text","text":"<delta:images>\ninbox/cat.png\n</delta:images>"},` +
 		`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString(pngBytes) + `"}},` +
 		`{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,` + base64.StdEncoding.EncodeToString(jpegBytes) + `"}}]}`
 	if g, w := wiretest.Canonical(t, last), wiretest.Canonical(t, []byte(want)); g != w {
 		t.Errorf("images message on the wire:\n got %s\nwant %s", g, w)
 	}
-	if g := wiretest.Canonical(t, body.Messages[len(body.Messages)-2]); g != wiretest.Canonical(t, []byte(`{"role":"user","content":"<delta:turn step=2/>"}`)) {
+	if g := wiretest.Canonical(t, msgs[len(msgs)-2]); g != wiretest.Canonical(t, []byte(`{"role":"user","content":"<delta:turn step=2/>"}`)) {
 		t.Errorf("the turn block is no longer a plain string: %s", g)
 	}
 	// What the model saw, as the fake recorded it.
-	ims := got.Images()
-	if len(ims) != 2 || ims[0] != (modeltest.ChatImage{MIME: "image/png", Bytes: len(pngBytes), SHA256: wiretest.SHA256(pngBytes)}) ||
-		ims[1] != (modeltest.ChatImage{MIME: "image/jpeg", Bytes: len(jpegBytes), SHA256: wiretest.SHA256(jpegBytes)}) {
-		t.Errorf("fake recorded images %+v", ims)
-	}
+	wiretest.CheckImages(t, got, model.Image{MIME: "image/png", Data: pngBytes}, model.Image{MIME: "image/jpeg", Data: jpegBytes})
 	if m := got.LastMessage(); m.Role != "user" || m.Content != "<delta:images>\ninbox/cat.png\n</delta:images>" || len(m.Images) != 2 {
 		t.Errorf("last message as decoded = %+v", m)
 	}

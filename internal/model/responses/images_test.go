@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/responses"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
@@ -46,25 +45,18 @@ func TestImagesWire(t *testing.T) {
 				t.Fatalf("Complete: %v", err)
 			}
 			got := fake.Requests()[0]
-			var body struct {
-				Input []json.RawMessage `json:"input"`
-			}
-			if err := json.Unmarshal(got.Raw, &body); err != nil {
-				t.Fatal(err)
-			}
+			input := wiretest.Items(t, got, "input")
 			want := `{"role":"user","content":[` +
 				`{"type":"input_text","text":"<delta:images>\nspin.gif\n</delta:images>"},` +
 				`{"type":"input_image","detail":"auto","image_url":"data:image/gif;base64,` + base64.StdEncoding.EncodeToString(gifBytes) + `"}]}`
-			last := body.Input[len(body.Input)-1]
+			last := input[len(input)-1]
 			if g, w := wiretest.Canonical(t, last), wiretest.Canonical(t, []byte(want)); g != w {
 				t.Errorf("images item on the wire:\n got %s\nwant %s", g, w)
 			}
 			if n := strings.Count(string(got.Raw), `"prompt_cache_breakpoint"`); n != tt.breakpoints {
 				t.Errorf("%d breakpoints, want %d: %s", n, tt.breakpoints, got.Raw)
 			}
-			if ims := got.Images(); len(ims) != 1 || ims[0] != (modeltest.ChatImage{MIME: "image/gif", Bytes: len(gifBytes), SHA256: wiretest.SHA256(gifBytes)}) {
-				t.Errorf("fake recorded images %+v", ims)
-			}
+			wiretest.CheckImages(t, got, model.Image{MIME: "image/gif", Data: gifBytes})
 		})
 	}
 }

@@ -147,3 +147,35 @@ func ServeEvents(t testing.TB, body string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1"
 }
+
+// Items is the JSON array under key ("messages", or the Responses API's
+// "input") of the body the fake recorded, one raw item each; nil when the
+// body has no such member.
+func Items(t testing.TB, got modeltest.ChatRequest, key string) []json.RawMessage {
+	t.Helper()
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(got.Raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	var items []json.RawMessage
+	if raw, ok := body[key]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+	}
+	return items
+}
+
+// CheckImages fails t unless the fake recorded exactly the images want,
+// in order: each one's MIME type, size and SHA-256.
+func CheckImages(t testing.TB, got modeltest.ChatRequest, want ...model.Image) {
+	t.Helper()
+	ims := got.Images()
+	ok := len(ims) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = ims[i] == modeltest.ChatImage{MIME: want[i].MIME, Bytes: len(want[i].Data), SHA256: SHA256(want[i].Data)}
+	}
+	if !ok {
+		t.Errorf("fake recorded images %+v", ims)
+	}
+}
