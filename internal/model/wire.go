@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,32 @@ func StatusError(status int, msg, apiKey string, err error) *Error {
 		msg = http.StatusText(status)
 	}
 	return &Error{Status: status, Message: CleanMessage(msg, apiKey), Retriable: RetriableStatus(status), Err: err}
+}
+
+// RefusalError is StatusError, except that a context-window refusal
+// (overflowed: each wire knows its endpoint's wording) wraps
+// ErrContextOverflow and is not retriable: the same prompt would be
+// refused again, so the engine can compact and retry.
+func RefusalError(status int, msg, apiKey string, err error, overflowed bool) *Error {
+	e := StatusError(status, msg, apiKey, err)
+	if overflowed {
+		e.Retriable = false
+		e.Err = fmt.Errorf("%w: %w", ErrContextOverflow, err)
+	}
+	return e
+}
+
+// StreamedCall is a tool call as a stream assembled it. A call without an
+// id gets prefix and its index (some gateways omit ids, and the tool
+// result must still name its call); blank arguments are an empty object.
+func StreamedCall(id, prefix string, index int, name, args string) ToolCall {
+	if id == "" {
+		id = prefix + strconv.Itoa(index)
+	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	return ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
 }
 
 // NetworkError is the *Error for a failure without a status: a refused

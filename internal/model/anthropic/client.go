@@ -200,12 +200,7 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 }
 
 func (c *Client) statusError(status int, msg string, err error) *model.Error {
-	e := model.StatusError(status, msg, c.apiKey, err)
-	if overflow(status, msg) {
-		e.Retriable = false
-		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
-	}
-	return e
+	return model.RefusalError(status, msg, c.apiKey, err, overflow(status, msg))
 }
 
 // overflow recognises Anthropic's context-window refusals: "prompt is too

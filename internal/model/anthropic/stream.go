@@ -265,15 +265,7 @@ func (a *accumulator) response() model.Response {
 		case "text":
 			text.WriteString(b.text.String())
 		case "tool_use":
-			id := b.id
-			if id == "" {
-				id = fmt.Sprintf("toolu_%d", i)
-			}
-			args := b.text.String()
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: id, Name: b.name, Arguments: json.RawMessage(args)})
+			r.ToolCalls = append(r.ToolCalls, model.StreamedCall(b.id, "toolu_", i, b.name, b.text.String()))
 		case "thinking":
 			if b.signature != "" {
 				raw, _ := json.Marshal(map[string]string{"type": "thinking", "thinking": b.text.String(), "signature": b.signature})

@@ -183,12 +183,7 @@ func isJSON(contentType string) bool {
 // refusal wraps model.ErrContextOverflow and is not retriable (the same
 // prompt would be refused again), so the engine can compact and retry.
 func statusError(status int, code, msg, apiKey string, err error) *model.Error {
-	e := model.StatusError(status, msg, apiKey, err)
-	if overflow(code, msg) {
-		e.Retriable = false
-		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
-	}
-	return e
+	return model.RefusalError(status, msg, apiKey, err, overflow(code, msg))
 }
 
 // overflow recognises a context-window refusal by OpenAI's code, or by the

@@ -303,17 +303,7 @@ func (a *accumulator) response() model.Response {
 	calls := append([]*callBuilder(nil), a.calls...)
 	sort.SliceStable(calls, func(i, j int) bool { return calls[i].index < calls[j].index })
 	for i, b := range calls {
-		id := b.id
-		if id == "" {
-			// Some gateways omit ids; the tool result must still be able
-			// to name its call.
-			id = fmt.Sprintf("call_%d", i)
-		}
-		args := b.args.String()
-		if strings.TrimSpace(args) == "" {
-			args = "{}"
-		}
-		r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: id, Name: b.name, Arguments: json.RawMessage(args)})
+		r.ToolCalls = append(r.ToolCalls, model.StreamedCall(b.id, "call_", i, b.name, b.args.String()))
 	}
 	return r
 }

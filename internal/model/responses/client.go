@@ -166,12 +166,7 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 }
 
 func (c *Client) statusError(status int, code, msg string, err error) *model.Error {
-	e := model.StatusError(status, msg, c.apiKey, err)
-	if overflow(code, msg) {
-		e.Retriable = false
-		e.Err = fmt.Errorf("%w: %w", model.ErrContextOverflow, err)
-	}
-	return e
+	return model.RefusalError(status, msg, c.apiKey, err, overflow(code, msg))
 }
 
 // overflow recognises OpenAI's context-window refusals by code, or by the

@@ -227,15 +227,7 @@ func (a *accumulator) item(raw json.RawMessage, done bool) error {
 func (a *accumulator) response() model.Response {
 	r := model.Response{Model: a.served, Text: a.text.String(), Usage: a.usage, FinishReason: "stop", Speed: a.speed}
 	for i, b := range a.calls {
-		id := b.callID
-		if id == "" {
-			id = fmt.Sprintf("call_%d", i)
-		}
-		args := b.args.String()
-		if strings.TrimSpace(args) == "" {
-			args = "{}"
-		}
-		r.ToolCalls = append(r.ToolCalls, model.ToolCall{ID: id, Name: b.name, Arguments: json.RawMessage(args)})
+		r.ToolCalls = append(r.ToolCalls, model.StreamedCall(b.callID, "call_", i, b.name, b.args.String()))
 	}
 	if len(r.ToolCalls) > 0 {
 		r.FinishReason = "tool_calls"
