@@ -272,14 +272,14 @@ var runningLine = regexp.MustCompile(`^Delta is running at http://localhost:(\d+
 type devProc struct {
 	cmd    *exec.Cmd
 	port   string
-	stderr *syncBuffer
+	stderr *daemontest.Output
 	exited chan error // receives Wait's result
 }
 
 // startDev runs `delta dev bundle --no-open [extra…]` and waits for its URL line.
 func startDev(t *testing.T, bundle string, env []string, extra ...string) *devProc {
 	t.Helper()
-	d := &devProc{stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	d := &devProc{stderr: &daemontest.Output{}, exited: make(chan error, 1)}
 	d.cmd = exec.Command(deltaBin, append([]string{"dev", bundle, "--no-open"}, extra...)...)
 	d.cmd.Env = env
 	d.cmd.Stderr = d.stderr

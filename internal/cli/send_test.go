@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // fakeDaemon is a loopback HTTP server speaking the slice of Delta's API
@@ -385,7 +387,7 @@ func TestSendNoDaemon(t *testing.T) {
 // true about the daemon (checked every few ms) or 10 s pass.
 func fastWatch(t *testing.T, d *fakeDaemon, stop func() bool, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	out, errb := &syncBuffer{}, &syncBuffer{}
+	out, errb := &daemontest.Output{}, &daemontest.Output{}
 	e := env{stdout: out, stderr: errb, lookup: mapLookup(nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -491,7 +493,7 @@ func TestWatchStopsCleanlyOnInterrupt(t *testing.T) {
 	d.frames = []string{sseFrame(1, "run.started", `{}`)}
 	d.holdStream = true
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &daemontest.Output{}
 	e := env{stdout: out, stderr: io.Discard, lookup: mapLookup(nil)}
 	done := make(chan error, 1)
 	go func() { done <- (&watchCommand{env: e}).Run(ctx, []string{"--port", d.port(t)}) }()
@@ -507,18 +509,6 @@ func TestWatchStopsCleanlyOnInterrupt(t *testing.T) {
 		t.Fatalf("watch after interrupt: %v, want nil", err)
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestDecodeEventAndLine(t *testing.T) {
 	tests := []struct {

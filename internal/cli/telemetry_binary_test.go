@@ -23,18 +23,19 @@ import (
 	"github.com/deltaharness/delta/internal/collector/pgtest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // proc is a long-running delta process (a daemon or the collector).
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *daemontest.Output
 	exited chan error
 }
 
 func startProc(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &proc{stderr: &daemontest.Output{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(deltaBin, args...)
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // serveProc is one `delta serve` process; successive ones share the port
@@ -25,7 +26,7 @@ type serveProc struct {
 	env    []string
 	port   string
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *daemontest.Output
 	exited chan error
 }
 
@@ -52,7 +53,7 @@ func startServeProc(t *testing.T, holder, modelURL string, extra ...string) *ser
 
 func (s *serveProc) start() {
 	s.t.Helper()
-	s.log = &syncBuffer{}
+	s.log = &daemontest.Output{}
 	s.exited = make(chan error, 1)
 	s.cmd = exec.Command(deltaBin, "serve")
 	s.cmd.Env = s.env
@@ -159,7 +160,7 @@ func TestWatchBinarySurvivesDaemonRestart(t *testing.T) {
 	d := startServeProc(t, "watch-test", fake.URL())
 	port := d.port
 
-	var out, errb syncBuffer
+	var out, errb daemontest.Output
 	watch := exec.Command(deltaBin, "watch", "--port", port)
 	watch.Env = cleanEnv()
 	watch.Stdout, watch.Stderr = &out, &errb
@@ -239,7 +240,7 @@ func TestWatchBinarySurvivesDaemonRestart(t *testing.T) {
 }
 
 // waitFor waits up to a minute for s to appear in b.
-func waitFor(t *testing.T, b *syncBuffer, s, msg string) {
+func waitFor(t *testing.T, b *daemontest.Output, s, msg string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(b.String(), s) {

@@ -7,6 +7,7 @@
 package daemontest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -235,4 +236,24 @@ func (p *Process) Stop(within time.Duration) {
 		_ = p.Cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// Output is a bytes.Buffer that a child process's output goroutines write
+// while the test reads it.
+type Output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Output) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what has been written so far.
+func (b *Output) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

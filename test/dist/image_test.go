@@ -463,7 +463,7 @@ func checkExtractedDaemon(t *testing.T, img image) {
 		environ = append(environ, k+"="+v)
 	}
 
-	var log syncBuffer
+	var log daemontest.Output
 	cmd := exec.Command(filepath.Join(bin, "delta"), "entrypoint") //nolint:noctx // stopped with SIGTERM below, then killed
 	cmd.Env, cmd.Stdout, cmd.Stderr = environ, &log, &log
 	if os.Geteuid() == 0 {
