@@ -49,6 +49,14 @@ func productServers(t testing.TB, product *mcptest.Product) string {
 	return string(servers)
 }
 
+// learningDaemon starts a daemon whose model is a fresh learningScript,
+// with the environment given.
+func learningDaemon(t *testing.T, env ...string) (*daemon, *learningScript) {
+	t.Helper()
+	script := &learningScript{}
+	return newDaemon(t, startScript(t, script.reply), env...), script
+}
+
 func (s *learningScript) reply(req modeltest.ChatRequest) modeltest.Reply {
 	system, u := prompt(req)
 	if strings.Contains(system, "reusable lesson") {
@@ -115,9 +123,7 @@ func jdJob(input string) string {
 // request carries the recalled lesson and the registry's capability block.
 func TestLearningRailPromotesARecurringLessonOnce(t *testing.T) {
 	product := mcptest.NewProduct(jdTemplate)
-	script := &learningScript{}
-	fake := startScript(t, script.reply)
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+productServers(t, product), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent")
+	d, script := learningDaemon(t, "DELTA_MCP_SERVERS="+productServers(t, product), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent")
 
 	first := d.as("", jdJob("LESSON draft the JD for a billing engineer"))
 	second := d.as("", jdJob("LESSON draft the JD for a data engineer"))
@@ -231,9 +237,7 @@ func TestAmbiguousWriteSuffixPromotesNothing(t *testing.T) {
 	t.Cleanup(srvA.Close)
 	t.Cleanup(srvB.Close)
 	servers, _ := json.Marshal([]map[string]any{{"name": "crm", "url": srvA.URL}, {"name": "hr", "url": srvB.URL}})
-	script := &learningScript{}
-	fake := startScript(t, script.reply)
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), `DELTA_VOCAB={"writeVerbSuffix":"learning_write"}`, "DELTA_SKILLS=off")
+	d, _ := learningDaemon(t, "DELTA_MCP_SERVERS="+string(servers), `DELTA_VOCAB={"writeVerbSuffix":"learning_write"}`, "DELTA_SKILLS=off")
 	d.as("", jdJob("LESSON draft the JD for a billing engineer"))
 	d.as("", jdJob("LESSON draft the JD for a data engineer"))
 	mem := d.drained()
@@ -267,9 +271,7 @@ func TestLateServerBindsPromotionAndRegistry(t *testing.T) {
 	t.Cleanup(srv.Close)
 	servers, _ := json.Marshal([]map[string]any{{"name": "product", "url": srv.URL,
 		"headers": map[string]string{"Authorization": "Bearer {{vault:PRODUCT_TOKEN}}"}}})
-	script := &learningScript{}
-	fake := startScript(t, script.reply)
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent",
+	d, script := learningDaemon(t, "DELTA_MCP_SERVERS="+string(servers), "DELTA_VOCAB="+productVocab, "DELTA_AGENT_ID=jd-agent",
 		"DELTA_VAULT_KEY=0123456789abcdef-test-key")
 
 	mem := d.drained()
@@ -322,9 +324,7 @@ func TestLateServerBindsPromotionAndRegistry(t *testing.T) {
 // a second distinct run produces it, exactly as after hydration.
 func TestRegistryBlockMakesLessonsUntrusted(t *testing.T) {
 	product := mcptest.NewProduct(jdTemplate)
-	script := &learningScript{}
-	fake := startScript(t, script.reply)
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+productServers(t, product), "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=mcp")
+	d, script := learningDaemon(t, "DELTA_MCP_SERVERS="+productServers(t, product), "DELTA_VOCAB="+productVocab, "DELTA_SKILLS=mcp")
 	run := d.as("", jdJob("LESSON draft the JD for a billing engineer"))
 	if req, ok := script.firstRequest("LESSON"); !ok || !strings.Contains(fmt.Sprint(req.Messages), "Loaded procedure jd-template") {
 		t.Fatal("the run's request lacks the capability block")
