@@ -15,6 +15,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/code"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
@@ -130,20 +131,6 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 func TestCancelKillsProcessGroup(t *testing.T) {
 	ws := workspaceDir(t)
 	pids := filepath.Join(t.TempDir(), "pids")
@@ -177,7 +164,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 	for _, pid := range procs {
 		gone := false
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if !alive(pid) {
+			if !tooltest.Alive(pid) {
 				gone = true
 				break
 			}
@@ -199,10 +186,10 @@ func TestExitKillsLeftovers(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	for deadline := time.Now().Add(10 * time.Second); alive(pid) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); tooltest.Alive(pid) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if pid == 0 || alive(pid) {
+	if pid == 0 || tooltest.Alive(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("background process %d outlived the call", pid)
 	}

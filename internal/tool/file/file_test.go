@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
@@ -87,11 +88,7 @@ func call(t *testing.T, tl tool.Tool, args any) tool.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tl.Run(context.Background(), tool.Call{RunID: "r", CallID: "c", Args: raw})
-	if err != nil {
-		t.Fatalf("%s(%s) returned a Go error: %v", tl.Spec().Name, raw, err)
-	}
-	return res
+	return tooltest.Run(t, tl, tool.Call{RunID: "r", CallID: "c", Args: raw})
 }
 
 // expect checks a result is (or is not) an error and holds every substring.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/grep"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
@@ -56,11 +57,7 @@ func fixture(t testing.TB) (*workspace.Root, string) {
 
 func run(t testing.TB, tl tool.Tool, args string) tool.Result {
 	t.Helper()
-	res, err := tl.Run(context.Background(), tool.Call{Args: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("Run(%s) error: %v", args, err)
-	}
-	return res
+	return tooltest.Run(t, tl, tool.Call{Args: json.RawMessage(args)})
 }
 
 func TestGrepFinds(t *testing.T) {
@@ -103,16 +100,7 @@ func TestGrepFinds(t *testing.T) {
 			if res.IsError {
 				t.Fatalf("unexpected error result: %s", res.Text)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(res.Text, w) {
-					t.Errorf("result lacks %q:\n%s", w, res.Text)
-				}
-			}
-			for _, nw := range tt.notWant {
-				if strings.Contains(res.Text, nw) {
-					t.Errorf("result holds %q:\n%s", nw, res.Text)
-				}
-			}
+			tooltest.CheckText(t, res.Text, tt.want, tt.notWant)
 		})
 	}
 }

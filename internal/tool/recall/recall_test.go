@@ -12,6 +12,7 @@ import (
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/recall"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 )
 
 func openStore(t *testing.T) *store.Store {
@@ -26,11 +27,7 @@ func openStore(t *testing.T) *store.Store {
 
 func run(t *testing.T, tl tool.Tool, sessionID string, args string) tool.Result {
 	t.Helper()
-	res, err := tl.Run(context.Background(), tool.Call{RunID: "resp_1", SessionID: sessionID, CallID: "call_r", Args: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("recall %s: %v", args, err)
-	}
-	return res
+	return tooltest.Run(t, tl, tool.Call{RunID: "resp_1", SessionID: sessionID, CallID: "call_r", Args: json.RawMessage(args)})
 }
 
 func TestSearchAnswersWholeMessagesWithTheirSpillFile(t *testing.T) {

@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/subagent"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 )
 
 // fakeDelta writes a shell script standing in for `delta run`.
@@ -174,24 +174,11 @@ func waitPIDs(n int, files func() []string) []int {
 func waitDead(t *testing.T, procs []int) {
 	t.Helper()
 	for _, pid := range procs {
-		for i := 0; alive(pid); i++ {
+		for i := 0; tooltest.Alive(pid); i++ {
 			if i > 500 {
 				t.Fatalf("process %d outlived the cancelled call", pid)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-}
-
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	_, after, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(after, "Z")
 }

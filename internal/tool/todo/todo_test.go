@@ -10,6 +10,7 @@ import (
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/todo"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 )
 
 func newPlans(t *testing.T, o todo.Options) *todo.Plans {
@@ -24,11 +25,7 @@ func newPlans(t *testing.T, o todo.Options) *todo.Plans {
 
 func call(t *testing.T, tl tool.Tool, session string, args string) tool.Result {
 	t.Helper()
-	res, err := tl.Run(context.Background(), tool.Call{RunID: "r", SessionID: session, CallID: "c", Args: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("Run(%s): %v", args, err)
-	}
-	return res
+	return tooltest.Run(t, tl, tool.Call{RunID: "r", SessionID: session, CallID: "c", Args: json.RawMessage(args)})
 }
 
 func TestPlanIsStoredPerSessionAndReinjected(t *testing.T) {

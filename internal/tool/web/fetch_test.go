@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 )
 
 // fakeResolver maps names to fixed addresses, standing in for DNS.
@@ -76,11 +77,7 @@ func fetchTool(t *testing.T, tg *target, allow bool, resolver Resolver) tool.Too
 func call(t *testing.T, tl tool.Tool, args any) tool.Result {
 	t.Helper()
 	b, _ := json.Marshal(args)
-	res, err := tl.Run(context.Background(), tool.Call{Args: b})
-	if err != nil {
-		t.Fatalf("Run(%s): %v", b, err)
-	}
-	return res
+	return tooltest.Run(t, tl, tool.Call{Args: b})
 }
 
 func TestFetchSSRF(t *testing.T) {
@@ -283,16 +280,7 @@ func TestFetchContent(t *testing.T) {
 			if res.IsError != tt.isErr {
 				t.Fatalf("IsError = %v, want %v: %s", res.IsError, tt.isErr, res.Text)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(res.Text, w) {
-					t.Errorf("result lacks %q:\n%s", w, res.Text)
-				}
-			}
-			for _, nw := range tt.notWant {
-				if strings.Contains(res.Text, nw) {
-					t.Errorf("result holds %q:\n%s", nw, res.Text)
-				}
-			}
+			tooltest.CheckText(t, res.Text, tt.want, tt.notWant)
 		})
 	}
 }

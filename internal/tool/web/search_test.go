@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/tool/tooltest"
 	"github.com/deltaharness/delta/internal/tool/web"
 	"github.com/deltaharness/delta/internal/tool/web/exatest"
 )
@@ -21,11 +21,7 @@ var hits = []exatest.Result{
 
 func run(t *testing.T, tl tool.Tool, args string) tool.Result {
 	t.Helper()
-	res, err := tl.Run(context.Background(), tool.Call{Args: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("Run(%s): %v", args, err)
-	}
-	return res
+	return tooltest.Run(t, tl, tool.Call{Args: json.RawMessage(args)})
 }
 
 func TestSearch(t *testing.T) {
