@@ -218,12 +218,7 @@ func splitArgs(s string) []string {
 // writeSSE streams a reply. It returns when the reply is written, the
 // client goes away, or the reply asks to end early.
 func writeSSE(w http.ResponseWriter, r *http.Request, rep reply, includeUsage bool) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	flusher := startSSE(w, r).flusher
 
 	chunks := rep.chunks(time.Now().Unix())
 	if !includeUsage {

@@ -134,14 +134,22 @@ func DecodeResponsesRequest(body []byte) (ChatRequest, error) {
 	return req, nil
 }
 
-var respWire = wire{
-	decode: DecodeResponsesRequest,
-	authOK: func(h http.Header, key string) bool { return h.Get("Authorization") == "Bearer "+key },
-	authFail: func(h http.Header) string {
-		return "Incorrect API key provided: " + strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
-	},
-	writeErr: writeError,
-	overflow: writeOpenAIOverflow,
+var respWire = openAIWire(DecodeResponsesRequest)
+
+// openAIWire is one of OpenAI's two wires, which share the bearer key,
+// the error shape and the context-window refusal. Like OpenAI, the 401
+// names the key that was refused, so clients are tested on keeping it out
+// of their errors.
+func openAIWire(decode func(body []byte) (ChatRequest, error)) wire {
+	return wire{
+		decode: decode,
+		authOK: func(h http.Header, key string) bool { return h.Get("Authorization") == "Bearer "+key },
+		authFail: func(h http.Header) string {
+			return "Incorrect API key provided: " + strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+		},
+		writeErr: writeError,
+		overflow: writeOpenAIOverflow,
+	}
 }
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 )
@@ -193,56 +192,15 @@ func (s *Server) record(req *ChatRequest) (hold chan struct{}, key, id string) {
 	return s.hold, s.key, fmt.Sprintf("chatcmpl-modeltest-%d", s.seq)
 }
 
+// chatWire is the Chat Completions wire.
+var chatWire = openAIWire(DecodeRequest)
+
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "read request body: "+err.Error())
+	req, rep, seq, ok := s.dispatch(w, r, chatWire)
+	if !ok {
 		return
 	}
-	req, decodeErr := DecodeRequest(body)
-	var recorded *ChatRequest
-	if decodeErr == nil {
-		req.Path = r.URL.Path
-		req.Header = r.Header.Clone()
-		recorded = &req
-	}
-	hold, key, id := s.record(recorded)
-	if key != "" {
-		got := r.Header.Get("Authorization")
-		if got != "Bearer "+key {
-			// Like OpenAI, name the key that was refused, so clients are
-			// tested on keeping it out of their errors.
-			writeError(w, http.StatusUnauthorized, "Incorrect API key provided: "+strings.TrimPrefix(got, "Bearer "))
-			return
-		}
-	}
-	if decodeErr != nil {
-		writeError(w, http.StatusBadRequest, decodeErr.Error())
-		return
-	}
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-s.done:
-			return
-		case <-r.Context().Done():
-			return
-		}
-	}
-	rep, err := s.run(req)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if rep.Overflow {
-		writeOpenAIOverflow(w)
-		return
-	}
-	if rep.Status != 0 {
-		writeError(w, rep.Status, rep.Message)
-		return
-	}
-	res := resolve(req, rep, id)
+	res := resolve(req, rep, "chatcmpl-modeltest-"+seq)
 	if req.Stream {
 		writeSSE(w, r, res, req.IncludeUsage)
 		return
