@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -111,13 +110,7 @@ func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
 	}
 	tr := &modeltest.Capture{}
 	svc := sdk.NewChatCompletionService(SDKOptions(base, "sk-equiv", &http.Client{Transport: tr}, equivHeaders)...)
-	var res *http.Response
-	_, err = svc.New(context.Background(), sdkParams(p, req.Tools),
-		option.WithJSONSet("stream", true),
-		option.WithHeader("Accept", "text/event-stream"),
-		option.WithResponseBodyInto(&res),
-	)
-	return wiretest.CapturedSDK(t, tr, err)
+	return wiretest.OpenAISDK(t, tr, svc.New, sdkParams(p, req.Tools))
 }
 
 // checkSame fails t unless both paths sent the same request to the same

@@ -1,12 +1,10 @@
 package responses
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	sdk "github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -131,13 +129,7 @@ func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
 		return wiretest.Sent{}
 	}
 	svc := sdk.NewResponseService(openai.SDKOptions(base, o.APIKey, o.HTTPClient, o.Headers)...)
-	var res *http.Response
-	_, err = svc.New(context.Background(), sdkParams(p, req.Tools),
-		option.WithJSONSet("stream", true),
-		option.WithHeader("Accept", "text/event-stream"),
-		option.WithResponseBodyInto(&res),
-	)
-	return wiretest.CapturedSDK(t, tr, err)
+	return wiretest.OpenAISDK(t, tr, svc.New, sdkParams(p, req.Tools))
 }
 
 // checkSame fails t unless both paths sent the same request to the same

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 )
@@ -71,6 +73,22 @@ func Edits(base func() model.Request) func(edit func(r *model.Request)) model.Re
 // ToolSchema is an edit that gives a request's first tool the parameters s.
 func ToolSchema(s string) func(r *model.Request) {
 	return func(r *model.Request) { r.Tools[0].Parameters = json.RawMessage(s) }
+}
+
+// OpenAISDK calls an openai-go service's New method (call) with params as
+// the OpenAI wires called it before they encoded their own bodies: the SDK
+// encodes params with "stream" set and asks for the event stream, and the
+// raw response keeps it from decoding the body. It returns what the call
+// left in tr, the service's transport.
+func OpenAISDK[P, R any](t testing.TB, tr *modeltest.Capture, call func(context.Context, P, ...option.RequestOption) (R, error), params P) Sent {
+	t.Helper()
+	var res *http.Response
+	_, err := call(context.Background(), params,
+		option.WithJSONSet("stream", true),
+		option.WithHeader("Accept", "text/event-stream"),
+		option.WithResponseBodyInto(&res),
+	)
+	return CapturedSDK(t, tr, err)
 }
 
 // CapturedSDK is what the SDK's own call (err its result) left in tr.
