@@ -225,24 +225,13 @@ func FuzzEncoderMatchesSDK(f *testing.F) {
 // applyOld applies one chunk body as the client did before: always
 // through the SDK's ChatCompletionChunk.
 func (a *accumulator) applyOld(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return nil
-	}
-	if bytes.Equal(data, []byte("[DONE]")) {
-		a.done = true
-		return nil
-	}
-	if err := errorEvent(data); err != nil {
-		return err
-	}
-	var sc sdk.ChatCompletionChunk
-	if err := json.Unmarshal(data, &sc); err != nil {
-		return fmt.Errorf("malformed stream chunk: %w", err)
-	}
-	c := chunkOf(&sc)
-	a.chunk(&c)
-	return nil
+	return a.apply(data, func(data []byte) (chunk, error) {
+		var sc sdk.ChatCompletionChunk
+		if err := json.Unmarshal(data, &sc); err != nil {
+			return chunk{}, fmt.Errorf("malformed stream chunk: %w", err)
+		}
+		return chunkOf(&sc), nil
+	})
 }
 
 // FuzzChunkMatchesSDK holds the chunk decoder to the SDK's reading of the

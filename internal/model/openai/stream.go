@@ -63,7 +63,12 @@ type streamError struct {
 func (e *streamError) Error() string { return "error event in stream: " + e.message }
 
 // event applies one SSE data payload.
-func (a *accumulator) event(data []byte) error {
+func (a *accumulator) event(data []byte) error { return a.apply(data, decodeChunk) }
+
+// apply applies one SSE data payload: a blank one is skipped, [DONE] ends
+// the stream, an error event fails it, and any other is a chunk as decode
+// reads it.
+func (a *accumulator) apply(data []byte, decode func(data []byte) (chunk, error)) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil
@@ -75,23 +80,32 @@ func (a *accumulator) event(data []byte) error {
 	if err := errorEvent(data); err != nil {
 		return err
 	}
+	c, err := decode(data)
+	if err != nil {
+		return err
+	}
+	a.chunk(&c)
+	return nil
+}
+
+// decodeChunk reads one chunk with the fields this client uses.
+func decodeChunk(data []byte) (chunk, error) {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			return fmt.Errorf("malformed stream chunk: %w", err)
+			return c, fmt.Errorf("malformed stream chunk: %w", err)
 		}
 		// A field of an unexpected type (arguments sent as an object, a
 		// count as a string): the SDK's lenient decoder reads what it
 		// can of such a chunk, as this client always did.
 		var sc sdk.ChatCompletionChunk
 		if err := json.Unmarshal(data, &sc); err != nil {
-			return fmt.Errorf("malformed stream chunk: %w", err)
+			return c, fmt.Errorf("malformed stream chunk: %w", err)
 		}
 		c = chunkOf(&sc)
 	}
-	a.chunk(&c)
-	return nil
+	return c, nil
 }
 
 // errorEvent returns the error a payload carries at its top level, if any.
