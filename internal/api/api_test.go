@@ -38,6 +38,27 @@ var echoProvider = model.ProviderFunc(func(_ context.Context, req model.Request,
 	return model.Response{Model: "test-model", Text: out, Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
 })
 
+// openStore is a fresh database at path, closed when the test ends.
+func openStore(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// openQueue is a queue of n sessions at a time over eng's runs, opened.
+func openQueue(t testing.TB, st *store.Store, eng *engine.Engine, n int) *queue.Queue {
+	t.Helper()
+	q := queue.New(st, eng.Execute, n, nil)
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
 	t.Helper()
 	srv, _, _ := startServer(t, o, p)
@@ -51,10 +72,7 @@ func newServer(t *testing.T, o api.Options, p model.Provider) *httptest.Server {
 func startServer(t *testing.T, o api.Options, p model.Provider) (srv *httptest.Server, dir string, close func()) {
 	t.Helper()
 	dir = t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, filepath.Join(dir, "delta.db"))
 	b, err := bundle.Load(bundle.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +80,7 @@ func startServer(t *testing.T, o api.Options, p model.Provider) (srv *httptest.S
 	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"test-model"}, Prompt: b, Tools: tool.NewRegistry(),
 		ToolNames: func(string) []string { return nil },
 		Budget:    func(string) engine.Budget { return engine.Budget{Steps: 10, Tokens: 1e9, CostUSD: 100} }})
-	q := queue.New(st, eng.Execute, 4, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
+	q := openQueue(t, st, eng, 4)
 	o.Service = engine.NewService(st, q, eng)
 	srv = httptest.NewServer(api.New(o))
 	done := false

@@ -18,7 +18,6 @@ import (
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/vault"
@@ -59,10 +58,7 @@ type cockpit struct {
 func newCockpit(t *testing.T, o api.Options, tls bool) *cockpit {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, ".delta", "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, filepath.Join(dir, ".delta", "delta.db"))
 	b, err := bundle.Load(bundle.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +76,7 @@ func newCockpit(t *testing.T, o api.Options, tls bool) *cockpit {
 	eng := engine.New(engine.Options{Store: st, Provider: model.ProviderFunc(echoThenAnswer), Models: []string{"test-model"}, Prompt: b, Tools: reg,
 		ToolNames: func(string) []string { return reg.Names() }, Spill: ws, WorkspaceDir: dir, CaptureCalls: true, Redact: red.Redact,
 		Budget: func(string) engine.Budget { return engine.Budget{Steps: 10, Tokens: 1e9, CostUSD: 100} }})
-	q := queue.New(st, eng.Execute, 4, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
+	q := openQueue(t, st, eng, 4)
 	o.Service = engine.NewService(st, q, eng)
 	o.Files = ws
 	var srv *httptest.Server

@@ -14,7 +14,6 @@ import (
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 )
@@ -24,11 +23,7 @@ import (
 func echoEngine(t *testing.T) (*store.Store, *event.Broker, *engine.Engine) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, filepath.Join(dir, "delta.db"))
 	b, _ := bundle.Load(bundle.Options{Dir: dir})
 	broker := event.NewBroker()
 	eng := engine.New(engine.Options{Store: st, Broker: broker, Provider: echoProvider, Models: []string{"m"}, Prompt: b,
@@ -42,10 +37,7 @@ func echoEngine(t *testing.T) (*store.Store, *event.Broker, *engine.Engine) {
 // id order. The live stream must deliver every one of them.
 func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
 	st, broker, eng := echoEngine(t)
-	q := queue.New(st, eng.Execute, 1, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
+	q := openQueue(t, st, eng, 1)
 	defer q.Close(context.Background())
 	srv := httptest.NewServer(api.New(api.Options{Service: engine.NewService(st, q, eng), Heartbeat: time.Hour}))
 	defer srv.Close()

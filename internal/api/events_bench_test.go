@@ -26,11 +26,7 @@ import (
 func BenchmarkTaskEventsPage(b *testing.B) {
 	const runs, perRun = 10, 10000
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "delta.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	st := openStore(b, filepath.Join(b.TempDir(), "delta.db"))
 	for r := range runs {
 		id := fmt.Sprintf("resp_%02d", r)
 		if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: id, SessionID: "sess_" + id, Request: json.RawMessage(`{}`)}); err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/deltaharness/delta/internal/api"
 	"github.com/deltaharness/delta/internal/bundle"
-	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool/remember"
 	"github.com/deltaharness/delta/internal/workspace"
 )
@@ -33,11 +32,7 @@ func selfFileIn(t *testing.T, initial string) (*remember.File, string, *workspac
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, filepath.Join(t.TempDir(), "delta.db"))
 	return remember.New(remember.Options{Files: ws, Store: st}), filepath.Join(dir, "DELTA.md"), ws
 }
 
