@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,12 +21,11 @@ import (
 // serveProc is one `delta serve` process; successive ones share the port
 // and the database.
 type serveProc struct {
-	t      *testing.T
-	env    []string
-	port   string
-	cmd    *exec.Cmd
-	log    *daemontest.Output
-	exited chan error
+	t    *testing.T
+	env  []string
+	port string
+	proc *daemontest.Process
+	log  *daemontest.Output
 }
 
 // startServeProc initialises a workspace in a temporary home and starts
@@ -54,39 +52,16 @@ func startServeProc(t *testing.T, holder, modelURL string, extra ...string) *ser
 func (s *serveProc) start() {
 	s.t.Helper()
 	s.log = &daemontest.Output{}
-	s.exited = make(chan error, 1)
-	s.cmd = exec.Command(deltaBin, "serve")
-	s.cmd.Env = s.env
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	cmd, exited := s.cmd, s.exited
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		select {
-		case err := <-s.exited:
-			s.t.Fatalf("delta serve exited during start: %v\n%s", err, s.log.String())
-		default:
-		}
-		if code, err := healthz(s.port); err == nil && code == http.StatusOK {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("delta serve never became healthy:\n%s", s.log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s.proc = daemontest.Start(s.t, s.log, s.env, deltaBin, "serve")
+	s.proc.WaitHealthy(s.t, "http://127.0.0.1:"+s.port, time.Minute, s.log.String)
 }
 
 func (s *serveProc) kill() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
+	s.proc.Kill9()
+	s.proc = nil
 }
 
 // postTask creates a task and returns its id.

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -135,19 +136,25 @@ type Process struct {
 	err  error         // Cmd.Wait's result, set before done is closed
 }
 
-// Start starts bin with args and env, its output going to log, which is
-// closed once the process has ended.
-func Start(t testing.TB, log *os.File, env []string, bin string, args ...string) *Process {
+// Start starts bin with args and env, its output going to log (a file
+// from OpenLog, or an Output), which is closed, when it is an io.Closer,
+// once the process has ended.
+func Start(t testing.TB, log io.Writer, env []string, bin string, args ...string) *Process {
 	t.Helper()
+	closeLog := func() {
+		if c, ok := log.(io.Closer); ok {
+			c.Close()
+		}
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		log.Close()
+		closeLog()
 		t.Fatal(err)
 	}
 	p := &Process{Cmd: cmd, name: strings.Join(append([]string{"delta"}, args...), " "), done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); log.Close(); close(p.done) }()
+	go func() { p.err = cmd.Wait(); closeLog(); close(p.done) }()
 	return p
 }
 
@@ -184,9 +191,13 @@ func (p *Process) WaitHealthy(t testing.TB, url string, within time.Duration, lo
 	t.Fatalf("%s never became healthy; log:\n%s", p.name, logText())
 }
 
+// healthClient bounds one /healthz probe, so a daemon that accepts and
+// never answers cannot hang the wait.
+var healthClient = &http.Client{Timeout: 5 * time.Second}
+
 // Healthy reports whether url/healthz answers 200.
 func Healthy(url string) bool {
-	resp, err := http.Get(url + "/healthz")
+	resp, err := healthClient.Get(url + "/healthz")
 	if err != nil {
 		return false
 	}
