@@ -142,7 +142,7 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	callCtx, cancel := model.CallContext(ctx, c.timeout)
 	defer cancel()
 
-	res, err := Post(callCtx, c.chat.New, body)
+	res, err := Post(callCtx, c.chat.New, body) //nolint:bodyclose // model.Finish closes it: the stream reader, or its defer on a failure
 	acc := newAccumulator(s)
 	read := func(res *http.Response) error {
 		if isJSON(res.Header.Get("Content-Type")) {

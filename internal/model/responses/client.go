@@ -138,7 +138,7 @@ func (c *Client) Complete(ctx context.Context, req model.Request, s model.Stream
 	callCtx, cancel := model.CallContext(ctx, c.timeout)
 	defer cancel()
 
-	res, err := openai.Post(callCtx, c.svc.New, p.encode())
+	res, err := openai.Post(callCtx, c.svc.New, p.encode()) //nolint:bodyclose // model.Finish closes it: the stream reader, or its defer on a failure
 	acc := newAccumulator(s, c.lane.native)
 	return model.Finish(res, err, acc.read, acc.response, func(res *http.Response, err error) error {
 		return c.fail(ctx, callCtx, res, err)
