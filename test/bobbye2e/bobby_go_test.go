@@ -645,24 +645,8 @@ func TestGoClient(t *testing.T) {
 }
 
 // serveConfig is a `bobby serve` config listening on addr with one
-// principal holding caps; its state (data_dir) and downloads root are
-// under home.
+// principal holding caps (comma-separated); its state (data_dir) and
+// downloads root are under home.
 func serveConfig(addr, home, name, token, caps string) string {
-	sum := sha256.Sum256([]byte(token))
-	quoted := []string{}
-	for _, c := range strings.Split(caps, ",") {
-		quoted = append(quoted, fmt.Sprintf("%q", c))
-	}
-	return fmt.Sprintf(`[http]
-listen = %q
-downloads_root = %q
-
-[browser]
-data_dir = %q
-
-[[principals]]
-name = %q
-token_sha256 = %q
-capabilities = [%s]
-`, addr, filepath.Join(home, "downloads"), filepath.Join(home, "data"), name, hex.EncodeToString(sum[:]), strings.Join(quoted, ", "))
+	return bobbytest.DownloadsConfig(addr, home, bobbytest.Principal{Name: name, Token: token, Capabilities: strings.Split(caps, ",")})
 }

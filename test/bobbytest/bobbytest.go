@@ -58,8 +58,22 @@ type Principal struct {
 // Config is a serve config listening on addr, keeping its browser data
 // under dir/data, with the given principals.
 func Config(addr, dir string, principals ...Principal) string {
+	return config(addr, dir, false, principals)
+}
+
+// DownloadsConfig is Config with the download tools' root at
+// dir/downloads.
+func DownloadsConfig(addr, dir string, principals ...Principal) string {
+	return config(addr, dir, true, principals)
+}
+
+func config(addr, dir string, downloads bool, principals []Principal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[http]\nlisten = %q\n\n[browser]\ndata_dir = %q\n", addr, filepath.Join(dir, "data"))
+	fmt.Fprintf(&b, "[http]\nlisten = %q\n", addr)
+	if downloads {
+		fmt.Fprintf(&b, "downloads_root = %q\n", filepath.Join(dir, "downloads"))
+	}
+	fmt.Fprintf(&b, "\n[browser]\ndata_dir = %q\n", filepath.Join(dir, "data"))
 	for _, p := range principals {
 		sum := sha256.Sum256([]byte(p.Token))
 		caps := make([]string, len(p.Capabilities))
