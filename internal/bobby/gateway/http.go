@@ -121,6 +121,10 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	return mux
 }
 
+// shutdownGrace is how long Serve's shutdown lets requests in flight
+// finish before it ends their contexts.
+const shutdownGrace = 3 * time.Second
+
 // sessionless reports whether a request speaks 2026-07-28 or later (its
 // MCP-Protocol-Version header says so; the SDK's client sets it on every
 // such request, server/discover included) and carries no Mcp-Session-Id.
@@ -238,12 +242,18 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "browserHealthy": g.eng.Healthy(), "version": Version})
 }
 
-// Serve serves HTTPHandler on l until ctx ends, then shuts down gracefully.
+// Serve serves HTTPHandler on l until ctx ends, then shuts down gracefully:
+// requests in flight get shutdownGrace to finish, then their contexts end.
+// Streams that never finish by themselves (a 2026-07-28 client's
+// subscriptions/listen has no MCP session to close) end then too, so a
+// shutdown does not wait on an idle stream until its deadline.
 func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
+	base, drain := context.WithCancel(context.WithoutCancel(ctx))
+	defer drain()
 	srv := &http.Server{
 		Handler:           g.HTTPHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -255,6 +265,8 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	g.forEachClient(func(cs *clientSession) { cs.closeMCP() })
+	grace := time.AfterFunc(shutdownGrace, drain)
+	defer grace.Stop()
 	err := srv.Shutdown(sctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)

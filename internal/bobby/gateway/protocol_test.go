@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,4 +144,35 @@ func sseData(body []byte) []byte {
 		}
 	}
 	return body
+}
+
+// A 2026-07-28 client holds a subscriptions/listen stream that no MCP
+// session closes: Serve's shutdown still ends cleanly (the stream ends
+// after the grace), instead of failing at its deadline.
+func TestServeShutdownEndsSessionlessStreams(t *testing.T) {
+	g := newGateway(t, testConfig())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ctx, l) }()
+	cs := connectHTTPVersion(t, "http://"+l.Addr().String(), "alice-token", "")
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s, want 2026-07-28 (the stream under test is its listen stream)", v)
+	}
+	if _, err := cs.ListTools(testCtx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after shutdown: %v", err)
+		}
+	case <-time.After(time.Minute): // a hang guard
+		t.Fatal("Serve did not return within a minute of its context ending")
+	}
 }
