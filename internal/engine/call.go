@@ -39,10 +39,8 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 			retries++
 			attemptStart = time.Now()
 			r.Error = clip.Bytes(r.Error, 300)
-			evs := []event.Event{x.event(event.ModelRetry, r)}
-			if err := e.o.Store.AddEvents(context.WithoutCancel(ctx), evs); err == nil {
-				x.publish(evs...) // with the ID AddEvents filled in
-			}
+			// After the turn's held turn.started, in one transaction.
+			_ = x.writeEvents(context.WithoutCancel(ctx), x.event(event.ModelRetry, r))
 		},
 	}
 	var resp model.Response
@@ -164,7 +162,13 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 		event.KeyUsage: map[string]any{"input_tokens": total.InputTokens, "output_tokens": total.OutputTokens,
 			"cache_read_tokens": total.CacheReadTokens, event.KeyCostUSD: total.CostUSD},
 	}))
+	// The results and the turn.started held back open the transaction.
+	heldResults, heldEvents := x.takeHeld()
+	st.Results, st.Events = heldResults, append(heldEvents, st.Events...)
 	evs, err := e.o.Store.CommitStep(ctx, st)
+	if err != nil {
+		x.restoreHeld(heldResults, heldEvents)
+	}
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return errCancelled // cancelled (finished) elsewhere while the model ran
 	}

@@ -507,6 +507,13 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 	}
 	stats.AfterTokens = fixed + bytesToTokens(messagesBytes(kept)+jsonLen(summary))
 	ev := x.event(event.Compaction, stats)
+	// The held results are older than the summary: they are written first.
+	if err := x.flush(ctx); err != nil {
+		if ctx.Err() != nil {
+			return false, errCancelled
+		}
+		return false, failure{kind: failStore, err: fmt.Errorf("write held results: %w", err)}
+	}
 	evs, err := e.o.Store.CommitCompaction(ctx, store.Compact{
 		RunID: x.run.ID, SessionID: x.run.SessionID, Covered: len(covered), Summary: summary, Anchors: ar.anchors,
 		TailRows: len(kept), RecapChars: recap, Usage: d.usage, Events: []event.Event{ev},

@@ -5,8 +5,10 @@
 //
 // Durability contract (with package store): an assistant message and all its
 // tool intents commit together; each tool result and its conversation message
-// commit together; the terminal status and the run.finished event commit
-// together. On a resumed run a call whose result is journalled is never
+// commit together — a call with effects as soon as it ends, a read-only call
+// (which a crash only makes run again) with the next write of its run,
+// normally the next checkpoint, as turn.started is (held.go); the terminal
+// status and the run.finished event commit together. On a resumed run a call whose result is journalled is never
 // re-run, an interrupted read-only call runs again, and an interrupted
 // mutating call gets an [interrupted] result telling the model to verify.
 package engine
@@ -266,6 +268,11 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		// billed) again on the next start.
 		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusDone, text, "")
 	case ctx.Err() != nil && !userCancel():
+		// What the attempt held back is still true: write it, so the
+		// resumed attempt does not run its read-only calls again.
+		if err := x.flush(context.WithoutCancel(ctx)); err != nil {
+			logger.Warn("write held results at shutdown", "err", err)
+		}
 		logger.Info("run interrupted by shutdown; it resumes on next start")
 	case errors.Is(err, errCancelled) || ctx.Err() != nil:
 		x.settleOpenCalls(context.WithoutCancel(ctx), "[cancelled] the run was cancelled before this call finished; verify any side effect before repeating it")
@@ -335,6 +342,12 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 // finishWith writes the terminal state with extra events in the same
 // transaction, before run.finished, and publishes them all.
 func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, text, errText string, extra []event.Event) {
+	if x != nil {
+		// What the attempt held back precedes its end in the log.
+		if err := x.flush(ctx); err != nil {
+			e.o.Logger.Error("finish: write held results", event.KeyRun, runID, "err", err)
+		}
+	}
 	run, err := e.o.Store.Run(ctx, runID)
 	if err != nil {
 		e.o.Logger.Error("finish: read run", event.KeyRun, runID, "err", err)
@@ -426,8 +439,12 @@ type execution struct {
 	// of the turn starts.
 	offered []string
 
-	mu      sync.Mutex      // guards history: tool results commit concurrently
-	history []model.Message // the session's conversation as committed
+	mu      sync.Mutex      // guards history and held: tool results commit concurrently
+	history []model.Message // the session's conversation as committed, and held results
+	// held is what this attempt keeps back for its next write (held.go):
+	// the turn.started of the turn in progress and the results of
+	// read-only calls, so a step costs one transaction.
+	held held
 	// memo lets the wire client reuse its encoding of the conversation's
 	// unchanged opening from one call of this attempt to the next.
 	memo    model.Memo
@@ -547,9 +564,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			modelName = e.o.Models[0]
 		}
 		req, est := x.assemble(ctx, system, specs, modelName, true)
-		if err := x.startTurn(ctx, modelName, len(specs)); err != nil {
-			return x.lastText, err
-		}
+		x.startTurn(modelName, len(specs))
 		// Compact before sending when the request would pass the dial, or
 		// the previous call's real prompt did (cached tokens still fill
 		// the window).
@@ -730,18 +745,13 @@ func (x *execution) fixedTokens(ctx context.Context, system []string, specs []mo
 	return est
 }
 
-// startTurn records turn.started: the budget allows the turn and its model
-// call is next. It reports no other state, so it is written on its own.
-func (x *execution) startTurn(ctx context.Context, modelName string, tools int) error {
-	evs := []event.Event{x.event(event.TurnStarted, map[string]any{event.KeyTurn: x.turn, event.KeyModel: modelName, event.KeyTools: tools})}
-	if err := x.e.o.Store.AddEvents(ctx, evs); err != nil {
-		if ctx.Err() != nil {
-			return errCancelled
-		}
-		return failure{kind: failStore, err: fmt.Errorf("record turn %d: %w", x.turn, err)}
-	}
-	x.publish(evs...) // with the ID AddEvents filled in
-	return nil
+// startTurn opens the turn with turn.started: the budget allows the turn
+// and its model call is next. The event reports no state of its own, so it
+// is held for the turn's next write (normally its checkpoint) and goes out
+// first in that transaction; a crash before that write leaves the turn
+// unrecorded, and the resumed attempt opens it again.
+func (x *execution) startTurn(modelName string, tools int) {
+	x.hold(x.event(event.TurnStarted, map[string]any{event.KeyTurn: x.turn, event.KeyModel: modelName, event.KeyTools: tools}))
 }
 
 // resident is the tool names offered this turn.

@@ -161,21 +161,37 @@ func (x *execution) commitResult(ctx context.Context, c model.ToolCall, res tool
 			event.KeyCallID: callID, event.KeyName: name,
 		}))
 	}
-	evs, err := x.e.o.Store.CommitToolResult(ctx, store.ToolResult{
+	tr := store.ToolResult{
 		RunID: x.run.ID, SessionID: x.run.SessionID, CallID: callID, Name: name, Text: text, IsError: res.IsError,
 		BoundArgs: bound, Events: evs,
-	})
-	if err != nil {
-		if !errors.Is(err, store.ErrAlreadyFinal) {
-			x.logger.Error("commit tool result", event.KeyTool, name, "err", err)
+	}
+	msg := model.Message{Role: model.RoleTool, Content: text, ToolCallID: callID, Name: name}
+	if x.holdable(name) {
+		// A read-only call may run again after a crash, so its result
+		// waits for the next checkpoint's transaction; the next request
+		// carries it as a restart would read it.
+		if bound != nil {
+			x.rebindArgs(callID, bound)
 		}
+		x.holdResult(tr, msg)
 		return
+	}
+	// A call with effects commits now, with whatever is held.
+	heldResults, heldEvents := x.takeHeld()
+	written, err := x.e.o.Store.CommitResults(ctx, append(heldResults, tr), heldEvents)
+	if err != nil {
+		x.restoreHeld(heldResults, heldEvents)
+		x.logger.Error("commit tool result", event.KeyTool, name, "err", err)
+		return
+	}
+	x.publish(written...)
+	if tr.Events[0].ID == 0 {
+		return // already done: its first result stands (IDs are filled in place)
 	}
 	if bound != nil {
 		x.rebindArgs(callID, bound)
 	}
-	x.remember(model.Message{Role: model.RoleTool, Content: text, ToolCallID: callID, Name: name})
-	x.publish(evs...)
+	x.remember(msg)
 	crashpoint.Hit(crashpoint.AfterResult)
 }
 
@@ -229,12 +245,24 @@ func (x *execution) recoverCalls(ctx context.Context) error {
 	if len(rerun) > 0 {
 		x.runTools(ctx, rerun)
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The conversation is read from the database after recovery: what the
+	// reruns held goes there now.
+	if err := x.flush(ctx); err != nil {
+		return failure{kind: failStore, err: fmt.Errorf("write recovered results: %w", err)}
+	}
+	return nil
 }
 
 // settleOpenCalls gives every still-open intent of the run a final result
 // (used on cancel, so the session's history stays well formed).
 func (x *execution) settleOpenCalls(ctx context.Context, text string) {
+	// A held result is a call's real answer: it is written, not settled.
+	if err := x.flush(ctx); err != nil {
+		x.logger.Warn("write held results", "err", err)
+	}
 	journal, err := x.e.o.Store.Journal(ctx, x.run.ID)
 	if err != nil {
 		return

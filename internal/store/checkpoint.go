@@ -40,11 +40,23 @@ type Step struct {
 	// Call, when set, is the captured model call this step checkpoints
 	// (DELTA_CAPTURE_CALLS): it commits with the step or not at all.
 	Call *Call
+	// Results are tool results the engine held for this checkpoint (the
+	// previous turn's read-only calls, which a crash may run again): each
+	// is written exactly as CommitResults writes it, before the step's
+	// message, so the conversation keeps its order. A call already done
+	// keeps its first result and its held result is dropped.
+	Results []ToolResult
 }
 
-// CommitStep writes a step atomically and returns its events with IDs.
+// CommitStep writes a step atomically, its held Results first, and returns
+// the events written with IDs: the results' events, then Events.
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	var written []event.Event
+	err := s.groupTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if written, err = s.writeResults(ctx, tx, st.Results); err != nil {
+			return err
+		}
 		if err := s.insertMessage(ctx, tx, st.SessionID, st.RunID, st.Message); err != nil {
 			return err
 		}
@@ -57,7 +69,7 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 		}
 		u := st.Usage
 		var step int
-		err := s.scanRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		err = s.scanRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
 			WHERE id = ? AND status = 'running' RETURNING steps`, []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID}, &step)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -80,7 +92,7 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
 	}
-	return st.Events, nil
+	return append(written, st.Events...), nil
 }
 
 // ToolResult is one finished tool call.
@@ -103,30 +115,70 @@ type ToolResult struct {
 // message to the conversation, all in one transaction. A call already done
 // is left as it is (ErrAlreadyFinal): its first result stands.
 func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Event, error) {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := s.exec(ctx, tx, `UPDATE tool_journal SET status = 'done', result = ?, is_error = ?, finished_at = ?
-			WHERE run_id = ? AND call_id = ? AND status = 'intent'`, tr.Text, tr.IsError, now(), tr.RunID, tr.CallID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("call %s: %w", tr.CallID, ErrAlreadyFinal)
-		}
-		if len(tr.BoundArgs) > 0 {
-			if err := s.rewriteCallArgs(ctx, tx, tr); err != nil {
-				return err
-			}
-		}
-		m := model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
-		if err := s.insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
-			return err
-		}
-		return s.insertEvents(ctx, tx, tr.Events)
-	})
+	err := s.groupTx(ctx, func(tx *sql.Tx) error { return s.writeResult(ctx, tx, tr) })
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint result of call %s: %w", tr.CallID, err)
 	}
 	return tr.Events, nil
+}
+
+// CommitResults writes several tool results as CommitToolResult writes
+// each, then events, in one transaction, and returns the events written
+// with IDs. A call already done keeps its first result: its entry and its
+// events are skipped, and the others still commit.
+func (s *Store) CommitResults(ctx context.Context, results []ToolResult, events []event.Event) ([]event.Event, error) {
+	var written []event.Event
+	err := s.groupTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if written, err = s.writeResults(ctx, tx, results); err != nil {
+			return err
+		}
+		return s.insertEvents(ctx, tx, events)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %d results: %w", len(results), err)
+	}
+	return append(written, events...), nil
+}
+
+// writeResults writes results in order inside tx and returns the events of
+// those written; a call already done is skipped.
+func (s *Store) writeResults(ctx context.Context, tx *sql.Tx, results []ToolResult) ([]event.Event, error) {
+	var written []event.Event
+	for _, tr := range results {
+		err := s.writeResult(ctx, tx, tr)
+		if errors.Is(err, ErrAlreadyFinal) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("result of call %s: %w", tr.CallID, err)
+		}
+		written = append(written, tr.Events...)
+	}
+	return written, nil
+}
+
+// writeResult is CommitToolResult's work inside tx. It fills in the IDs of
+// tr.Events in place.
+func (s *Store) writeResult(ctx context.Context, tx *sql.Tx, tr ToolResult) error {
+	res, err := s.exec(ctx, tx, `UPDATE tool_journal SET status = 'done', result = ?, is_error = ?, finished_at = ?
+		WHERE run_id = ? AND call_id = ? AND status = 'intent'`, tr.Text, tr.IsError, now(), tr.RunID, tr.CallID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("call %s: %w", tr.CallID, ErrAlreadyFinal)
+	}
+	if len(tr.BoundArgs) > 0 {
+		if err := s.rewriteCallArgs(ctx, tx, tr); err != nil {
+			return err
+		}
+	}
+	m := model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
+	if err := s.insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
+		return err
+	}
+	return s.insertEvents(ctx, tx, tr.Events)
 }
 
 // rewriteCallArgs replaces one call's arguments on the assistant message of

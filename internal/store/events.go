@@ -49,7 +49,7 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event)
 // AddEvents stores events that are not part of a state change (retries,
 // warnings) and fills in their IDs.
 func (s *Store) AddEvents(ctx context.Context, evs []event.Event) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return s.insertEvents(ctx, tx, evs) })
+	return s.groupTx(ctx, func(tx *sql.Tx) error { return s.insertEvents(ctx, tx, evs) })
 }
 
 // EventFilter selects stored events. Zero fields match everything.

@@ -143,7 +143,7 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 // existing run (created=false) when the owner's idempotency key is already
 // bound to a live run, or to a terminal one and IdempotencyTerminal is set.
 func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool, ev event.Event, err error) {
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.groupTx(ctx, func(tx *sql.Tx) error {
 		if nr.IdempotencyKey != "" {
 			existing, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE owner = ? AND idempotency_key = ?", nr.Owner, nr.IdempotencyKey))
 			switch {
@@ -226,7 +226,7 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 	}
 	var run Run
 	var ev event.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		r, err := getRun(ctx, tx, id)
 		if err != nil {
 			return err
@@ -355,7 +355,7 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		return event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
 	}
 	var ev event.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		r, err := getRun(ctx, tx, id)
 		if err != nil {
 			return err

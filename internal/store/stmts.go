@@ -89,6 +89,7 @@ func (c *stmtCache) close() {
 // exec runs a write statement inside tx, prepared when it has been seen
 // before.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	ctx = s.detach(ctx, tx)
 	if st := s.wstmts.get(query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
 		ts := tx.StmtContext(ctx, st)
 		defer ts.Close() // only the transaction's handle; the compiled statement stays
@@ -100,6 +101,7 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 // scanRow is exec for a statement that returns one row (RETURNING),
 // scanned into dest.
 func (s *Store) scanRow(ctx context.Context, tx *sql.Tx, query string, args []any, dest ...any) error {
+	ctx = s.detach(ctx, tx)
 	if st := s.wstmts.get(query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
 		ts := tx.StmtContext(ctx, st)
 		defer ts.Close()

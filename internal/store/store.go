@@ -57,7 +57,8 @@ type Store struct {
 	path string
 	pg   bool // PostgreSQL (postgres.go), not SQLite
 
-	wstmts, rstmts stmtCache // prepared statements (stmts.go)
+	wstmts, rstmts stmtCache  // prepared statements (stmts.go)
+	group          writeGroup // callers sharing write transactions (group.go)
 
 	// resumes holds the runs ResumeRuns marked in this process whose Start
 	// has not yet been called: Start hands out that resume instead of
