@@ -67,7 +67,9 @@ func TestResultsOfReadOnlyCallsRideOnTheNextCheckpoint(t *testing.T) {
 	var mu sync.Mutex
 	var seen []journalAt
 	var h *harness
-	read := tool.Func("read", "read", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) { return tool.Text("read " + a.Text), nil })
+	read := tool.Func("read", "read", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("read " + a.Text), nil
+	})
 	write := tool.Func("write", "write", false, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
 		return tool.Text("wrote " + a.Text), nil
 	})
@@ -119,7 +121,9 @@ func TestResultsOfReadOnlyCallsRideOnTheNextCheckpoint(t *testing.T) {
 func TestCancelWritesAHeldResultAsItsAnswer(t *testing.T) {
 	started := make(chan struct{})
 	var once sync.Once
-	read := tool.Func("read", "read", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) { return tool.Text("read " + a.Text), nil })
+	read := tool.Func("read", "read", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("read " + a.Text), nil
+	})
 	p := model.ProviderFunc(func(ctx context.Context, req model.Request, _ model.Stream) (model.Response, error) {
 		for _, m := range req.Messages {
 			if m.Role == model.RoleTool {
