@@ -56,6 +56,7 @@ func benchDurableStep(b *testing.B, capture bool) {
 	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, func(o *engine.Options) { o.CaptureCalls = capture }, echo)
 	ctx := context.Background()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
 		if err != nil {
@@ -68,6 +69,8 @@ func benchDurableStep(b *testing.B, capture bool) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
+	// Process CPU per step: a busy machine disturbs it far less than wall time.
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*steps), "cpu-µs/step")
 }
 
 // BenchmarkStepCostAtDepth measures what one step costs the engine early in

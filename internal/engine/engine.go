@@ -633,11 +633,15 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 			return resp.Text, nil
 		}
 		crashpoint.Hit(crashpoint.AfterIntent)
+		charges := e.o.Store.Charges()
 		x.runTools(ctx, resp.ToolCalls)
-		// Tools may charge usage to the run (a subagent's spend): re-read
-		// the counters so the next budget check sees it.
-		if r, err := e.o.Store.Run(ctx, x.run.ID); err == nil {
-			x.run.Usage, x.run.Steps = r.Usage, r.Steps
+		// Tools may charge usage to the run (a subagent's spend): when any
+		// charge was committed meanwhile, re-read the counters so the next
+		// budget check sees it.
+		if e.o.Store.Charges() != charges {
+			if r, err := e.o.Store.Run(ctx, x.run.ID); err == nil {
+				x.run.Usage, x.run.Steps = r.Usage, r.Steps
+			}
 		}
 	}
 }

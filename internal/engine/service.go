@@ -214,7 +214,8 @@ const waitBackstop = 2 * time.Second
 // Wait blocks until the owner's run is terminal or ctx ends.
 func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error) {
 	terminal := func(e event.Event) bool { return e.RunID == id && e.Terminal() }
-	live := s.subscribe(16, terminal)
+	// One slot: the filter lets through only the run's one run.finished.
+	live := s.subscribe(1, terminal)
 	defer func() { live.Close() }()
 	// The live event is the fast path; the slow re-read is the backstop, so
 	// a run finished where this broker cannot see it (another dispatcher on
@@ -232,7 +233,7 @@ func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error)
 		case <-backstop.C:
 		case _, ok := <-live.C:
 			if !ok { // dropped as a slow consumer: resubscribe and re-check
-				live = s.subscribe(16, terminal)
+				live = s.subscribe(1, terminal)
 			}
 		}
 	}

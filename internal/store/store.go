@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -57,8 +58,9 @@ type Store struct {
 	path string
 	pg   bool // PostgreSQL (postgres.go), not SQLite
 
-	wstmts, rstmts stmtCache  // prepared statements (stmts.go)
-	group          writeGroup // callers sharing write transactions (group.go)
+	wstmts, rstmts stmtCache     // prepared statements (stmts.go)
+	group          writeGroup    // callers sharing write transactions (group.go)
+	charges        atomic.Uint64 // AddUsage calls committed (Charges)
 
 	// resumes holds the runs ResumeRuns marked in this process whose Start
 	// has not yet been called: Start hands out that resume instead of

@@ -20,5 +20,11 @@ func (s *Store) AddUsage(ctx context.Context, runID string, u model.Usage) error
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("add usage to run %s: not running: %w", runID, ErrAlreadyFinal)
 	}
+	s.charges.Add(1)
 	return nil
 }
+
+// Charges counts the AddUsage calls this Store has committed, for any run:
+// a caller that compares it before and after some work knows whether a
+// run's counters may have moved without reading the run.
+func (s *Store) Charges() uint64 { return s.charges.Load() }

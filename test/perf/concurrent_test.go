@@ -1,10 +1,13 @@
 package perf
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -13,68 +16,120 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model/scripted"
 )
 
-var peakHeap = flag.String("perf.peakheap", "", "write a heap profile taken while all sessions are active to this file")
+var (
+	peakHeap = flag.String("perf.peakheap", "", "write a heap profile taken while all sessions are active to this file")
+	fakeAt   = flag.String("perf.fake", "", "serve the scripted endpoint for BenchmarkConcurrent (calls:latency) and print its URL: the benchmark's child process")
+)
+
+// TestMain serves the scripted endpoint when the binary runs as
+// BenchmarkConcurrent's child, so the memory and CPU the benchmark measures
+// are Delta's alone, as in a daemon whose provider is elsewhere.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *fakeAt == "" {
+		if *peakHeap != "" {
+			runtime.MemProfileRate = 4096 // a profile fine enough to name the holders of a few KB per run
+		}
+		os.Exit(m.Run())
+	}
+	callsText, latencyText, _ := strings.Cut(*fakeAt, ":")
+	calls, err := strconv.Atoi(callsText)
+	latency, lerr := time.ParseDuration(latencyText)
+	if err != nil || lerr != nil {
+		fmt.Fprintln(os.Stderr, "-perf.fake wants calls:latency, e.g. 21:200ms")
+		os.Exit(2)
+	}
+	base := script(calls)
+	fake, err := scripted.Start(func(req scripted.ChatRequest) scripted.Reply {
+		time.Sleep(latency)
+		return base(req)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fake.ForgetRequests()
+	fmt.Println(fake.URL())
+	_, _ = io.Copy(io.Discard, os.Stdin) // serve until the parent closes stdin (or exits)
+	fake.Close()
+	os.Exit(0)
+}
+
+// startFakeProcess runs the scripted endpoint in a child process (this
+// test binary with -perf.fake) and returns its URL.
+func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", fmt.Sprintf("-perf.fake=%d:%s", calls, latency))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("scripted endpoint process: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
 
 // BenchmarkConcurrent runs 256 sessions at once, each 21 model calls
 // (20 tool turns and an answer) against an endpoint that takes 200 ms a
-// call, through the whole durable path, and reports calls/s against the
-// ideal 1,280 (every session waiting only on the provider), and the
-// memory each active run holds above the idle process: live heap and
-// VmRSS, sampled when every session has made its tenth call. Run with
-// -benchtime=1x.
+// call (served by a child process), through the whole durable path, and
+// reports calls/s against the ideal 1,280 (every session waiting only on
+// the provider), and the memory each active run holds above the idle
+// process: live heap and VmRSS, sampled when every session has
+// checkpointed its tenth call. Run with -benchtime=1x.
 func BenchmarkConcurrent(b *testing.B) {
 	const (
 		sessions = 256
 		calls    = 21
 		latency  = 200 * time.Millisecond
 	)
+	r := newRigAt(b, calls, sessions, startFakeProcess(b, calls, latency))
 	for i := 0; i < b.N; i++ {
-		var mu sync.Mutex
-		var reached int
-		sampled := make(chan struct{})
-		var sampleOnce sync.Once
-		base := script(calls)
-		r := newRigWith(b, calls, sessions, func(req scripted.ChatRequest) scripted.Reply {
-			n := 0
-			for _, m := range req.Messages {
-				if m.Role == "assistant" {
-					n++
-				}
-			}
-			if n == calls/2 {
-				mu.Lock()
-				reached++
-				all := reached == sessions
-				mu.Unlock()
-				if all {
-					sampleOnce.Do(func() { close(sampled) })
-				}
-			}
-			time.Sleep(latency)
-			return base(req)
-		})
 		r.timed(b, r.delta) // warm: connections, statements, caches
 		runtime.GC()
-		idleHeap, idleRSS := heapInuse(), vmRSS(b)
+		idleHeap, idleRSS, idleStack, idleG := heapInuse(), vmRSS(b), stackInuse(), runtime.NumGoroutine()
 
-		var peak struct{ heap, rss int64 }
-		done := make(chan struct{})
+		// Sample once every session has checkpointed its tenth call.
+		sub := r.broker.Subscribe(4*sessions, func(e event.Event) bool { return e.Name == event.Checkpoint && e.Turn == calls/2 })
+		var peak struct {
+			heap, rss, stack int64
+			g                int
+		}
+		sampled := make(chan struct{})
 		go func() {
-			select {
-			case <-sampled:
-			case <-done:
-				return
-			}
-			runtime.GC()
-			peak.heap, peak.rss = heapInuse(), vmRSS(b)
-			if *peakHeap != "" {
-				if f, err := os.Create(*peakHeap); err == nil {
-					_ = pprof.WriteHeapProfile(f)
-					f.Close()
+			defer close(sampled)
+			seen := map[string]bool{}
+			for e := range sub.C {
+				seen[e.RunID] = true
+				if len(seen) < sessions {
+					continue
 				}
+				runtime.GC()
+				peak.heap, peak.rss, peak.stack, peak.g = heapInuse(), vmRSS(b), stackInuse(), runtime.NumGoroutine()
+				if *peakHeap != "" {
+					if f, err := os.Create(*peakHeap); err == nil {
+						_ = pprof.WriteHeapProfile(f)
+						f.Close()
+					}
+				}
+				return
 			}
 		}()
 		start := time.Now()
@@ -91,7 +146,8 @@ func BenchmarkConcurrent(b *testing.B) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
-		close(done)
+		r.broker.Unsubscribe(sub)
+		<-sampled
 		close(errs)
 		for err := range errs {
 			b.Fatal(err)
@@ -103,8 +159,16 @@ func BenchmarkConcurrent(b *testing.B) {
 		if peak.heap > 0 {
 			b.ReportMetric(float64(peak.heap-idleHeap)/sessions/1024, "KB-heap/run")
 			b.ReportMetric(float64(peak.rss-idleRSS)/sessions/1024, "KB-RSS/run")
+			b.ReportMetric(float64(peak.stack-idleStack)/sessions/1024, "KB-stack/run")
+			b.ReportMetric(float64(peak.g-idleG)/sessions, "goroutines/run")
 		}
 	}
+}
+
+func stackInuse() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.StackInuse)
 }
 
 func heapInuse() int64 {

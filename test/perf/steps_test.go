@@ -56,7 +56,7 @@ func script(turns int) scripted.Script {
 
 // rig is one scripted endpoint and both contenders wired to it.
 type rig struct {
-	fake   *scripted.Server
+	broker *event.Broker
 	client *openai.Client
 	echo   tool.Tool
 	system []string
@@ -66,17 +66,21 @@ type rig struct {
 	turns  int
 }
 
-func newRig(b *testing.B, turns int) *rig { return newRigWith(b, turns, 4, script(turns)) }
-
-// newRigWith is newRig with the engine's run concurrency and the script.
-func newRigWith(b *testing.B, turns, concurrency int, sc scripted.Script) *rig {
+func newRig(b *testing.B, turns int) *rig {
 	b.Helper()
-	fake, err := scripted.Start(sc)
+	fake, err := scripted.Start(script(turns))
 	if err != nil {
 		b.Fatal(err)
 	}
 	fake.ForgetRequests()
 	b.Cleanup(func() { fake.Close() })
+	return newRigAt(b, turns, 4, fake.URL())
+}
+
+// newRigAt is newRig against the endpoint at url, with the engine's run
+// concurrency.
+func newRigAt(b *testing.B, turns, concurrency int, url string) *rig {
+	b.Helper()
 	dir := b.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
 	if err != nil {
@@ -94,14 +98,15 @@ func newRigWith(b *testing.B, turns, concurrency int, sc scripted.Script) *rig {
 	echo := echoTool()
 	reg := tool.NewRegistry()
 	reg.Add(echo)
-	client := openai.New(openai.Options{BaseURL: fake.URL(), APIKey: "unused"})
+	client := openai.New(openai.Options{BaseURL: url, APIKey: "unused"})
 	casc, err := cascade.New(cascade.Options{Endpoints: []cascade.Endpoint{{Label: "primary", Kind: cascade.KindChat, Provider: client, Models: []string{"primary"}}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	budget := engine.Budget{Steps: turns + 10, Tokens: 1 << 50, CostUSD: 1e9}
+	broker := event.NewBroker()
 	eng := engine.New(engine.Options{
-		Store: st, Broker: event.NewBroker(), Provider: casc, Models: []string{"primary"},
+		Store: st, Broker: broker, Provider: casc, Models: []string{"primary"},
 		Prompt: bun, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
 		ToolNames: func(string) []string { return reg.Names() },
 		Budget:    func(string) engine.Budget { return budget },
@@ -112,7 +117,7 @@ func newRigWith(b *testing.B, turns, concurrency int, sc scripted.Script) *rig {
 	}
 	b.Cleanup(func() { q.Close(context.Background()) })
 	specs := []model.ToolSpec{echo.Spec()}
-	return &rig{fake: fake, client: client, echo: echo, system: bun.System(bun.ReadSelf(), specs), specs: specs,
+	return &rig{broker: broker, client: client, echo: echo, system: bun.System(bun.ReadSelf(), specs), specs: specs,
 		svc: engine.NewService(st, q, eng), st: st, turns: turns}
 }
 
