@@ -157,7 +157,7 @@ func (s *Store) soloTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	s.group.batch.Store(tx)
-	err = fn(tx)
+	err = runMember(fn, tx)
 	s.group.batch.Store(nil)
 	if err != nil {
 		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
@@ -166,8 +166,8 @@ func (s *Store) soloTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// runMember runs one member's work, turning a panic into its error so the
-// batch and every caller waiting on it still end.
+// runMember runs one caller's work, turning a panic into its error so the
+// batch, the leadership hand-off and every caller waiting on them still end.
 func runMember(fn func(*sql.Tx) error, tx *sql.Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {

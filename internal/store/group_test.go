@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,5 +140,22 @@ func waitGroup(t *testing.T, s *Store, cond func(*writeGroup) bool) {
 			t.Fatal("the write group never reached the state waited for")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGroupCommitSurvivesAPanickingWrite: a write whose work panics fails
+// with an error, and the writes after it still run.
+func TestGroupCommitSurvivesAPanickingWrite(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.groupTx(ctx, func(*sql.Tx) error { panic("boom") }); err == nil {
+		t.Fatal("a panicking write reported success")
+	}
+	if err := s.AddEvents(ctx, []event.Event{event.New("r", "s", event.RunQueued, nil)}); err != nil {
+		t.Fatalf("the write after a panicking one: %v", err)
 	}
 }
