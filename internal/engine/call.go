@@ -166,13 +166,14 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 	heldResults, heldEvents := x.takeHeld()
 	st.Results, st.Events = heldResults, append(heldEvents, st.Events...)
 	evs, err := e.o.Store.CommitStep(ctx, st)
+	if errors.Is(err, store.ErrAlreadyFinal) {
+		// Cancelled (finished) elsewhere while the model ran: the results
+		// are still the calls' answers, but the turn never happened.
+		x.restoreHeld(heldResults, nil)
+		return errCancelled
+	}
 	if err != nil {
 		x.restoreHeld(heldResults, heldEvents)
-	}
-	if errors.Is(err, store.ErrAlreadyFinal) {
-		return errCancelled // cancelled (finished) elsewhere while the model ran
-	}
-	if err != nil {
 		return err
 	}
 	x.run.Steps++

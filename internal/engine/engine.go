@@ -8,9 +8,10 @@
 // commit together — a call with effects as soon as it ends, a read-only call
 // (which a crash only makes run again) with the next write of its run,
 // normally the next checkpoint, as turn.started is (held.go); the terminal
-// status and the run.finished event commit together. On a resumed run a call whose result is journalled is never
-// re-run, an interrupted read-only call runs again, and an interrupted
-// mutating call gets an [interrupted] result telling the model to verify.
+// status and the run.finished event commit together. On a resumed run a call
+// whose result is journalled is never re-run, an interrupted read-only call
+// runs again, and an interrupted mutating call gets an [interrupted] result
+// telling the model to verify.
 package engine
 
 import (
