@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -87,5 +89,66 @@ func TestCommitToolResultBoundsOneCall(t *testing.T) {
 	}
 	if got := callArgs(); got["call_2"] != string(other) {
 		t.Fatalf("call_2 arguments = %s", got["call_2"])
+	}
+}
+
+// TestCommitStepWritesHeldResultsFirst: results held for a checkpoint are
+// written in its transaction before the step's message, with their events
+// first; a held result for a call already done is dropped, the first result
+// standing, and the rest still commit.
+func TestCommitStepWritesHeldResultsFirst(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_h", SessionID: "sess_h"})
+	if _, _, err := s.Start(ctx, "resp_h", []model.Message{{Role: model.RoleUser, Content: "look"}}); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{}`)
+	calls := []model.ToolCall{{ID: "a", Name: "read", Arguments: args}, {ID: "b", Name: "read", Arguments: args}}
+	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_h", SessionID: "sess_h", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, ToolCalls: calls},
+		Intents: []store.Intent{{CallID: "a", Name: "read", Args: args, ReadOnly: true}, {CallID: "b", Name: "read", Args: args, ReadOnly: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitToolResult(ctx, store.ToolResult{RunID: "resp_h", SessionID: "sess_h", CallID: "a", Name: "read", Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	held := []store.ToolResult{
+		{RunID: "resp_h", SessionID: "sess_h", CallID: "a", Name: "read", Text: "again", Events: []event.Event{event.New("resp_h", "sess_h", event.ToolResult, nil)}},
+		{RunID: "resp_h", SessionID: "sess_h", CallID: "b", Name: "read", Text: "held", Events: []event.Event{event.New("resp_h", "sess_h", event.ToolResult, nil)}},
+	}
+	evs, err := s.CommitStep(ctx, store.Step{RunID: "resp_h", SessionID: "sess_h", Model: "m", Results: held,
+		Message: model.Message{Role: model.RoleAssistant, Content: "done"},
+		Events:  []event.Event{event.New("resp_h", "sess_h", event.TurnStarted, nil), event.New("resp_h", "sess_h", event.Checkpoint, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i, e := range evs {
+		names = append(names, e.Name)
+		if e.ID == 0 || (i > 0 && e.ID <= evs[i-1].ID) {
+			t.Fatalf("event %s id %d after %v", e.Name, e.ID, evs[:i])
+		}
+	}
+	if want := []string{event.ToolResult, event.TurnStarted, event.Checkpoint}; !slices.Equal(names, want) {
+		t.Fatalf("events written %v, want %v", names, want)
+	}
+	j, err := s.Journal(ctx, "resp_h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j["a"].Result != "first" || !j["b"].Done || j["b"].Result != "held" {
+		t.Fatalf("journal %+v", j)
+	}
+	msgs, err := s.Messages(ctx, "sess_h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, string(m.Role)+":"+m.Content)
+	}
+	if want := []string{"user:look", "assistant:", "tool:first", "tool:held", "assistant:done"}; !slices.Equal(got, want) {
+		t.Fatalf("conversation %v, want %v", got, want)
 	}
 }

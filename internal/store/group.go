@@ -53,6 +53,11 @@ type writeGroup struct {
 // groupTx runs fn in an immediate write transaction that it may share with
 // other callers' (see above).
 func (s *Store) groupTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.pg {
+		// PostgreSQL has writers of its own, serialized by the store's
+		// write lock (postgres.go): each caller keeps its transaction.
+		return s.tx(ctx, fn)
+	}
 	r := &writeReq{ctx: ctx, fn: fn, wake: make(chan bool, 1)}
 	g := &s.group
 	g.mu.Lock()
