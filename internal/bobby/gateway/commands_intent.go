@@ -32,7 +32,6 @@ func fieldOutcomeError(outs []form.FieldOutcome) *toolError {
 	return nil
 }
 
-
 type intentFillArgs struct {
 	Fields []form.FieldValue `json:"fields"`
 }

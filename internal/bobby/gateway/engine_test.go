@@ -582,6 +582,9 @@ func TestEngineMatrixFormDialogsAndFrames(t *testing.T) {
 // unsupportedOnEngine naming why, and so does an argument Firefox lacks.
 func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 	_, cs := engineGateway(t, engineFirefox)
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "drives a real Firefox browser") || strings.Contains(ins, "Chromium") {
+		t.Errorf("instructions on firefox: %s", ins)
+	}
 	for _, phase := range []string{"explore", "act", "intent", "verify"} {
 		mustOK(t, cs, "toolset_select", map[string]any{"phase": phase})
 		names := toolNames(t, cs)
