@@ -73,13 +73,14 @@ const selectJS = `function(sel) {
 }`
 
 // resolveSelector matches a CSS selector in the top document. A selector
-// that reaches into frames (">>>") is Chromium's alone.
+// that reaches into frames ("iframe#pay >> input", snapshot.Target's frame
+// syntax) is Chromium's alone.
 func (f *FormPage) resolveSelector(ctx context.Context, t snapshot.Target) (form.Element, error) {
 	if err := t.Validate(); err != nil {
 		return form.Element{}, fmt.Errorf("resolve target: %w", err)
 	}
-	if strings.Contains(t.Selector, ">>>") {
-		return form.Element{}, fmt.Errorf("resolve target: %w: %w: a selector into a frame (>>>) works on Chromium only; "+
+	if strings.Contains(t.Selector, ">>") {
+		return form.Element{}, fmt.Errorf("resolve target: %w: %w: a selector into a frame (iframe#id >> css) works on Chromium only; "+
 			"use a ref or role and name from a snapshot, or engine = \"chromium\"", ErrUnsupportedOnEngine, snapshot.ErrInvalidTarget)
 	}
 	fn := `function(sel) { const r = (` + selectJS + `)(sel); if (r.invalid) return {els: [], data: JSON.stringify(r)};
@@ -456,7 +457,11 @@ func (f *FormPage) Release(ctx context.Context) {
 	if len(hs) == 0 {
 		return
 	}
-	_ = f.p.conn.Call(context.WithoutCancel(ctx), "script.disown", map[string]any{
+	// Bounded as Chromium's release is: a page a dialog blocks answers no
+	// script command until the dialog is answered.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), form.ReleaseTimeout)
+	defer cancel()
+	_ = f.p.conn.Call(rctx, "script.disown", map[string]any{
 		"handles": hs, "target": map[string]string{"context": f.p.bc, "sandbox": sandbox},
 	}, nil)
 }

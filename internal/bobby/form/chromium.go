@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -32,8 +33,17 @@ func (chromium) Engine() string { return "chromium" }
 // objectGroup holds the remote objects of one call; released at its end.
 const objectGroup = "bobby-form"
 
+// ReleaseTimeout bounds a Release. It runs after the call's context may
+// have ended, and a page that a JavaScript dialog blocks answers no
+// Runtime command until the dialog is answered: unbounded, the release
+// would hang the call that the dialog ended. An object group left behind
+// goes with the next release (the group is the same) or the document.
+const ReleaseTimeout = 2 * time.Second
+
 func (chromium) Release(ctx context.Context) {
-	_, _ = chromedp.Call(context.WithoutCancel(ctx), runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: objectGroup})
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	_, _ = chromedp.Call(rctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: objectGroup})
 }
 
 // Ready refuses a context without a page target: chromedp would otherwise

@@ -180,7 +180,7 @@ func (tab Tab) SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify)
 		_ = tab.p.Call(ctx, handle, pageFunc("op", submitJS), nil, "disarm")
 		out.Status = SubmitBlocked
 		out.FormValidation = issues
-		out.URL = evidenceURL(tab.currentURL(ctx))
+		out.URL = EvidenceURL(tab.currentURL(ctx))
 		out.Reason = "client-side validation blocked the submit; fix the listed fields and submit again"
 		return out, nil
 	}
@@ -195,7 +195,7 @@ func (tab Tab) SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify)
 		}
 	}
 	full := tab.currentURL(ctx)
-	out.URL = evidenceURL(full)
+	out.URL = EvidenceURL(full)
 	f := facts{v: v, st: st, timedOut: timedOut, issues: pageIssues}
 	if v.URLContains != "" || v.TextContains != "" {
 		f.expect = true
@@ -233,10 +233,10 @@ func (tab Tab) currentURL(ctx context.Context) string {
 	return u
 }
 
-// evidenceURL is the page address as a submit's evidence shows it: without
+// EvidenceURL is the page address as a submit's evidence shows it: without
 // its query string, fragment or user info, which after a GET form hold the
 // values just submitted (a password among them). A dropped query is marked.
-func evidenceURL(raw string) string {
+func EvidenceURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""

@@ -27,9 +27,9 @@ func formOptions(in formSnapshotArgs) (form.Options, error) {
 
 func (x *execCtx) formSnapshot(ctx context.Context, opts form.Options) (*form.FormSnapshot, error) {
 	var fs *form.FormSnapshot
-	err := x.page.Do(ctx, func(pctx context.Context) error {
+	err := x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
 		var err error
-		fs, err = form.Snapshot(pctx, opts)
+		fs, err = tab.Snapshot(fctx, opts)
 		return err
 	})
 	return fs, err
@@ -59,9 +59,9 @@ func runControlAction(ctx context.Context, x *execCtx, in controlActionArgs) (ma
 	}
 	a := in.Action
 	var ev *form.Evidence
-	err = x.page.Do(ctx, func(pctx context.Context) error {
+	err = x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
 		var err error
-		ev, err = form.Control(pctx, t, a)
+		ev, err = tab.Control(fctx, t, a)
 		return err
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
@@ -31,10 +32,6 @@ func fieldOutcomeError(outs []form.FieldOutcome) *toolError {
 	return nil
 }
 
-func (x *execCtx) doForm(ctx context.Context, fn func(pctx context.Context) error) error {
-	return x.page.Do(ctx, fn)
-}
-
 type intentFillArgs struct {
 	Fields []form.FieldValue `json:"fields"`
 }
@@ -47,9 +44,9 @@ func runIntentFill(ctx context.Context, x *execCtx, in intentFillArgs) (map[stri
 		}
 	}
 	var outs []form.FieldOutcome
-	err := x.doForm(ctx, func(pctx context.Context) error {
+	err := x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
 		var err error
-		outs, err = form.Fill(pctx, fields, form.Options{})
+		outs, err = tab.Fill(fctx, fields, form.Options{})
 		return err
 	})
 	if err != nil {
@@ -82,9 +79,9 @@ func runIntentCompleteForm(ctx context.Context, x *execCtx, in intentCompleteFor
 		opts.Target = &t
 	}
 	var c *form.Completion
-	err = x.doForm(ctx, func(pctx context.Context) error {
+	err = x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
 		var err error
-		c, err = form.CompleteForm(pctx, form.FieldsFromMap(plain), opts)
+		c, err = tab.CompleteForm(fctx, form.FieldsFromMap(plain), opts)
 		return err
 	})
 	if err != nil {
@@ -134,9 +131,9 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx, in submitAndVerif
 		v.Timeout = max(0, time.Until(d)-time.Second)
 	}
 	var sub *form.Submission
-	err = x.doForm(ctx, func(pctx context.Context) error {
+	err = x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
 		var err error
-		sub, err = form.SubmitAndVerify(pctx, t, v)
+		sub, err = tab.SubmitAndVerify(fctx, t, v)
 		return err
 	})
 	if err != nil {
@@ -145,7 +142,7 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx, in submitAndVerif
 		}
 		return nil, nil, err
 	}
-	ev := map[string]any{"submission": sub, "submitTarget": t, "page": pageState(x.page)}
+	ev := map[string]any{"submission": sub, "submitTarget": t, "page": submittedPage(pageState(x.ep))}
 	if len(sub.FormValidation) > 0 {
 		ev["formValidation"] = sub.FormValidation
 	}
@@ -160,4 +157,14 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx, in submitAndVerif
 	default:
 		return ev, nil, errorf(CodeNotVerified, "the submit was not verified: %s", sub.Reason)
 	}
+}
+
+// submittedPage is the page state a submit's evidence shows: its URL as
+// the submission's own (form.EvidenceURL), since after a GET form the query
+// holds the values just submitted, a password among them.
+func submittedPage(st browser.PageState) browser.PageState {
+	if st.URL != nil {
+		st.URL = ptr(form.EvidenceURL(*st.URL))
+	}
+	return st
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
+	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
@@ -83,6 +84,10 @@ type enginePage interface {
 	// settle waits briefly, after an action, for its effects to land; its
 	// fields join the action's evidence.
 	settle(ctx context.Context) map[string]any
+	// forms runs fn with the form functions (package form) bound to this
+	// page through the engine's form.Page. A dialog that opens meanwhile
+	// ends the work with the dialogOpen error, as it ends any page work.
+	forms(ctx context.Context, fn func(ctx context.Context, tab form.Tab) error) error
 	// chromium is the Chromium page, nil on another engine.
 	chromium() *browser.Page
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
+	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
@@ -173,6 +174,13 @@ func waitElementSemantic(ctx context.Context, x *execCtx, t snapshot.Target, c b
 		case <-time.After(150 * time.Millisecond):
 		}
 	}
+}
+
+// forms runs the form functions on the chromedp context of the page (the
+// package functions' path, form.Chromium()); the page's Do cancels the work
+// with the dialog's error when a dialog opens.
+func (p chromiumPage) forms(ctx context.Context, fn func(ctx context.Context, tab form.Tab) error) error {
+	return p.Do(ctx, func(pctx context.Context) error { return fn(pctx, form.On(form.Chromium())) })
 }
 
 // snapshot takes the accessibility snapshot over CDP.

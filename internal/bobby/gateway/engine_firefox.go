@@ -15,6 +15,7 @@ import (
 	"github.com/deltaharness/delta/internal/bobby/bidi"
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/firefox"
+	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
@@ -415,6 +416,52 @@ func (p *firefoxPage) Evaluate(ctx context.Context, expr string) (json.RawMessag
 	}
 	raw, err := p.p.EvaluateJSON(ctx, expr)
 	return raw, ffErr(err)
+}
+
+// ffDialogPoll is how often form work on a Firefox page looks for a dialog
+// that opened under it.
+const ffDialogPoll = 20 * time.Millisecond
+
+// forms runs the form functions on the tab (firefox.FormPage). The page
+// answers no script while a dialog blocks it, so a dialog that opens
+// during the work (a click that calls alert()) cancels it and the work
+// answers the dialog's error, as Chromium's page work does; the page's
+// dialog watcher (WatchDialogs, from the page's creation) is what sees it.
+func (p *firefoxPage) forms(ctx context.Context, fn func(ctx context.Context, tab form.Tab) error) error {
+	if err := p.blocked(); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(ffDialogPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case <-tick.C:
+				if d := p.PendingDialog(); d != nil {
+					cancel(&browser.DialogError{Dialog: *d})
+					return
+				}
+			}
+		}
+	}()
+	err := fn(fctx, form.On(p.p.Forms()))
+	cancel(nil)
+	<-watched
+	// A dialog that cut the work short answers, even where the form
+	// function made the best of the cut (an activate whose re-read failed
+	// counts as applied): Firefox's pointer input returns while the dialog
+	// is open, where Chromium's blocks until the page's work is cancelled.
+	var de *browser.DialogError
+	if errors.As(context.Cause(fctx), &de) {
+		return de
+	}
+	return ffErr(err)
 }
 
 func (p *firefoxPage) snapshot(ctx context.Context, opts snapshot.Options) (*snapshot.Snapshot, error) {

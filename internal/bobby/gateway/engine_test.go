@@ -428,11 +428,163 @@ func TestEngineMatrixFrames(t *testing.T) {
 	})
 }
 
+// noEcho calls a tool and fails the test if the secret appears anywhere in
+// its answer: the structured result or the text a model reads.
+func noEcho(t *testing.T, cs *mcp.ClientSession, secret, name string, args any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, m := callTool(t, cs, name, args)
+	raw, _ := json.Marshal(m)
+	text := ""
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	if strings.Contains(string(raw), secret) || strings.Contains(text, secret) {
+		t.Fatalf("%s echoed the password: %s\n%s", name, raw, text)
+	}
+	return res, m
+}
+
+// TestEngineMatrixFormLoop runs the form loop through the MCP tools on both
+// engines: workflow_observe with includeForms, a submit blocked by client
+// validation, intent_complete_form revealing a conditional field, a
+// control_action on the revealed control, intent_fill, and a verified
+// intent_submit_and_verify; the password is never echoed, and the results
+// have the same shapes.
+func TestEngineMatrixFormLoop(t *testing.T) {
+	const password = "s3cret-Pa55"
+	shapes := map[string]string{}
+	onBothEngines(t, func(t *testing.T, engine string, cs *mcp.ClientSession) {
+		start := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/form.html")})
+		h := start["workflowHandle"]
+		obs := mustOK(t, cs, "workflow_observe", map[string]any{"workflowHandle": h, "includeForms": true, "maxControls": 64})
+		if !strings.Contains(dump(obs["formSnapshot"]), "Email") || get(obs, "observationOutcome", "status") != StatusCompleted {
+			t.Fatalf("workflow_observe includeForms = %s", dump(obs))
+		}
+		fs := mustOK(t, cs, "form_snapshot", map[string]any{"workflowHandle": h})
+		controls, _ := get(fs, "evidence", "formSnapshot", "controls").([]any)
+		hidden := false
+		for _, c := range controls {
+			if cm, _ := c.(map[string]any); cm["label"] == "Gift message" {
+				hidden = cm["visible"] == false
+			}
+		}
+		if len(controls) != 6 || !hidden {
+			t.Fatalf("form_snapshot controls (the gift message is hidden) = %s", dump(controls))
+		}
+
+		// The empty form: client-side validation blocks the submit, value-free.
+		blocked := mustFail(t, cs, "intent_submit_and_verify", map[string]any{"workflowHandle": h}, CodeFormValidation)
+		if issues, _ := get(blocked, "evidence", "formValidation").([]any); len(issues) == 0 {
+			t.Fatalf("blocked submit without formValidation: %s", dump(blocked))
+		}
+
+		_, done := noEcho(t, cs, password, "intent_complete_form", map[string]any{"workflowHandle": h,
+			"values": map[string]any{"Email": "ada@example.com", "Name": "Ada", "Gift": true, "Password": password, "Plan": "Pro"}})
+		if done["status"] != StatusCompleted {
+			t.Fatalf("intent_complete_form = %s", dump(done))
+		}
+		revealed, _ := get(done, "evidence", "revealedControls").([]any)
+		if len(revealed) != 1 || !strings.Contains(dump(revealed[0]), "Gift message") {
+			t.Fatalf("revealedControls = %s", dump(get(done, "evidence", "revealedControls")))
+		}
+		// The revealed control's target is usable at once.
+		ca := mustOK(t, cs, "control_action", map[string]any{"workflowHandle": h, "target": get(revealed[0].(map[string]any), "target"),
+			"action": map[string]any{"kind": "setText", "text": "Happy birthday"}})
+		if get(ca, "evidence", "control", "applied") != true {
+			t.Errorf("control_action setText = %s", dump(ca))
+		}
+		// A wrong action for the control is the caller's error.
+		mustFail(t, cs, "control_action", map[string]any{"workflowHandle": h, "target": map[string]any{"role": "checkbox", "name": "Gift"},
+			"action": map[string]any{"kind": "setText", "text": "x"}}, CodeInvalidRequest)
+		// control_action never echoes a typed password either.
+		_, pw := noEcho(t, cs, password, "control_action", map[string]any{"workflowHandle": h, "target": map[string]any{"role": "textbox", "name": "Password"},
+			"action": map[string]any{"kind": "setText", "text": password}})
+		if get(pw, "evidence", "control", "applied") != true {
+			t.Errorf("control_action on the password = %s", dump(pw))
+		}
+		fill := mustOK(t, cs, "intent_fill", map[string]any{"workflowHandle": h, "fields": []any{map[string]any{"field": "Name", "value": "Ada Lovelace"}}})
+		if !strings.Contains(dump(get(fill, "evidence", "fields")), `"status":"filled"`) {
+			t.Errorf("intent_fill = %s", dump(fill))
+		}
+		// The form tools are command_execute kinds on both engines too.
+		sel := mustOK(t, cs, "command_execute", map[string]any{"envelope": map[string]any{"kind": "control_action", "workflowHandle": h,
+			"input": map[string]any{"target": map[string]any{"role": "combobox", "name": "Plan"}, "action": map[string]any{"kind": "selectOne", "option": "free"}}}})
+		if !strings.Contains(dump(get(sel, "evidence", "control", "selected")), "free") {
+			t.Errorf("command_execute control_action selectOne = %s", dump(sel))
+		}
+		mustOK(t, cs, "command_execute", map[string]any{"envelope": map[string]any{"kind": "intent", "workflowHandle": h,
+			"input": map[string]any{"kind": "complete_form", "values": map[string]any{"Plan": "Pro"}}}})
+
+		_, sub := noEcho(t, cs, password, "intent_submit_and_verify", map[string]any{"workflowHandle": h,
+			"expect": map[string]any{"urlContains": "submitted", "textContains": "Thanks"}})
+		if sub["status"] != StatusCompleted || get(sub, "evidence", "submission", "status") != "verified" {
+			t.Fatalf("intent_submit_and_verify = %s", dump(sub))
+		}
+		page := mustOK(t, cs, "page_list", map[string]any{"sessionId": start["sessionId"]})
+		if !strings.Contains(dump(page), "submitted.html") || !strings.Contains(dump(page), "giftmsg=Happy") || !strings.Contains(dump(page), "plan=pro") {
+			t.Errorf("page after submit = %s", dump(page))
+		}
+		shapes[engine] = shapeOf(fs, "evidence", "formSnapshot") + " | " + shapeOf(done, "evidence") + " | " +
+			shapeOf(ca, "evidence", "control") + " | " + shapeOf(sub, "evidence", "submission")
+	})
+	if len(shapes) == 2 && shapes[engineChromium] != shapes[engineFirefox] {
+		t.Errorf("result shapes differ:\nchromium %s\nfirefox  %s", shapes[engineChromium], shapes[engineFirefox])
+	}
+}
+
+// TestEngineMatrixFormDialogsAndFrames: a control_action that opens an
+// alert answers dialogOpen on both engines and dialog repairs it; a
+// selector into a frame (iframe#id >> css) works on Chromium and is a tool error with a
+// repair on Firefox.
+func TestEngineMatrixFormDialogsAndFrames(t *testing.T) {
+	onBothEngines(t, func(t *testing.T, engine string, cs *mcp.ClientSession) {
+		h := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/dialog.html")})["workflowHandle"]
+		m := mustFail(t, cs, "control_action", map[string]any{"workflowHandle": h, "target": map[string]any{"role": "button", "name": "Alert"},
+			"action": map[string]any{"kind": "activate"}}, CodeDialogOpen)
+		if get(m, "error", "repair", "action") != "handleDialog" {
+			t.Errorf("control_action behind an alert = %s", dump(m))
+		}
+		mustFail(t, cs, "form_snapshot", map[string]any{"workflowHandle": h}, CodeDialogOpen)
+		d := mustOK(t, cs, "dialog", map[string]any{"workflowHandle": h, "accept": true})
+		if get(d, "evidence", "dialog", "message") != "hello there" {
+			t.Errorf("dialog = %s", dump(d))
+		}
+		mustOK(t, cs, "form_snapshot", map[string]any{"workflowHandle": h})
+
+		f := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/m/frames.html")})["workflowHandle"]
+		mustOK(t, cs, "wait_for", map[string]any{"workflowHandle": f, "condition": map[string]any{"kind": "document"}})
+		into := map[string]any{"workflowHandle": f, "target": map[string]any{"selector": "iframe#inner >> #code"},
+			"action": map[string]any{"kind": "setText", "text": "SAVE10"}}
+		switch engine {
+		case engineChromium:
+			if c := mustOK(t, cs, "control_action", into); get(c, "evidence", "control", "applied") != true {
+				t.Errorf("control_action into the frame = %s", dump(c))
+			}
+		case engineFirefox:
+			m := mustFail(t, cs, "control_action", into, CodeUnsupportedOnEngine)
+			if !strings.Contains(asStr(get(m, "error", "message")), "into a frame") || get(m, "error", "repair", "action") != "useSupportedToolOrEngine" {
+				t.Errorf("control_action into the frame on firefox = %s", dump(m))
+			}
+			// The same control by its role and name works.
+			c := mustOK(t, cs, "control_action", map[string]any{"workflowHandle": f, "target": map[string]any{"role": "textbox", "name": "Promo code"},
+				"action": map[string]any{"kind": "setText", "text": "SAVE10"}})
+			if get(c, "evidence", "control", "applied") != true {
+				t.Errorf("control_action in the frame by role = %s", dump(c))
+			}
+		}
+	})
+}
+
 // TestFirefoxAdvertisesOnlyWhatRuns: on Firefox, tools/list leaves out the
 // tools declared for Chromium alone, a call to one answers
 // unsupportedOnEngine naming why, and so does an argument Firefox lacks.
 func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 	_, cs := engineGateway(t, engineFirefox)
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "drives a real Firefox browser") || strings.Contains(ins, "Chromium") {
+		t.Errorf("instructions on firefox: %s", ins)
+	}
 	for _, phase := range []string{"explore", "act", "intent", "verify"} {
 		mustOK(t, cs, "toolset_select", map[string]any{"phase": phase})
 		names := toolNames(t, cs)
@@ -443,8 +595,20 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 		}
 	}
 	mustOK(t, cs, "toolset_select", map[string]any{"phase": "act"})
-	if names := toolNames(t, cs); !names["click"] || !names["type_text"] || !names["cookie_set"] || names["emulate"] || names["network_log"] {
+	if names := toolNames(t, cs); !names["click"] || !names["type_text"] || !names["cookie_set"] || !names["control_action"] || names["emulate"] || names["network_log"] {
 		t.Errorf("act phase on firefox lists %v", names)
+	}
+	// The form loop is advertised on Firefox: the startup phase runs it whole.
+	mustOK(t, cs, "toolset_select", map[string]any{"phase": "explore"})
+	names := toolNames(t, cs)
+	for _, n := range []string{"workflow_start", "workflow_observe", "form_snapshot", "intent_complete_form", "intent_submit_and_verify"} {
+		if !names[n] {
+			t.Errorf("explore phase on firefox does not list %s", n)
+		}
+	}
+	mustOK(t, cs, "toolset_select", map[string]any{"phase": "intent"})
+	if names := toolNames(t, cs); !names["intent_fill"] || !names["control_action"] {
+		t.Errorf("intent phase on firefox lists %v", names)
 	}
 	info := mustOK(t, cs, "runtime_info", map[string]any{})
 	if feats := dump(info["capabilities"]); strings.Contains(feats, "network-quiet") || strings.Contains(feats, "chromium") || !strings.Contains(feats, "firefox") {
@@ -470,6 +634,10 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 			if fmt.Sprint(row.Engines) != "[chromium firefox]" {
 				t.Errorf("bobby://capabilities click engines %v", row.Engines)
 			}
+		case "form_snapshot", "control_action", "intent_fill", "intent_complete_form", "intent_submit_and_verify":
+			if fmt.Sprint(row.Engines) != "[chromium firefox]" || row.EngineGap != "" {
+				t.Errorf("bobby://capabilities %s: %+v", row.Tool, row)
+			}
 		case "network_log":
 			if fmt.Sprint(row.Engines) != "[chromium]" || !strings.Contains(row.EngineGap, "CDP's Network domain") {
 				t.Errorf("bobby://capabilities network_log: %+v", row)
@@ -478,7 +646,7 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 	}
 	start := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": matrixURL("/signup.html")})
 	h := start["workflowHandle"]
-	for _, tool := range []string{"network_log", "form_snapshot", "inspect", "pdf", "intent_wait_for_state"} {
+	for _, tool := range []string{"network_log", "inspect", "pdf", "intent_wait_for_state"} {
 		m := mustFail(t, cs, tool, map[string]any{"workflowHandle": h}, CodeUnsupportedOnEngine)
 		msg := asStr(get(m, "error", "message"))
 		if !strings.Contains(msg, "runs on chromium, not on firefox") || get(m, "error", "repair", "doc") != TaxonomyURI+"#"+CodeUnsupportedOnEngine {
@@ -490,9 +658,9 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 	if !strings.Contains(asStr(get(m, "error", "message")), "emulate") {
 		t.Errorf("command_execute emulate = %s", dump(m))
 	}
-	obs := mustFail(t, cs, "workflow_observe", map[string]any{"workflowHandle": h, "includeForms": true}, CodeUnsupportedOnEngine)
-	if get(obs, "observationOutcome", "status") != StatusCompleted {
-		t.Errorf("the observation itself did not run: %s", dump(obs))
+	obs := mustOK(t, cs, "workflow_observe", map[string]any{"workflowHandle": h, "includeForms": true})
+	if get(obs, "observationOutcome", "status") != StatusCompleted || !strings.Contains(dump(obs["formSnapshot"]), "Email") {
+		t.Errorf("workflow_observe includeForms on firefox = %s", dump(obs))
 	}
 	mustFail(t, cs, "session_create", map[string]any{"profile": "default", "executionPolicy": map[string]any{"humanize": true}}, CodeUnsupportedOnEngine)
 	// evaluate_javascript runs under the same policy as on Chromium.

@@ -71,7 +71,7 @@ func (g *Gateway) newClientSessionFor(p policy.Principal, versions []string) *cl
 		phase:     g.startPhase,
 	}
 	cs.server = mcp.NewServer(&mcp.Implementation{Name: "bobby", Title: "bobby browser runtime", Version: Version}, &mcp.ServerOptions{
-		Instructions:              instructions,
+		Instructions:              instructionsFor(g.eng.name()),
 		Logger:                    g.log,
 		SupportedProtocolVersions: versions,
 		CompletionHandler:         cs.complete,
@@ -89,7 +89,24 @@ func (g *Gateway) newClientSessionFor(p policy.Principal, versions []string) *cl
 	return cs
 }
 
-const instructions = `bobby drives a real Chromium. Start with workflow_start {profile:"default", url} and use the returned workflowHandle with workflow_observe, intent_complete_form and intent_submit_and_verify (the form loop, all in the default explore phase). toolset_select switches phases (explore, act, intent, verify); tools/list changes, what you may call does not. Every failure carries error.repair {action, doc}; doc points into bobby://failure-taxonomy.`
+// instructionsFor is the initialize answer's instructions on engine: which
+// browser runs, and how to start.
+func instructionsFor(engine string) string {
+	return "bobby drives a real " + engineTitle(engine) + " browser (this runtime's [browser] engine). " + instructions
+}
+
+// engineTitle is an engine's name as a user writes it.
+func engineTitle(engine string) string {
+	switch engine {
+	case engineChromium:
+		return "Chromium"
+	case engineFirefox:
+		return "Firefox"
+	}
+	return engine
+}
+
+const instructions = `Start with workflow_start {profile:"default", url} and use the returned workflowHandle with workflow_observe, intent_complete_form and intent_submit_and_verify (the form loop, all in the default explore phase). toolset_select switches phases (explore, act, intent, verify); tools/list changes, what you may call does not. Every failure carries error.repair {action, doc}; doc points into bobby://failure-taxonomy.`
 
 // middleware intercepts the methods bobby owns: initialize (a new
 // generation) and tools/call (every tool, advertised or not, goes through

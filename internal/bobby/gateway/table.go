@@ -307,12 +307,12 @@ func buildTools() []*toolDef {
 			},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runA11ySnapshot),
 		command(toolSpec{
-			name: "form_snapshot", title: "Form snapshot", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Form controls with state, labels and semantic targets.",
+			name: "form_snapshot", title: "Form snapshot", engines: bothEngines, desc: "Form controls with state, labels and semantic targets.",
 			capability: read, ann: web(Annotations{ReadOnly: true, Idempotent: true}), phases: in(X, I, V), handle: true,
 			props: map[string]*jsonschema.Schema{"target": targetSchema, "maxControls": integer("", 1, 1000)},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runFormSnapshot),
 		needing(command(toolSpec{
-			name: "control_action", title: "Control action", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "setText|setChecked|selectOne|selectMany|setFiles|clear|activate on a control; typed reread evidence.",
+			name: "control_action", title: "Control action", engines: bothEngines, desc: "setText|setChecked|selectOne|selectMany|setFiles|clear|activate on a control; typed reread evidence.",
 			capability: mutate, dynamic: "setFiles → file:upload", ann: web(Annotations{}), phases: in(A, I), handle: true,
 			props:    map[string]*jsonschema.Schema{"target": targetSchema, "action": controlActionSchema},
 			required: []string{"target", "action"},
@@ -376,12 +376,12 @@ func buildTools() []*toolDef {
 			required: []string{"description"},
 		}, commandSpec{readOnly: true, timeout: 20 * time.Second}, runIntentLocate),
 		command(toolSpec{
-			name: "intent_fill", title: "Fill", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Fill fields by target or label.",
+			name: "intent_fill", title: "Fill", engines: bothEngines, desc: "Fill fields by target or label.",
 			capability: mutate, ann: web(Annotations{Idempotent: true}), phases: in(I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{"fields": array("", fillFieldSchema, 200)}, required: []string{"fields"},
 		}, commandSpec{mutates: true, timeout: 30 * time.Second}, runIntentFill),
 		command(toolSpec{
-			name: "intent_complete_form", title: "Complete form", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Fill a form from label→value pairs; evidence lists revealedControls.",
+			name: "intent_complete_form", title: "Complete form", engines: bothEngines, desc: "Fill a form from label→value pairs; evidence lists revealedControls.",
 			capability: mutate, ann: web(Annotations{Idempotent: true}), phases: in(X, I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{
 				"values": &jsonschema.Schema{Type: "object", Description: "label/name → value (string, number, boolean, list for multi-select, null clears)",
@@ -391,7 +391,7 @@ func buildTools() []*toolDef {
 			required: []string{"values"},
 		}, commandSpec{mutates: true, timeout: 60 * time.Second}, runIntentCompleteForm),
 		command(toolSpec{
-			name: "intent_submit_and_verify", title: "Submit and verify", engineGap: "the form loop on Firefox (package form over BiDi) is not wired into the gateway yet; use click, type_text and a11y_snapshot refs", desc: "Submit a form, wait, verify; blocked submits return value-free formValidation.",
+			name: "intent_submit_and_verify", title: "Submit and verify", engines: bothEngines, desc: "Submit a form, wait, verify; blocked submits return value-free formValidation.",
 			capability: mutate, ann: web(Annotations{Destructive: true}), phases: in(X, I), handle: true, idemKey: true,
 			props: map[string]*jsonschema.Schema{"target": targetSchema, "expect": expectSchema, "waitFor": enum("", "networkQuiet", "navigation")},
 		}, commandSpec{mutates: true, timeout: 60 * time.Second}, runIntentSubmitAndVerify),
