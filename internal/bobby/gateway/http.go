@@ -246,7 +246,8 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 // requests in flight get shutdownGrace to finish, then their contexts end.
 // Streams that never finish by themselves (a 2026-07-28 client's
 // subscriptions/listen has no MCP session to close) end then too, so a
-// shutdown does not wait on an idle stream until its deadline.
+// shutdown does not wait on an idle stream until its deadline; a
+// connection still open at the deadline is closed.
 func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 	base, drain := context.WithCancel(context.WithoutCancel(ctx))
 	defer drain()
@@ -268,6 +269,12 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 	grace := time.AfterFunc(shutdownGrace, drain)
 	defer grace.Stop()
 	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// What is still open ignored its ended context: cut it. The stop
+		// was asked for and is done, so it is not a failure of serve.
+		g.log.Warn("shutdown: connections still open after the deadline were closed")
+		err = srv.Close()
+	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
