@@ -128,6 +128,9 @@ type Options struct {
 	// never).
 	Reflect   func(run store.Run) bool
 	Reflected func(runID string)
+	// Leases is asked before each turn and checkpoint of a run when
+	// workers share the database (nil = this process is the only writer).
+	Leases SessionLeases
 }
 
 // Engine executes runs.
@@ -263,6 +266,8 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	}
 	text, err := x.loop(ctx)
 	switch {
+	case errors.Is(err, errLeaseLost):
+		logger.Warn("run stopped: this worker no longer holds its session; the worker holding it resumes the run", "err", err)
 	case err == nil:
 		// The final reply is checkpointed: its terminal write outlives a
 		// shutdown that lands now, or the answer would be asked for (and
@@ -539,6 +544,9 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return x.lastText, errCancelled
 		}
+		if err := x.holdsLease(ctx); err != nil {
+			return x.lastText, err
+		}
 		// x.run's counters are kept current by checkpoint: no read per step.
 		if err := checkBudget(x.run, budget); err != nil {
 			return "", err
@@ -625,6 +633,9 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		x.lastModel = resp.Model
 		if strings.TrimSpace(resp.Text) != "" {
 			x.lastText = resp.Text
+		}
+		if err := x.holdsLease(ctx); err != nil {
+			return x.lastText, err
 		}
 		if err := x.checkpoint(ctx, resp, req, x.historyEnd); err != nil {
 			return x.lastText, err

@@ -4,10 +4,18 @@
 // run table is the queue, so a restart loses nothing. On Open, runs left
 // running by a crash are resumed before any queued run starts; those beyond
 // the concurrency limit stay ahead of every queued run until a slot frees.
+//
+// With Share, the queue is one of several workers on one database: instead
+// of reading the run table under a single writer, it claims the next run of
+// free sessions (ClaimRuns, one session lease each), renews its leases at a
+// third of their TTL, releases a session when its run ends and no next run
+// of it is claimed, and hands a run claimed in state running to the same
+// resume path a restart takes.
 package queue
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -30,9 +38,37 @@ type Lister interface {
 	ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error)
 }
 
+// Claimer is the part of the store a shared queue uses: session leases and
+// the claim of their next runs, and the batch resume of running rows.
+type Claimer interface {
+	// ClaimRuns returns up to max runs, one per session, whose sessions
+	// holder now leases until now+ttl.
+	ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]store.Run, error)
+	// RenewSessionLeases extends every lease holder still holds.
+	RenewSessionLeases(ctx context.Context, holder string, ttl time.Duration, now time.Time) (int64, error)
+	// ReleaseSession gives a session's lease up if holder holds it.
+	ReleaseSession(ctx context.Context, sessionID, holder string) error
+	// ResumeRuns marks running rows resumed in one transaction.
+	ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error)
+}
+
+// shared is a queue's work distribution across workers.
+type shared struct {
+	store  Claimer
+	holder string
+	ttl    time.Duration
+	// held holds the sessions this worker has claimed and not released.
+	held map[string]bool
+	// retryAt holds runs that returned here without finishing (their lease
+	// was lost, or a store error stopped them): they are not started again
+	// before this time, so a failing run cannot spin.
+	retryAt map[string]time.Time
+}
+
 // Queue dispatches runs to an Executor.
 type Queue struct {
 	store  Lister
+	share  *shared
 	exec   Executor
 	max    int
 	logger *slog.Logger
@@ -79,7 +115,17 @@ func New(st Lister, exec Executor, max int, logger *slog.Logger) *Queue {
 		ended: make(map[string]bool), wake: make(chan struct{}, 1)}
 }
 
-// Open starts the dispatcher.
+// Share makes the queue one worker among several on one database: holder
+// names this worker in the session leases (unique per process) and ttl is
+// how long a lease outlives a dead worker. Call it before Open.
+func (q *Queue) Share(c Claimer, holder string, ttl time.Duration) {
+	q.share = &shared{store: c, holder: holder, ttl: ttl, held: make(map[string]bool), retryAt: make(map[string]time.Time)}
+	// Nothing announces a lease expiring: the backstop poll is what takes a
+	// dead worker's sessions over, so it runs well inside the TTL.
+	q.Poll = min(q.Poll, time.Second, max(ttl/3, 10*time.Millisecond))
+}
+
+// Open starts the dispatcher (and, shared, the lease heartbeat).
 func (q *Queue) Open() error {
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.wg.Add(1)
@@ -87,6 +133,13 @@ func (q *Queue) Open() error {
 		defer q.wg.Done()
 		q.loop()
 	}()
+	if q.share != nil {
+		q.wg.Add(1)
+		go func() {
+			defer q.wg.Done()
+			q.heartbeat()
+		}()
+	}
 	q.Notify()
 	return nil
 }
@@ -102,10 +155,22 @@ func (q *Queue) Close(ctx context.Context) error {
 	go func() { q.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if q.share == nil {
+		return nil
+	}
+	// The interrupted runs stay running: giving their sessions up lets
+	// another worker resume them now rather than after the TTL.
+	var errs []error
+	for sid := range q.share.held {
+		if err := q.share.store.ReleaseSession(ctx, sid, q.share.holder); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	clear(q.share.held)
+	return errors.Join(errs...)
 }
 
 // Notify tells the dispatcher a run was queued or a slot freed.
@@ -157,6 +222,10 @@ func (q *Queue) loop() {
 // resumes, still ahead of queued rows, when a slot frees.
 func (q *Queue) dispatch() {
 	if q.ctx.Err() != nil {
+		return
+	}
+	if q.share != nil {
+		q.dispatchShared()
 		return
 	}
 	q.mu.Lock()
@@ -239,6 +308,9 @@ func (q *Queue) start(r store.Run) {
 			delete(q.inflight, r.ID)
 			delete(q.busy, r.SessionID)
 			q.ended[r.ID] = true
+			if q.share != nil {
+				q.share.retryAt[r.ID] = time.Now().Add(q.Poll)
+			}
 			q.mu.Unlock()
 			q.Notify()
 		}()

@@ -197,6 +197,9 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 		}
 		ev = event.New(nr.ID, sessionID, event.RunQueued, nil)
 		ev.Owner, ev.TaskID = nr.Owner, taskOf(nr.Request)
+		if err := s.notifyRuns(ctx, tx); err != nil {
+			return err
+		}
 		if err := s.insertEvent(ctx, tx, &ev); err != nil {
 			return err
 		}

@@ -162,6 +162,9 @@ func (s *Store) ReleaseSession(ctx context.Context, sessionID, holder string) er
 	if _, err := s.w.ExecContext(ctx, "DELETE FROM session_leases WHERE session_id = ? AND holder = ?", sessionID, holder); err != nil {
 		return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
 	}
+	if err := s.notifyRuns(ctx, s.w); err != nil {
+		return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
+	}
 	return nil
 }
 

@@ -1,0 +1,118 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// dispatchShared claims runs for this worker's free slots and starts them.
+// The claim also returns the sessions this worker is executing (it holds
+// their leases), so it asks for that many more and passes over them; a
+// session claimed beyond the free slots, and a session held whose run ended
+// with no next run claimed, is released at once for another worker.
+func (q *Queue) dispatchShared() {
+	sh := q.share
+	q.mu.Lock()
+	clear(q.ended)
+	free := q.max - len(q.inflight)
+	busy := len(q.busy)
+	q.mu.Unlock()
+	var claimed []store.Run
+	if free > 0 {
+		var err error
+		claimed, err = sh.store.ClaimRuns(q.ctx, sh.holder, sh.ttl, time.Now(), free+busy)
+		if err != nil {
+			if q.ctx.Err() == nil {
+				q.logger.Error("claim runs", "err", err)
+			}
+			return
+		}
+	}
+	now := time.Now()
+	var picks []store.Run
+	var resume []string
+	keep := make(map[string]bool)
+	q.mu.Lock()
+	for _, r := range claimed {
+		sh.held[r.SessionID] = true
+		if q.busy[r.SessionID] || q.inflight[r.ID] != nil {
+			keep[r.SessionID] = true
+			continue
+		}
+		if t, ok := sh.retryAt[r.ID]; ok && now.Before(t) {
+			continue // released below; tried again after the backoff
+		}
+		if len(picks) >= free {
+			continue
+		}
+		delete(sh.retryAt, r.ID)
+		keep[r.SessionID] = true
+		picks = append(picks, r)
+		if r.Status == store.StatusRunning {
+			// Left running by a dead worker (or by this one, stopped
+			// without finishing): the journal rules of a restart apply.
+			resume = append(resume, r.ID)
+		}
+	}
+	var release []string
+	for sid := range sh.held {
+		if !keep[sid] && !q.busy[sid] {
+			release = append(release, sid)
+			delete(sh.held, sid)
+		}
+	}
+	for id, t := range sh.retryAt {
+		if now.After(t.Add(sh.ttl)) {
+			delete(sh.retryAt, id)
+		}
+	}
+	q.mu.Unlock()
+	for _, sid := range release {
+		if err := sh.store.ReleaseSession(q.ctx, sid, sh.holder); err != nil && q.ctx.Err() == nil {
+			q.logger.Warn("release session lease", "session", sid, "err", err)
+		}
+	}
+	if len(resume) > 0 {
+		if _, err := sh.store.ResumeRuns(q.ctx, resume); err != nil && q.ctx.Err() == nil {
+			// Not fatal: each run's own start writes its resume instead.
+			q.logger.Warn("mark runs resumed", "runs", len(resume), "err", err)
+		}
+		q.logger.Info("resuming runs left running", "runs", len(resume), "holder", sh.holder)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range picks {
+		if q.ctx.Err() != nil {
+			return // shutting down: Close releases the sessions
+		}
+		q.start(r)
+	}
+}
+
+// heartbeat renews this worker's session leases every third of the TTL. A
+// lease another worker took over after the TTL is not renewed: the run on
+// it stops at its next checkpoint, which asks the store.
+func (q *Queue) heartbeat() {
+	sh := q.share
+	t := time.NewTicker(max(sh.ttl/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-q.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := sh.store.RenewSessionLeases(q.ctx, sh.holder, sh.ttl, time.Now()); err != nil && q.ctx.Err() == nil {
+			q.logger.Warn("renew session leases", "holder", sh.holder, "err", err)
+		}
+	}
+}
+
+// Holder is the name this worker's session leases carry ("" unshared).
+func (q *Queue) Holder() string {
+	if q.share == nil {
+		return ""
+	}
+	return q.share.holder
+}
