@@ -378,7 +378,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	c := Config{
 		Port:                 l.intRange("PORT", DefaultPort, 1, 65535),
 		Bind:                 l.str("DELTA_BIND", DefaultBind),
-		DB:                   l.dbPath("DELTA_DB", DefaultDB),
+		DB:                   l.dbTarget("DELTA_DB", DefaultDB),
 		Workspace:            l.str("DELTA_WORKSPACE", DefaultWorkspace),
 		AgentID:              l.str("DELTA_AGENT_ID", ""),
 		Build:                l.str("DELTA_BUILD", ""),

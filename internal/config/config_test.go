@@ -186,7 +186,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"DELTA_COMPACT_AT_TOKENS", "1000", "from 4000"},
 		{"DELTA_TRUST_REVIEW_METADATA", "sure", "boolean"},
 		{"DELTA_REFLECT", "sure", "boolean"},
-		{"DELTA_DB", "postgres://delta:hunter2@db.internal:5432/delta", "only in SQLite"},
+		{"DELTA_DB", "mysql://delta:hunter2@db.internal:3306/delta", "postgres://"},
 		{"DELTA_DB", "sqlite://data/delta.db", "file path"},
 	} {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -211,12 +211,27 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 	}
 }
 
-// A database URL in DELTA_DB is refused without echoing it: it usually
-// carries a password, and the error ends up in logs.
+// A database URL in DELTA_DB other than PostgreSQL's is refused without
+// echoing it: it usually carries a password, and the error ends up in
+// logs. A PostgreSQL URL is kept as given (the daemon runs as a worker on
+// it); the SQLite-only entrypoint still refuses it.
 func TestLoadRefusesDatabaseURLWithoutEchoingIt(t *testing.T) {
-	_, err := Load(mapLookup(map[string]string{"DELTA_DB": "postgres://delta:hunter2@db.internal/delta"}))
+	_, err := Load(mapLookup(map[string]string{"DELTA_DB": "mysql://delta:hunter2@db.internal/delta"}))
 	if err == nil {
-		t.Fatal("Load accepted a PostgreSQL URL as DELTA_DB")
+		t.Fatal("Load accepted a MySQL URL as DELTA_DB")
+	}
+	if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "db.internal") {
+		t.Fatalf("error echoes the database URL: %q", msg)
+	}
+	for _, u := range []string{"postgres://delta:hunter2@db.internal/delta", "postgresql://db.internal/delta?sslmode=require"} {
+		c, err := Load(mapLookup(map[string]string{"DELTA_DB": u}))
+		if err != nil || c.DB != u {
+			t.Fatalf("DELTA_DB=%q: got %q, %v; want the URL kept", u, c.DB, err)
+		}
+	}
+	_, err = LoadEntrypoint(mapLookup(map[string]string{"DELTA_DB": "postgres://delta:hunter2@db.internal/delta"}))
+	if err == nil {
+		t.Fatal("the SQLite entrypoint accepted a PostgreSQL URL")
 	}
 	if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "db.internal") {
 		t.Fatalf("error echoes the database URL: %q", msg)

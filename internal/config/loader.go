@@ -405,6 +405,21 @@ var dbURLScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 // in the working directory and run on an empty local database the operator
 // never asked for. The value is not echoed, since a database URL usually
 // carries a password.
+// dbTarget reads the daemon's database: a SQLite path, or a PostgreSQL URL
+// (postgres:// or postgresql://) for a worker sharing that database with
+// others. Any other URL is refused, unechoed, as dbPath refuses it.
+func (l *loader) dbTarget(name, def string) string {
+	v := l.str(name, def)
+	if strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://") {
+		return v
+	}
+	if m := dbURLScheme.FindString(v); m != "" {
+		l.fail(name, "", "%s is a database URL delta does not speak: set %s to a SQLite file path (default %s) or a postgres:// URL", strings.TrimSuffix(m, "://")+"://…", name, def)
+		return ""
+	}
+	return v
+}
+
 func (l *loader) dbPath(name, def string) string {
 	v := l.str(name, def)
 	if m := dbURLScheme.FindString(v); m != "" {

@@ -22,7 +22,7 @@ func Vars() []VarDoc {
 	return []VarDoc{
 		{"PORT", strconv.Itoa(DefaultPort), "HTTP port, 1–65535 (delta dev: --port or a free port)."},
 		{"DELTA_BIND", DefaultBind, "Listen address. Loopback by default; any other address refuses to boot without DELTA_CONTROL_TOKEN (set DELTA_INSPECT_TOKEN too for remote inspection)."},
-		{"DELTA_DB", DefaultDB, "SQLite database path (delta dev: <bundle>/.delta/delta.db). A URL (postgres://…) is refused at boot: the store has a PostgreSQL backend, but the daemon runs only on SQLite until per-session leases let several workers share one database."},
+		{"DELTA_DB", DefaultDB, "SQLite database path (delta dev: <bundle>/.delta/delta.db). Or a PostgreSQL URL (postgres://…): the daemon is then one of several workers sharing that database (per-session leases; every worker must use the same DELTA_WORKSPACE). Other URLs are refused."},
 		{"DELTA_WORKSPACE", DefaultWorkspace, "Workspace directory holding the bundle files (delta dev: the bundle directory)."},
 		{"DELTA_AGENT_ID", "", "Stable agent identity; scopes local memory. Keep it for the life of the agent."},
 		{"DELTA_BUILD", "", "Build label reported by /healthz; omitted when unset."},

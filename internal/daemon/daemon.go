@@ -214,6 +214,14 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	p.closers.add("hydration", p.hydration.close)
 	p.status = func() any { return statusView(cfg, provider, tools, p) }
 
+	// On a shared database the run checks its session lease at each
+	// turn and checkpoint; on SQLite the writer lease covers the process.
+	var leases engine.SessionLeases
+	holder := ""
+	if st.Shared() {
+		holder = workerHolder(cfg.LeaseHolder)
+		leases = sessionLeases{st: st, holder: holder, ttl: cfg.LeaseTTL}
+	}
 	eng := engine.New(engine.Options{
 		Store: st, Broker: broker, Provider: provider,
 		Models: append([]string{cfg.ModelPrimary}, cfg.ModelFallbacks...),
@@ -234,10 +242,13 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		ToolTimeout: cfg.ToolTimeout, ResultMax: cfg.ToolResultMaxBytes, ToolArgMax: cfg.ToolArgMaxBytes, CompactAt: cfg.CompactAtTokens,
 		Redact: red.Redact, CallContext: runTokenContext, Attach: p.images.Attach,
 		CaptureCalls: cfg.CaptureCalls, Logger: logger,
-		Reflect: p.memory.reflect, Reflected: p.memory.reflected,
+		Reflect: p.memory.reflect, Reflected: p.memory.reflected, Leases: leases,
 	})
 	explorer.bind(eng)
 	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
+	if holder != "" {
+		p.queue.Share(st, holder, cfg.LeaseTTL)
+	}
 	p.service = engine.NewService(st, p.queue, eng)
 	return p, nil
 }
@@ -298,23 +309,39 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		}
 		return nil
 	})
-	unlock, err := lockDB(cfg.DB)
-	if err != nil {
-		return err
+	shared := store.IsPostgresURL(cfg.DB)
+	if !shared {
+		unlock, err := lockDB(cfg.DB)
+		if err != nil {
+			return err
+		}
+		open.add("database lock", func(context.Context) error { return unlock() })
 	}
-	open.add("database lock", func(context.Context) error { return unlock() })
 	p, err := build(ctx, cfg, cfg.DB, true, logger)
 	if err != nil {
 		return err
 	}
 	open.add("harness", p.close)
-	// The lease comes before any run resumes: the file lock stops a second
-	// process on this host, the lease one on another host sharing the file.
-	leaseLost, stopLease, err := holdLease(ctx, p.store, cfg.LeaseHolder, cfg.LeaseTTL, logger)
-	if err != nil {
-		return err
+	var leaseLost <-chan error
+	if shared {
+		// Workers share the database: each holds its sessions' leases, not
+		// the whole database's.
+		stopWorker, err := joinWorkers(ctx, cfg, p, logger)
+		if err != nil {
+			return err
+		}
+		open.add("run listener", stopWorker)
+	} else {
+		// The lease comes before any run resumes: the file lock stops a
+		// second process on this host, the lease one on another host
+		// sharing the file.
+		lost, stopLease, err := holdLease(ctx, p.store, cfg.LeaseHolder, cfg.LeaseTTL, logger)
+		if err != nil {
+			return err
+		}
+		leaseLost = lost
+		open.add("writer lease", func(context.Context) error { return stopLease() })
 	}
-	open.add("writer lease", func(context.Context) error { return stopLease() })
 	// Every boot records which harness opened the database and at which
 	// schema, for upgrades and rollbacks to be checked against.
 	if p.boot, err = p.store.RecordBoot(ctx, version.Version, cfg.Build); err != nil {
@@ -380,7 +407,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		}
 		return err
 	})
-	logger.Info("delta listening", "addr", ln.Addr().String(), "version", version.Version, "db", cfg.DB, "workspace", cfg.Workspace)
+	logger.Info("delta listening", "addr", ln.Addr().String(), "version", version.Version, "db", p.store.Path(), "workspace", cfg.Workspace)
 	var serveErr error
 	select {
 	case <-ctx.Done():

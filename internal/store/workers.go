@@ -35,3 +35,11 @@ func (s *Store) BindWorkspace(ctx context.Context, path string) error {
 	}
 	return nil
 }
+
+// Shared reports whether this store is a PostgreSQL database that several
+// workers may share (SQLite has one writing process).
+func (s *Store) Shared() bool { return s.pg }
+
+// Path names the database for logs: the file path, or the URL without its
+// password.
+func (s *Store) Path() string { return s.path }

@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// With DELTA_DB=postgres://… the daemon is one worker among several on one
+// database: no file lock and no single-writer lease; each worker claims
+// sessions through their leases, wakes on the database's notifications and
+// checks at each checkpoint that it still holds the session.
+
+// workerHolder names this process in the session leases: the configured
+// holder (host or machine id) with the pid and a random suffix, so two
+// workers on one host, or a restarted one, never share a name.
+func workerHolder(base string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return base + "/" + strconv.Itoa(os.Getpid()) + "/" + hex.EncodeToString(b[:])
+}
+
+// sessionLeases answers the engine's lease check for one worker. A lease
+// must stay live a third of the TTL past now, so a run never starts a
+// write on a lease that could expire under it before the next renewal.
+type sessionLeases struct {
+	st     *store.Store
+	holder string
+	ttl    time.Duration
+}
+
+func (l sessionLeases) HoldsSession(ctx context.Context, sessionID string) (bool, error) {
+	return l.st.HoldsSession(ctx, sessionID, l.holder, time.Now().Add(l.ttl/3))
+}
+
+// joinWorkers binds the workspace to the database (the first worker
+// records it, a different one is refused) and starts the run listener,
+// whose wake-ups reach the queue. It returns the closer of the listener.
+func joinWorkers(ctx context.Context, cfg config.Config, p *parts, logger *slog.Logger) (func(context.Context) error, error) {
+	if err := p.store.BindWorkspace(ctx, p.workspace); err != nil {
+		return nil, err
+	}
+	l := store.NewRunListener(cfg.DB, logger)
+	if err := l.Open(ctx); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-l.C():
+				p.queue.Notify()
+			}
+		}
+	}()
+	logger.Info("worker joined the shared database", "holder", p.queue.Holder(), "lease_ttl", cfg.LeaseTTL, "workspace", p.workspace)
+	return func(ctx context.Context) error {
+		close(done)
+		wg.Wait()
+		if err := l.Close(ctx); err != nil {
+			return fmt.Errorf("close run listener: %w", err)
+		}
+		return nil
+	}, nil
+}
