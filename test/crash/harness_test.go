@@ -126,7 +126,11 @@ func (d *daemon) stop() {
 // submit posts a task; ok is false when the client saw no 202 (an error
 // or a dropped connection), i.e. the task was not acknowledged.
 func (d *daemon) submit(client *http.Client, input string) (id string, ok bool) {
-	body := fmt.Sprintf(`{"input":%q}`, input)
+	return d.post(client, fmt.Sprintf(`{"input":%q}`, input))
+}
+
+// post posts a task body; ok as for submit.
+func (d *daemon) post(client *http.Client, body string) (id string, ok bool) {
 	req, _ := http.NewRequest("POST", d.url+"/v1/tasks", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
