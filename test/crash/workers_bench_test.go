@@ -1,0 +1,107 @@
+package crash
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/model/modeltest"
+)
+
+// BenchmarkWorkersThroughput measures tasks per second with 1, 2 and 3
+// worker processes on one PostgreSQL, each task one model call the fake
+// holds for 200 ms, each task its own session. Each worker runs
+// DELTA_MAX_CONCURRENCY=32 (scaled down from 256 for a two-core machine),
+// so the ideal is workers × 32 / 0.2 s; one op is a batch of three waves
+// (workers × 96 tasks) from the first submission to the last run terminal.
+// It reports tasks/s, the share of the ideal, and the workers' CPU (per
+// task, and in cores over the batch): on a two-core machine the workers,
+// PostgreSQL and the fake share the cores, so the cores are the ceiling.
+//
+//	go test -run '^$' -bench WorkersThroughput -benchtime 3x ./test/crash/
+func BenchmarkWorkersThroughput(b *testing.B) {
+	const perWorker, latency = 32, 200 * time.Millisecond
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			c := newCluster(b)
+			c.fake.Close()
+			fake, err := modeltest.Start(func(modeltest.ChatRequest) modeltest.Reply {
+				time.Sleep(latency)
+				return modeltest.TextReply("ok")
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fake.ForgetRequests()
+			b.Cleanup(func() { fake.Close() })
+			c.fake = fake
+			var ws []*daemon
+			for i := range n {
+				w := c.worker(plainBin, c.ws, fmt.Sprintf("DELTA_MAX_CONCURRENCY=%d", perWorker), fmt.Sprintf("DELTA_LEASE_HOLDER=b%d", i))
+				w.start()
+				ws = append(ws, w)
+			}
+			db := c.openDB()
+			batch := n * perWorker * 3
+			client := &http.Client{Timeout: 30 * time.Second}
+			var elapsed time.Duration
+			done := 0
+			cpu0 := time.Duration(0)
+			for _, w := range ws {
+				cpu0 += processCPU(b, w.cmd.Process.Pid)
+			}
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				var wg sync.WaitGroup
+				jobs := make(chan int)
+				for range 32 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := range jobs {
+							if _, ok := ws[i%n].submit(client, fmt.Sprintf("Say ok, %d.", i)); !ok {
+								b.Errorf("task %d not acknowledged", i)
+							}
+						}
+					}()
+				}
+				for i := range batch {
+					jobs <- i
+				}
+				close(jobs)
+				wg.Wait()
+				done += batch
+				for {
+					var fin int
+					if err := db.QueryRow("SELECT count(*) FROM runs WHERE status IN ('done','failed','cancelled')").Scan(&fin); err != nil {
+						b.Fatal(err)
+					}
+					if fin >= done {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				elapsed += time.Since(t0)
+			}
+			b.StopTimer()
+			cpu := -cpu0
+			for _, w := range ws {
+				cpu += processCPU(b, w.cmd.Process.Pid)
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(batch*b.N), "worker-cpu-ms/task")
+			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "worker-cores")
+			rate := float64(batch*b.N) / elapsed.Seconds()
+			ideal := float64(n*perWorker) / latency.Seconds()
+			b.ReportMetric(rate, "tasks/s")
+			b.ReportMetric(100*rate/ideal, "%ideal")
+			var failed int
+			_ = db.QueryRow("SELECT count(*) FROM runs WHERE status <> 'done'").Scan(&failed)
+			if failed > 0 {
+				b.Fatalf("%d runs did not complete", failed)
+			}
+		})
+	}
+}
