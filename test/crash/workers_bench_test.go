@@ -50,7 +50,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			done := 0
 			cpu0 := time.Duration(0)
 			for _, w := range ws {
-				cpu0 += processCPU(b, w.cmd.Process.Pid)
+				cpu0 += processCPU(b, w.proc.Cmd.Process.Pid)
 			}
 			b.ResetTimer()
 			for range b.N {
@@ -89,7 +89,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			b.StopTimer()
 			cpu := -cpu0
 			for _, w := range ws {
-				cpu += processCPU(b, w.cmd.Process.Pid)
+				cpu += processCPU(b, w.proc.Cmd.Process.Pid)
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(batch*b.N), "worker-cpu-ms/task")
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "worker-cores")

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/deltaharness/delta/internal/collector/pgtest"
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/test/daemontest"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the test reads the workers' database directly
 )
@@ -52,9 +52,7 @@ func newCluster(t testing.TB) *cluster {
 		t.Fatal(err)
 	}
 	ws := filepath.Join(t.TempDir(), "ws")
-	if out, err := exec.Command(plainBin, "init", ws).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
+	daemontest.Init(t, plainBin, ws)
 	return &cluster{t: t, url: url, ws: ws, fake: startFake(t)}
 }
 
@@ -64,7 +62,7 @@ func (c *cluster) worker(bin, ws string, extra ...string) *daemon {
 	t := c.t
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := daemontest.FreePort(t)
 	d := &daemon{t: t, bin: bin, dir: dir, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	d.env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
@@ -322,9 +320,7 @@ func TestWorkersSharePostgres(t *testing.T) {
 
 	// A worker whose workspace is not the recorded one is refused.
 	other := filepath.Join(t.TempDir(), "ws")
-	if out, err := exec.Command(plainBin, "init", other).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
+	daemontest.Init(t, plainBin, other)
 	stray := c.worker(plainBin, other)
 	log := stray.startExpectingExit()
 	if !strings.Contains(log, c.ws) || !strings.Contains(log, other) {
