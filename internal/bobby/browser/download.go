@@ -90,36 +90,69 @@ func (s *Session) DownloadURL(ctx context.Context, rawURL, saveAs string, maxByt
 // DownloadTo is DownloadURL into the given downloads root (the gateway's
 // configured one, which need not be the runtime's).
 func (s *Session) DownloadTo(ctx context.Context, downloadsRoot, rawURL, saveAs string, maxBytes int64) (Download, error) {
-	d := Download{URL: rawURL, SavedTo: saveAs}
+	return Fetch(ctx, DownloadRequest{
+		Root: downloadsRoot, URL: rawURL, SaveAs: saveAs, MaxBytes: maxBytes, Check: s.rt.checkURL,
+		Jar: func(ctx context.Context) (string, []Cookie, error) {
+			if err := s.err(); err != nil {
+				return "", nil, err
+			}
+			s.touch()
+			cctx, cancel := s.inst.callCtx(ctx, s.rt.opts.ActionTimeout)
+			defer cancel()
+			ver, err := chromedp.CallBrowser(cctx, browser.GetVersion, cdp.Empty{})
+			if err != nil {
+				return "", nil, s.inst.classify(err)
+			}
+			res, err := chromedp.CallBrowser(cctx, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: s.contextID})
+			if err != nil {
+				return "", nil, fmt.Errorf("read cookies: %w", s.inst.classify(err))
+			}
+			cookies := make([]Cookie, len(res.Cookies))
+			for i, c := range res.Cookies {
+				cookies[i] = toCookie(c)
+			}
+			return ver.UserAgent, cookies, nil
+		},
+	})
+}
+
+// DownloadRequest is one download: the URL, where it goes under the
+// downloads root, its byte cap, the network policy and the session's jar.
+type DownloadRequest struct {
+	Root, URL, SaveAs string
+	MaxBytes          int64
+	// Check applies the network policy to the URL and to every redirect
+	// hop; an error wrapping ErrPolicyDenied refuses it.
+	Check func(raw string) (*url.URL, error)
+	// Jar reads what the request carries from the session: its user
+	// agent and cookies. It runs only once the request passed its checks.
+	Jar func(ctx context.Context) (userAgent string, cookies []Cookie, err error)
+}
+
+// Fetch runs a download in Go with the session's cookies, whatever engine
+// holds them: saveAs is checked against the root (see DownloadPathIn), the
+// URL and each redirect hop against Check, and the body streams to a
+// temporary name, at most MaxBytes, renamed into place only when complete.
+func Fetch(ctx context.Context, r DownloadRequest) (Download, error) {
+	d := Download{URL: r.URL, SavedTo: r.SaveAs}
+	rawURL, maxBytes, downloadsRoot := r.URL, r.MaxBytes, r.Root
 	if maxBytes < 1 {
 		return d, fmt.Errorf("download: %w", invalidf("maxBytes %d must be at least 1", maxBytes))
 	}
-	dest, err := DownloadPathIn(downloadsRoot, saveAs)
+	dest, err := DownloadPathIn(downloadsRoot, r.SaveAs)
 	if err != nil {
 		return d, fmt.Errorf("download: %w", err)
 	}
-	u, err := s.rt.checkURL(rawURL)
+	u, err := r.Check(rawURL)
 	if err != nil {
 		return d, fmt.Errorf("download: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return d, fmt.Errorf("download: %w: only http and https urls download", ErrPolicyDenied)
 	}
-	if err := s.err(); err != nil {
+	ua, cookies, err := r.Jar(ctx)
+	if err != nil {
 		return d, fmt.Errorf("download: %w", err)
-	}
-	s.touch()
-
-	cctx, cancel := s.inst.callCtx(ctx, s.rt.opts.ActionTimeout)
-	ver, err := chromedp.CallBrowser(cctx, browser.GetVersion, cdp.Empty{})
-	if err != nil {
-		cancel()
-		return d, fmt.Errorf("download: %w", s.inst.classify(err))
-	}
-	cookies, err := chromedp.CallBrowser(cctx, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: s.contextID})
-	cancel()
-	if err != nil {
-		return d, fmt.Errorf("download: read cookies: %w", s.inst.classify(err))
 	}
 
 	client := &http.Client{
@@ -127,10 +160,10 @@ func (s *Session) DownloadTo(ctx context.Context, downloadsRoot, rawURL, saveAs 
 			if len(via) >= maxRedirects {
 				return fmt.Errorf("more than %d redirects", maxRedirects)
 			}
-			if _, err := s.rt.checkURL(req.URL.String()); err != nil {
+			if _, err := r.Check(req.URL.String()); err != nil {
 				return err
 			}
-			setCookies(req, cookies.Cookies)
+			setCookies(req, cookies)
 			return nil
 		},
 	}
@@ -138,8 +171,10 @@ func (s *Session) DownloadTo(ctx context.Context, downloadsRoot, rawURL, saveAs 
 	if err != nil {
 		return d, fmt.Errorf("download: %w", invalidf("%v", err))
 	}
-	req.Header.Set("User-Agent", ver.UserAgent)
-	setCookies(req, cookies.Cookies)
+	if ua != "" {
+		req.Header.Set("User-Agent", ua)
+	}
+	setCookies(req, cookies)
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrPolicyDenied) {
@@ -190,10 +225,10 @@ func (s *Session) DownloadTo(ctx context.Context, downloadsRoot, rawURL, saveAs 
 }
 
 // setCookies adds the browser cookies that apply to the request URL.
-func setCookies(req *http.Request, cookies []*network.Cookie) {
+func setCookies(req *http.Request, cookies []Cookie) {
 	req.Header.Del("Cookie")
 	for _, c := range cookies {
-		if cookieApplies(c, req.URL) {
+		if cookieApplies(&network.Cookie{Domain: c.Domain, Path: c.Path, Secure: c.Secure}, req.URL) {
 			req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 		}
 	}

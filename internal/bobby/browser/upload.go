@@ -39,35 +39,16 @@ type Upload struct {
 // file; errors name only its base name. The caller checks the file:upload
 // capability.
 func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Upload, error) {
-	if len(paths) == 0 || len(paths) > MaxUploadFiles {
-		return Upload{}, fmt.Errorf("upload files: %w", invalidf("give 1..%d paths, got %d", MaxUploadFiles, len(paths)))
-	}
-	abs := make([]string, len(paths))
-	for i, path := range paths {
-		a, err := filepath.Abs(path)
-		if err != nil {
-			return Upload{}, fmt.Errorf("upload files: %w", invalidf("file %q: bad path", filepath.Base(path)))
-		}
-		fi, err := os.Stat(a)
-		switch {
-		case err != nil:
-			return Upload{}, fmt.Errorf("upload files: %w", invalidf("file %q is not readable", filepath.Base(path)))
-		case !fi.Mode().IsRegular():
-			return Upload{}, fmt.Errorf("upload files: %w", invalidf("%q is not a regular file", filepath.Base(path)))
-		}
-		f, err := os.Open(a)
-		if err != nil {
-			return Upload{}, fmt.Errorf("upload files: %w", invalidf("file %q is not readable", filepath.Base(path)))
-		}
-		f.Close()
-		abs[i] = a
+	abs, err := UploadPaths(paths)
+	if err != nil {
+		return Upload{}, fmt.Errorf("upload files: %w", err)
 	}
 
 	var up Upload
 	var input cdp.BackendNodeID
 	group := newObjectGroup()
 	defer p.release(group)
-	err := p.Do(ctx, func(pctx context.Context) error {
+	err = p.Do(ctx, func(pctx context.Context) error {
 		t := chromedp.FromContext(pctx).Target
 		n, err := resolve(pctx, t, ref, group)
 		if err != nil {
@@ -141,6 +122,37 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 	}
 	up.Files = len(up.Names)
 	return up, nil
+}
+
+// UploadPaths checks the paths of an upload, on either engine: 1..
+// MaxUploadFiles of them, each a readable regular file. It returns them
+// absolute; its errors wrap ErrInvalidArgument and name only a file's base
+// name, never its directory.
+func UploadPaths(paths []string) ([]string, error) {
+	if len(paths) == 0 || len(paths) > MaxUploadFiles {
+		return nil, invalidf("give 1..%d paths, got %d", MaxUploadFiles, len(paths))
+	}
+	abs := make([]string, len(paths))
+	for i, path := range paths {
+		a, err := filepath.Abs(path)
+		if err != nil {
+			return nil, invalidf("file %q: bad path", filepath.Base(path))
+		}
+		fi, err := os.Stat(a)
+		switch {
+		case err != nil:
+			return nil, invalidf("file %q is not readable", filepath.Base(path))
+		case !fi.Mode().IsRegular():
+			return nil, invalidf("%q is not a regular file", filepath.Base(path))
+		}
+		f, err := os.Open(a)
+		if err != nil {
+			return nil, invalidf("file %q is not readable", filepath.Base(path))
+		}
+		f.Close()
+		abs[i] = a
+	}
+	return abs, nil
 }
 
 // chooseFiles clicks the target with file-chooser interception on and

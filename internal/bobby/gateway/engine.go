@@ -54,6 +54,9 @@ type engineSession interface {
 	Cookies(ctx context.Context, f browser.CookieFilter) ([]browser.Cookie, bool, error)
 	SetCookies(ctx context.Context, cs []browser.NewCookie) error
 	DeleteCookies(ctx context.Context, f browser.CookieFilter) (int, error)
+	// download fetches a URL with the session's cookies into the
+	// downloads root (engine_files.go).
+	download(ctx context.Context, root, url, saveAs string, maxBytes int64) (browser.Download, error)
 	// chromium is the Chromium session, nil on another engine.
 	chromium() *browser.Session
 }
@@ -81,6 +84,9 @@ type enginePage interface {
 	typeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]any, map[string]any, error)
 	waitFor(ctx context.Context, x *execCtx, in waitForArgs) (map[string]any, map[string]any, error)
 	screenshot(ctx context.Context, x *execCtx, in screenshotArgs) (browser.Screenshot, error)
+	// uploadFiles puts local files on the target's file input
+	// (engine_files.go).
+	uploadFiles(ctx context.Context, x *execCtx, in uploadArgs) (map[string]any, map[string]any, error)
 	// settle waits briefly, after an action, for its effects to land; its
 	// fields join the action's evidence.
 	settle(ctx context.Context) map[string]any

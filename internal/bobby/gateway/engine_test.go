@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/config"
 	"github.com/deltaharness/delta/internal/bobby/firefox"
 )
 
@@ -91,7 +92,17 @@ func matrixURL(path string) string {
 // under CI.
 func engineGateway(t *testing.T, engine string) (*Gateway, *mcp.ClientSession) {
 	t.Helper()
-	opts := Options{Config: testConfig(), Logger: slog.New(slog.DiscardHandler)}
+	return engineGatewayWith(t, engine, nil)
+}
+
+// engineGatewayWith is engineGateway with the configuration changed by edit.
+func engineGatewayWith(t *testing.T, engine string, edit func(*config.Config)) (*Gateway, *mcp.ClientSession) {
+	t.Helper()
+	cfg := testConfig()
+	if edit != nil {
+		edit(&cfg)
+	}
+	opts := Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)}
 	switch engine {
 	case engineChromium:
 		opts.Runtime = sharedRT
@@ -595,7 +606,7 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 		}
 	}
 	mustOK(t, cs, "toolset_select", map[string]any{"phase": "act"})
-	if names := toolNames(t, cs); !names["click"] || !names["type_text"] || !names["cookie_set"] || !names["control_action"] || names["emulate"] || names["network_log"] {
+	if names := toolNames(t, cs); !names["click"] || !names["type_text"] || !names["cookie_set"] || !names["control_action"] || !names["upload_files"] || !names["download_url"] || names["emulate"] || names["network_log"] {
 		t.Errorf("act phase on firefox lists %v", names)
 	}
 	// The form loop is advertised on Firefox: the startup phase runs it whole.
@@ -611,7 +622,8 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 		t.Errorf("intent phase on firefox lists %v", names)
 	}
 	info := mustOK(t, cs, "runtime_info", map[string]any{})
-	if feats := dump(info["capabilities"]); strings.Contains(feats, "network-quiet") || strings.Contains(feats, "chromium") || !strings.Contains(feats, "firefox") {
+	if feats := dump(info["capabilities"]); strings.Contains(feats, "network-quiet") || strings.Contains(feats, "chromium") || !strings.Contains(feats, "firefox") ||
+		!strings.Contains(feats, `"uploads"`) || !strings.Contains(feats, `"downloads"`) {
 		t.Errorf("runtime_info capabilities on firefox = %s", feats)
 	}
 	res, err := cs.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: ResourceCapabilities})
@@ -634,7 +646,7 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 			if fmt.Sprint(row.Engines) != "[chromium firefox]" {
 				t.Errorf("bobby://capabilities click engines %v", row.Engines)
 			}
-		case "form_snapshot", "control_action", "intent_fill", "intent_complete_form", "intent_submit_and_verify":
+		case "form_snapshot", "control_action", "intent_fill", "intent_complete_form", "intent_submit_and_verify", "upload_files", "download_url":
 			if fmt.Sprint(row.Engines) != "[chromium firefox]" || row.EngineGap != "" {
 				t.Errorf("bobby://capabilities %s: %+v", row.Tool, row)
 			}

@@ -21,17 +21,7 @@ type uploadArgs struct {
 }
 
 func runUploadFiles(ctx context.Context, x *execCtx, in uploadArgs) (map[string]any, map[string]any, error) {
-	ref, refName, err := x.requireTarget(ctx, in.targetArgs)
-	if err != nil {
-		return nil, nil, err
-	}
-	up, err := x.page.UploadFiles(ctx, ref, in.Paths)
-	if err != nil {
-		return map[string]any{"ref": refName}, nil, err
-	}
-	// The evidence holds what the page's input reports (base names), never
-	// the local paths.
-	return map[string]any{"ref": refName, "upload": up}, nil, nil
+	return x.ep.uploadFiles(ctx, x, in)
 }
 
 type downloadArgs struct {
@@ -55,7 +45,7 @@ func runDownloadURL(ctx context.Context, x *execCtx, in downloadArgs) (map[strin
 	if root == "" {
 		return nil, nil, errorf(CodeInvalidRequest, "downloads are off: set [http].downloads_root")
 	}
-	d, err := x.sess.DownloadTo(ctx, root, in.URL, in.SaveAs, max)
+	d, err := x.es.download(ctx, root, in.URL, in.SaveAs, max)
 	if err != nil {
 		switch {
 		case errorsIs(err, browser.ErrDownloadTooLarge):

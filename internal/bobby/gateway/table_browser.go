@@ -32,7 +32,7 @@ func browserTools() []*toolDef {
 			},
 		}, commandSpec{mutates: true, timeout: 30 * time.Second, checkpoint: popupCheckpoint}, runClickAndWaitForPopup),
 		needing(command(toolSpec{
-			name: "upload_files", title: "Upload files", engineGap: "file inputs over BiDi (input.setFiles) are not wired yet",
+			name: "upload_files", title: "Upload files", engines: bothEngines,
 			desc:       "Put local files on a file input: the input, its label, a container holding it, or a button that opens a file chooser (hidden inputs work). Paths are never echoed.",
 			capability: policy.FileUpload, dynamic: "also browser:mutate", ann: web(Annotations{}), phases: in(A, I), handle: true,
 			props: map[string]*jsonschema.Schema{
@@ -42,7 +42,7 @@ func browserTools() []*toolDef {
 			required: []string{"paths"},
 		}, commandSpec{mutates: true, timeout: 30 * time.Second}, runUploadFiles), func(uploadArgs) []policy.Capability { return []policy.Capability{mutate} }),
 		command(toolSpec{
-			name: "download_url", title: "Download URL", engineGap: "it fetches with the session's cookie jar through Chromium's network stack",
+			name: "download_url", title: "Download URL", engines: bothEngines,
 			desc:       "Fetch a URL with the session's cookies into the downloads root: saveAs relative to it or directly under it. Returns savedTo and sha256; maxBytes defaults to and is capped by [http].max_download_bytes.",
 			capability: mutate, dynamic: "artifact:capture makes the file an artifact:// resource",
 			ann: web(Annotations{}), phases: in(A, V), handle: true,
