@@ -21,11 +21,17 @@
 // what the agent pays for in tokens. structuredContent is the typed contract
 // a client program validates; it stays whole, so the whole result is larger.
 //
+// bobby runs twice: on Chromium, and on Firefox ESR over WebDriver BiDi
+// (a config file with [browser] engine = "firefox"), as a third column; a
+// figure whose tools Firefox does not run prints n/a with the reason.
+//
 // Environment: BOBBY_BIN (required), PEERS_DIR (default ../../test/peers),
-// CHROMIUM (default /usr/bin/chromium), CLICKS (default 15), API_DELAY_MS
+// CHROMIUM (default /usr/bin/chromium), FIREFOX (default
+// /usr/bin/firefox-esr; without it the Firefox column is left out), CLICKS (default 15), API_DELAY_MS
 // (default 50), RESULT_JSON (optional path for the raw figures).
 import { createServer } from "node:http";
 import { readFile, mkdtemp, writeFile, rm } from "node:fs/promises";
+import { existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -40,6 +46,7 @@ const { StdioClientTransport } = await sdk("client/stdio.js");
 
 const BOBBY_BIN = env.BOBBY_BIN;
 const CHROMIUM = env.CHROMIUM ?? "/usr/bin/chromium";
+const FIREFOX = env.FIREFOX ?? "/usr/bin/firefox-esr";
 const CLICKS = Number(env.CLICKS ?? 15);
 const WARMUP = 2;
 const WARM_STARTS = 5;
@@ -218,18 +225,28 @@ const playwright = (label, extraArgs) => ({
       return { result: r };
     },
 });
-const runtimes = {
-  playwright: playwright("@playwright/mcp", []),
-  // The same with Playwright's post-action settle (default 500 ms, slept
-  // once after the action and once more after triggered requests) cut to
-  // bobby's 150 ms quiet window: how much of (c) is fixed sleeps.
-  playwright150: playwright("@playwright/mcp --timeout-settle 150", ["--timeout-settle", "150"]),
-  bobby: {
-    label: "bobby",
+// bobbyConfig writes the config file of a bobby on another engine.
+const bobbyConfig = (engine) => {
+  const file = path.join(work, `bobby-${engine}.toml`);
+  writeFileSync(file, `[browser]\nengine = "${engine}"\npath = "${FIREFOX}"\n`);
+  return file;
+};
+// Unsupported is a tool bobby does not run on the engine: the row prints
+// n/a with the reason.
+class Unsupported extends Error {
+  constructor(tool, reason) {
+    super(`${tool}: ${reason}`);
+    this.tool = tool;
+    this.reason = reason;
+  }
+}
+const bobby = (label, engine) => ({
+    label,
+    engine,
     transport: () =>
       new StdioClientTransport({
         command: BOBBY_BIN,
-        args: ["stdio"],
+        args: engine ? ["stdio", "--config", bobbyConfig(engine)] : ["stdio"],
         cwd: work,
         env: { PATH: env.PATH, HOME: work, TMPDIR: work },
         stderr: "pipe",
@@ -257,11 +274,12 @@ const runtimes = {
       return { observed: false, bytes: bytes(r), result: r };
     },
     // wait_for the status text: the outcome observed by the agent.
+    // On Firefox, whose wait_for takes no CSS selector, the page's text.
     async confirm(c, ctx, k) {
-      const r = await c.callTool({
-        name: "wait_for",
-        arguments: { workflowHandle: ctx.handle, condition: { kind: "text", selector: "#status", matcher: { kind: "exact", value: `loaded ${k}` } } },
-      });
+      const condition = engine === "firefox"
+        ? { kind: "text", matcher: { kind: "regex", value: `\\bloaded ${k}\\b` } }
+        : { kind: "text", selector: "#status", matcher: { kind: "exact", value: `loaded ${k}` } };
+      const r = await c.callTool({ name: "wait_for", arguments: { workflowHandle: ctx.handle, condition } });
       if (r.isError) fail(`wait_for: ${text(r)}`);
     },
     // The standard form loop: observe with forms, complete the form (the
@@ -271,6 +289,7 @@ const runtimes = {
       const calls = [];
       const call = async (name, args) => {
         const r = await c.callTool({ name, arguments: args });
+        if (r.isError && r.structuredContent?.error?.code === "unsupportedOnEngine") throw new Unsupported(name, r.structuredContent.error.message);
         if (r.isError) fail(`${name}: ${text(r)}`);
         calls.push({ name, result: r });
         return r;
@@ -293,7 +312,16 @@ const runtimes = {
       if (r.isError) fail(`a11y_snapshot: ${text(r)}`);
       return { result: r };
     },
-  },
+});
+const runtimes = {
+  playwright: playwright("@playwright/mcp", []),
+  // The same with Playwright's post-action settle (default 500 ms, slept
+  // once after the action and once more after triggered requests) cut to
+  // bobby's 150 ms quiet window: how much of (c) is fixed sleeps.
+  playwright150: playwright("@playwright/mcp --timeout-settle 150", ["--timeout-settle", "150"]),
+  bobby: bobby("bobby", null),
+  // bobby on Firefox ESR over WebDriver BiDi ([browser] engine = "firefox").
+  bobbyFirefox: bobby("bobby firefox", "firefox"),
 };
 
 async function measure(key) {
@@ -343,11 +371,19 @@ async function measure(key) {
         if (r.observed) observedInClick++;
       }
     }
-    const loop = await rt.formLoop(client);
+    // A tool the engine does not run leaves the row n/a, with the reason.
+    let loop, loopNA;
+    try {
+      loop = await rt.formLoop(client);
+    } catch (e) {
+      if (!(e instanceof Unsupported)) throw e;
+      loopNA = e.message;
+      loop = { calls: [], verified: false };
+    }
     const loopText = loop.calls.map((x) => text(x.result)).join("\n");
     // bobby never echoes a secret; Playwright's answers quote the code they
     // ran, password included: reported, not enforced.
-    if (key === "bobby" && loopText.includes(SECRET)) fail("bobby echoed the password in a result text");
+    if (key.startsWith("bobby") && loopText.includes(SECRET)) fail("bobby echoed the password in a result text");
     const cat = await rt.catalogue(client);
     const catText = text(cat.result);
     // Warm start: the next page an agent opens on a running browser, after
@@ -362,6 +398,7 @@ async function measure(key) {
     }
     return {
       formLoop: {
+        na: loopNA,
         verified: loop.verified,
         echoesPassword: loopText.includes(SECRET),
         calls: loop.calls.map((x) => ({ name: x.name, contentTextBytes: Buffer.byteLength(text(x.result), "utf8"), resultBytes: bytes(x.result) })),
@@ -416,7 +453,13 @@ async function measure(key) {
 
 const results = {};
 try {
-  for (const key of ["playwright", "bobby", "playwright150"]) results[key] = await measure(key);
+  for (const key of ["playwright", "bobby", "playwright150", "bobbyFirefox"]) {
+    if (key === "bobbyFirefox" && !existsSync(FIREFOX)) {
+      console.error(`compare.mjs: no Firefox at ${FIREFOX}; the bobby firefox column is left out`);
+      continue;
+    }
+    results[key] = await measure(key);
+  }
 } finally {
   server.close();
   await rm(work, { recursive: true, force: true }).catch(() => {});
@@ -425,44 +468,59 @@ try {
 // --- report ----------------------------------------------------------------
 const pw = results.playwright;
 const bb = results.bobby;
+const ff = results.bobbyFirefox;
 const f = (x) => (typeof x === "number" ? (Number.isInteger(x) ? String(x) : x.toFixed(1)) : String(x));
-const ratio = (a, b) => (b ? (a / b).toFixed(2) + "×" : "-");
+const ratio = (a, b) => (typeof a === "number" && b ? (a / b).toFixed(2) + "×" : "-");
 const cov = (c) => `b${c.button} l${c.link} t${c.textbox} c${c.checkbox} s${c.combobox}`;
-const bSnap = bb.snapshots[0];
-const bSnapI = bb.snapshots[1];
 const pSnap = pw.snapshots[0];
-const rows = [
-  ["figure", "playwright-mcp", "bobby", "bobby/pw", "goal"],
-  ["(a) tools/list bytes, default phase", pw.toolsListBytes, bb.toolsListBytes, ratio(bb.toolsListBytes, pw.toolsListBytes), "≤ 0.50×"],
-  ["    tools listed", pw.tools, bb.tools, "", ""],
-  ["(b) snapshot content text bytes (what the model reads)", pSnap.contentTextBytes, bSnap.contentTextBytes, ratio(bSnap.contentTextBytes, pSnap.contentTextBytes), "≤ 0.50×"],
-  ["    whole result bytes (content + structuredContent)", pSnap.resultBytes, bSnap.resultBytes, ratio(bSnap.resultBytes, pSnap.resultBytes), ""],
-  ["    structuredContent bytes", pSnap.structuredBytes, bSnap.structuredBytes, "", ""],
-  ["    snapshot text alone bytes", pSnap.textBytes, bSnap.textBytes, ratio(bSnap.textBytes, pSnap.textBytes), ""],
-  ["    bobby interesting:true content text bytes", pSnap.contentTextBytes, bSnapI.contentTextBytes, ratio(bSnapI.contentTextBytes, pSnap.contentTextBytes), ""],
-  ["    bobby interesting:true whole result bytes", pSnap.resultBytes, bSnapI.resultBytes, ratio(bSnapI.resultBytes, pSnap.resultBytes), ""],
-  ["    coverage default (button link text check select)", cov(pSnap.coverage), cov(bSnap.coverage), "", "equal"],
-  ["    coverage bobby interesting:true", cov(pSnap.coverage), cov(bSnapI.coverage), "", "equal"],
-  [`(c) click→settled outcome median ms (n=${CLICKS})`, pw.click.settledMedianMs, bb.click.settledMedianMs, ratio(bb.click.settledMedianMs, pw.click.settledMedianMs), "≤ 0.50×"],
-  ["    settled p90 ms", pw.click.settledP90Ms, bb.click.settledP90Ms, "", ""],
-  ["    playwright --timeout-settle 150: settled median ms", results.playwright150.click.settledMedianMs, bb.click.settledMedianMs, ratio(bb.click.settledMedianMs, results.playwright150.click.settledMedianMs), ""],
-  ["    click call alone median ms", pw.click.clickCallMedianMs, bb.click.clickCallMedianMs, ratio(bb.click.clickCallMedianMs, pw.click.clickCallMedianMs), ""],
-  ["    outcome in click answer (of n)", pw.click.observedInClickAnswer, bb.click.observedInClickAnswer, "", ""],
-  ["    click answer content text bytes (median)", pw.click.clickAnswerTextBytesMedian, bb.click.clickAnswerTextBytesMedian, ratio(bb.click.clickAnswerTextBytesMedian, pw.click.clickAnswerTextBytesMedian), ""],
-  ["    click answer whole result bytes (median)", pw.click.clickAnswerBytesMedian, bb.click.clickAnswerBytesMedian, ratio(bb.click.clickAnswerBytesMedian, pw.click.clickAnswerBytesMedian), ""],
-  ["(e) signup form loop content text bytes (observe → fill → submit, verified)", pw.formLoop.contentTextBytes, bb.formLoop.contentTextBytes, ratio(bb.formLoop.contentTextBytes, pw.formLoop.contentTextBytes), "≤ 0.50×"],
-  ["    verified", pw.formLoop.verified, bb.formLoop.verified, "", "true"],
-  ["    password echoed in the text", pw.formLoop.echoesPassword, bb.formLoop.echoesPassword, "", "false"],
-  ["    calls", pw.formLoop.calls.length, bb.formLoop.calls.length, "", ""],
-  ["    whole result bytes", pw.formLoop.resultBytes, bb.formLoop.resultBytes, ratio(bb.formLoop.resultBytes, pw.formLoop.resultBytes), ""],
-  [`(f) ${CARDS}-card catalogue snapshot content text bytes`, pw.catalogue.contentTextBytes, bb.catalogue.contentTextBytes, ratio(bb.catalogue.contentTextBytes, pw.catalogue.contentTextBytes), "≤ 0.50×"],
-  ["    card buttons targetable (name + ref in the text)", pw.catalogue.targetableButtons, bb.catalogue.targetableButtons, "", String(CARDS)],
-  ["    whole result bytes", pw.catalogue.resultBytes, bb.catalogue.resultBytes, ratio(bb.catalogue.resultBytes, pw.catalogue.resultBytes), ""],
-  ["(d) session start ms (spawn→first page ready)", pw.sessionStartMs, bb.sessionStartMs, ratio(bb.sessionStartMs, pw.sessionStartMs), ""],
-  ["    spawn→initialized ms", pw.connectMs, bb.connectMs, "", ""],
-  ["    first navigate ms", pw.firstNavigateMs, bb.firstNavigateMs, "", ""],
-  [`(g) warm start ms: the next page, 1 s after the last (median of ${WARM_STARTS}; bobby: new isolated session + page + navigation)`, pw.warmStartMedianMs, bb.warmStartMedianMs, ratio(bb.warmStartMedianMs, pw.warmStartMedianMs), ""],
+const bSnap = bb.snapshots[0];
+// A row: its label, Playwright's figure, a bobby result's figure (asked of
+// bobby on Chromium and on Firefox), the goal, and whether the bobby/pw
+// ratio is printed. A form-loop figure of an engine that does not run the
+// loop's tools is n/a.
+const NA = "n/a";
+const loopFig = (r, v) => (r.formLoop.na ? NA : v(r));
+const spec = [
+  ["(a) tools/list bytes, default phase", pw.toolsListBytes, (r) => r.toolsListBytes, "≤ 0.50×", true],
+  ["    tools listed", pw.tools, (r) => r.tools, "", false],
+  ["(b) snapshot content text bytes (what the model reads)", pSnap.contentTextBytes, (r) => r.snapshots[0].contentTextBytes, "≤ 0.50×", true],
+  ["    whole result bytes (content + structuredContent)", pSnap.resultBytes, (r) => r.snapshots[0].resultBytes, "", true],
+  ["    structuredContent bytes", pSnap.structuredBytes, (r) => r.snapshots[0].structuredBytes, "", false],
+  ["    snapshot text alone bytes", pSnap.textBytes, (r) => r.snapshots[0].textBytes, "", true],
+  ["    bobby interesting:true content text bytes", pSnap.contentTextBytes, (r) => r.snapshots[1].contentTextBytes, "", true],
+  ["    bobby interesting:true whole result bytes", pSnap.resultBytes, (r) => r.snapshots[1].resultBytes, "", true],
+  ["    coverage default (button link text check select)", cov(pSnap.coverage), (r) => cov(r.snapshots[0].coverage), "equal", false],
+  ["    coverage bobby interesting:true", cov(pSnap.coverage), (r) => cov(r.snapshots[1].coverage), "equal", false],
+  [`(c) click→settled outcome median ms (n=${CLICKS})`, pw.click.settledMedianMs, (r) => r.click.settledMedianMs, "≤ 0.50×", true],
+  ["    settled p90 ms", pw.click.settledP90Ms, (r) => r.click.settledP90Ms, "", false],
+  ["    playwright --timeout-settle 150: settled median ms", results.playwright150.click.settledMedianMs, (r) => r.click.settledMedianMs, "", true],
+  ["    click call alone median ms", pw.click.clickCallMedianMs, (r) => r.click.clickCallMedianMs, "", true],
+  ["    outcome in click answer (of n)", pw.click.observedInClickAnswer, (r) => r.click.observedInClickAnswer, "", false],
+  ["    click answer content text bytes (median)", pw.click.clickAnswerTextBytesMedian, (r) => r.click.clickAnswerTextBytesMedian, "", true],
+  ["    click answer whole result bytes (median)", pw.click.clickAnswerBytesMedian, (r) => r.click.clickAnswerBytesMedian, "", true],
+  ["(e) signup form loop content text bytes (observe → fill → submit, verified)", pw.formLoop.contentTextBytes, (r) => loopFig(r, (r) => r.formLoop.contentTextBytes), "≤ 0.50×", true],
+  ["    verified", pw.formLoop.verified, (r) => loopFig(r, (r) => r.formLoop.verified), "true", false],
+  ["    password echoed in the text", pw.formLoop.echoesPassword, (r) => loopFig(r, (r) => r.formLoop.echoesPassword), "false", false],
+  ["    calls", pw.formLoop.calls.length, (r) => loopFig(r, (r) => r.formLoop.calls.length), "", false],
+  ["    whole result bytes", pw.formLoop.resultBytes, (r) => loopFig(r, (r) => r.formLoop.resultBytes), "", true],
+  [`(f) ${CARDS}-card catalogue snapshot content text bytes`, pw.catalogue.contentTextBytes, (r) => r.catalogue.contentTextBytes, "≤ 0.50×", true],
+  ["    card buttons targetable (name + ref in the text)", pw.catalogue.targetableButtons, (r) => r.catalogue.targetableButtons, String(CARDS), false],
+  ["    whole result bytes", pw.catalogue.resultBytes, (r) => r.catalogue.resultBytes, "", true],
+  ["(d) session start ms (spawn→first page ready)", pw.sessionStartMs, (r) => r.sessionStartMs, "", true],
+  ["    spawn→initialized ms", pw.connectMs, (r) => r.connectMs, "", false],
+  ["    first navigate ms", pw.firstNavigateMs, (r) => r.firstNavigateMs, "", false],
+  [`(g) warm start ms: the next page, 1 s after the last (median of ${WARM_STARTS}; bobby: new isolated session + page + navigation)`, pw.warmStartMedianMs, (r) => r.warmStartMedianMs, "", true],
 ];
+const head = ["figure", "playwright-mcp", "bobby", "bobby/pw"];
+if (ff) head.push("bobby firefox", "firefox/pw");
+head.push("goal");
+const rows = [head];
+for (const [label, p, of, goal, withRatio] of spec) {
+  const row = [label, p, of(bb), withRatio ? ratio(of(bb), p) : ""];
+  if (ff) row.push(of(ff), withRatio ? ratio(of(ff), p) : "");
+  row.push(goal);
+  rows.push(row);
+}
 const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => f(r[i]).length)));
 for (const r of rows) console.log(r.map((c, i) => (i === 0 ? f(c).padEnd(widths[i]) : f(c).padStart(widths[i]))).join("  "));
 console.log(`\nfixture ${PAGE} (API delay ${API_DELAY_MS} ms); coverage b=buttons l=links t=text inputs c=checkboxes s=comboboxes`);
@@ -470,14 +528,16 @@ console.log("(c) playwright: browser_click = actionability wait + click + settle
   " + a second settle sleep + page snapshot (written to --output-dir, linked from the answer); then browser_wait_for text 'loaded N'" +
   " when the answer lacks it (it always does: the snapshot is a file link).");
 console.log("    bobby: click (native click + settle: network quiet 150 ms, ≤ 3 s; no snapshot attached) + wait_for text 'loaded N' on #status.");
+if (ff) console.log("    bobby firefox: click (native click over BiDi + settle: 150 ms, then the document complete, ≤ 3 s; Firefox gives bobby no network-idle signal) + wait_for text 'loaded N' in the page's text (wait_for takes no CSS selector on Firefox).");
+if (ff?.formLoop.na) console.log(`(e) bobby firefox n/a: ${ff.formLoop.na}`);
 console.log("tools/list bytes by part (description / inputSchema / outputSchema / name+title+annotations):");
-for (const r of [pw, bb]) console.log(`  ${r.runtime}: ` + Object.values(r.toolsBreakdown).join(" / "));
+for (const r of [pw, bb, ff].filter(Boolean)) console.log(`  ${r.runtime}: ` + Object.values(r.toolsBreakdown).join(" / "));
 console.log("largest tool definitions (bytes):");
-for (const r of [pw, bb]) console.log(`  ${r.runtime}: ` + r.largestTools.map((t) => `${t.name} ${t.bytes}`).join(", "));
+for (const r of [pw, bb, ff].filter(Boolean)) console.log(`  ${r.runtime}: ` + r.largestTools.map((t) => `${t.name} ${t.bytes}`).join(", "));
 console.log(`bobby click answer text: ${text(bb.click.sample)}`);
 console.log(`bobby snapshot answer text, first line: ${text(bSnap.result).split("\n")[0]}`);
 console.log("(e) calls (content text bytes):");
-for (const r of [pw, bb]) console.log(`  ${r.runtime}: ` + r.formLoop.calls.map((x) => `${x.name} ${x.contentTextBytes}`).join(", "));
+for (const r of [pw, bb, ff].filter(Boolean)) console.log(`  ${r.runtime}: ` + r.formLoop.calls.map((x) => `${x.name} ${x.contentTextBytes}`).join(", "));
 if (env.BENCH_VERBOSE) {
   for (const r of [pw, bb]) console.log(`\n--- ${r.runtime} form loop texts ---\n` + r.formLoop.texts.join("\n---\n"));
   for (const r of [pw, bb]) console.log(`\n--- ${r.runtime} catalogue text (first 1500 bytes) ---\n` + r.catalogue.text.slice(0, 1500));
