@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
-	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
@@ -73,28 +72,58 @@ func (p *Page) FindFileInput(ctx context.Context, t snapshot.Target) (string, Fi
 	return el.Ref, FileInput{Ref: found[0].Ref, Via: meta.Via, Multiple: meta.Multiple}, nil
 }
 
-// filesJS reads the names of the files an input holds.
-const filesJS = `function() { return Array.from(this.files || [], (f) => f.name); }`
-
 // SetInputFiles puts the files (absolute paths) on the file input ref
 // through input.setFiles, which fires input and change as a file picker
-// does, and returns the base names the input then reports.
+// does, and returns the base names the input then reports. An input inside
+// an iframe is set through its own frame's browsing context.
 func (p *Page) SetInputFiles(ctx context.Context, ref string, paths []string) ([]string, error) {
-	n, err := snapshot.ParseRef(ref)
+	loc, err := p.Locate(ctx, snapshot.Target{Ref: ref}, false)
 	if err != nil {
 		return nil, fmt.Errorf("set files: %w", err)
 	}
-	f := p.Forms()
-	el := form.Element{Ref: ref, Object: elementRef(n)}
-	if err := f.SetFiles(ctx, el, paths); err != nil {
+	if loc.SharedID == "" {
+		return nil, fmt.Errorf("set files: ref %s has no node id", ref)
+	}
+	bcs := []string{p.bc}
+	if loc.Where.InFrame {
+		if bcs, err = p.contexts(ctx); err != nil {
+			return nil, fmt.Errorf("set files: %w", err)
+		}
+	}
+	for _, bc := range bcs {
+		names, err := p.setFilesIn(ctx, bc, loc.SharedID, paths)
+		if bidi.IsCode(err, "no such node") || bidi.IsCode(err, "no such element") {
+			continue // the node lives in another frame
+		}
+		if err != nil {
+			return nil, fmt.Errorf("set files: %w", err)
+		}
+		return names, nil
+	}
+	return nil, fmt.Errorf("set files: %w: %s is in no frame of the page any more; take a new a11y_snapshot", snapshot.ErrTargetNotFound, ref)
+}
+
+// setFilesIn sets the files of the input sharedID of browsing context bc
+// and reads back the names it reports.
+func (p *Page) setFilesIn(ctx context.Context, bc, sharedID string, paths []string) ([]string, error) {
+	if paths == nil {
+		paths = []string{}
+	}
+	err := p.conn.Call(ctx, "input.setFiles", map[string]any{
+		"context": bc, "element": map[string]string{"sharedId": sharedID}, "files": paths,
+	}, nil)
+	if err != nil {
 		return nil, err
 	}
-	var names []string
-	if err := f.Call(ctx, el.Object, filesJS, &names); err != nil {
-		return nil, fmt.Errorf("set files: read back: %w", err)
+	v, err := p.callOnIn(ctx, bc, sharedID, `(el) => JSON.stringify(Array.from(el.files || [], (f) => f.name))`)
+	if err != nil {
+		return nil, fmt.Errorf("read back: %w", err)
 	}
-	if names == nil {
-		names = []string{}
+	raw, _ := v.Decode()
+	text, _ := raw.(string)
+	names := []string{}
+	if err := json.Unmarshal([]byte(text), &names); err != nil {
+		return nil, fmt.Errorf("read back: %w", err)
 	}
 	return names, nil
 }
@@ -161,21 +190,9 @@ func (p *Page) ClickForFileDialog(ctx context.Context, t snapshot.Target, wait t
 // SetDialogFiles answers the file dialog with the files (absolute paths)
 // and returns the base names its input then reports.
 func (p *Page) SetDialogFiles(ctx context.Context, d FileDialog, paths []string) ([]string, error) {
-	err := p.conn.Call(ctx, "input.setFiles", map[string]any{
-		"context": p.bc, "element": map[string]string{"sharedId": d.SharedID}, "files": paths,
-	}, nil)
+	names, err := p.setFilesIn(ctx, p.bc, d.SharedID, paths)
 	if err != nil {
 		return nil, fmt.Errorf("set files: %w", err)
-	}
-	v, err := p.callOnIn(ctx, p.bc, d.SharedID, `(el) => JSON.stringify(Array.from(el.files || [], (f) => f.name))`)
-	if err != nil {
-		return nil, fmt.Errorf("set files: read back: %w", err)
-	}
-	raw, _ := v.Decode()
-	text, _ := raw.(string)
-	names := []string{}
-	if err := json.Unmarshal([]byte(text), &names); err != nil {
-		return nil, fmt.Errorf("set files: read back: %w", err)
 	}
 	return names, nil
 }

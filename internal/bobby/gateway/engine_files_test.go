@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -47,10 +48,19 @@ func filesURL(path string) string {
 <button type="button" id="pick" onclick="document.getElementById('avatar').click()">Choose avatar</button>
 <label id="docs-label">Documents <input type="file" id="docs" multiple></label>
 <div id="drop"><span>Drop files</span><input type="file" id="inner" style="opacity:0;position:absolute;left:-9999px"></div>
-<p id="status">nothing yet</p></main>
+<p id="status">nothing yet</p>
+<iframe src="/upload-frame.html" title="Attachments" width="400" height="120"></iframe></main>
 <script>for (const id of ['avatar', 'docs', 'inner']) document.getElementById(id).addEventListener('change', (e) => {
   document.getElementById('status').textContent = id + ': ' + Array.from(e.target.files, (f) => f.name + ' (' + f.size + ')').join(', ');
 });</script>`)
+		})
+		mux.HandleFunc("/upload-frame.html", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<!doctype html><title>Attachments</title><body>
+<label>Attachment <input type="file" id="att"></label><p id="fstatus">no attachment</p>
+<script>document.getElementById('att').addEventListener('change', (e) => {
+  document.getElementById('fstatus').textContent = 'attached ' + Array.from(e.target.files, (f) => f.name + ' (' + f.size + ')').join(', ');
+});</script></body>`)
 		})
 		// The login page sets the session cookie as a site does: HttpOnly,
 		// so no page script could have handed it over.
@@ -153,6 +163,20 @@ func TestEngineMatrixUploadFiles(t *testing.T) {
 			t.Errorf("upload by ref %s = %s", ref, dump(m))
 		}
 		waitText(t, cs, h, "docs: notes.txt (19)")
+
+		// An input inside an iframe, by its snapshot ref.
+		att := refOf(t, text, "button", "Attachment")
+		_, m = upload(map[string]any{"target": map[string]any{"ref": att}}, files["cv.pdf"])
+		if get(m, "status") != StatusCompleted || get(m, "evidence", "upload", "via") != "input" {
+			t.Errorf("upload into the iframe = %s", dump(m))
+		}
+		// The frame's own page saw the file (its text is in the snapshot).
+		for i := 0; !strings.Contains(snapshotText(t, cs, h), "attached cv.pdf (11)"); i++ {
+			if i == 50 {
+				t.Fatalf("the iframe never reported the file:\n%s", snapshotText(t, cs, h))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 
 		// An input inside a container.
 		_, m = upload(map[string]any{"selector": "#drop"}, files["cv.pdf"])
