@@ -427,25 +427,11 @@ func (f *FormPage) PressKey(ctx context.Context, key string) error {
 }
 
 // SetFiles puts local files on a file input through input.setFiles, which
-// fires input and change as a file picker does.
+// fires input and change as a file picker does (see Page.SetInputFiles:
+// an input inside an iframe too).
 func (f *FormPage) SetFiles(ctx context.Context, el form.Element, paths []string) error {
-	loc, err := f.p.Locate(ctx, refTarget(el), false)
-	if err != nil {
-		return fmt.Errorf("set files: %w", err)
-	}
-	if loc.SharedID == "" {
-		return fmt.Errorf("set files: ref %s has no node id", el.Ref)
-	}
-	if paths == nil {
-		paths = []string{}
-	}
-	err = f.p.conn.Call(ctx, "input.setFiles", map[string]any{
-		"context": f.p.bc, "element": map[string]string{"sharedId": loc.SharedID}, "files": paths,
-	}, nil)
-	if err != nil {
-		return fmt.Errorf("set files: %w", err)
-	}
-	return nil
+	_, err := f.p.SetInputFiles(ctx, el.Ref, paths)
+	return err
 }
 
 // Release disowns the values Hold kept.
