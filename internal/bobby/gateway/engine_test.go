@@ -623,7 +623,7 @@ func TestFirefoxAdvertisesOnlyWhatRuns(t *testing.T) {
 	}
 	info := mustOK(t, cs, "runtime_info", map[string]any{})
 	if feats := dump(info["capabilities"]); strings.Contains(feats, "network-quiet") || strings.Contains(feats, "chromium") || !strings.Contains(feats, "firefox") ||
-		!strings.Contains(feats, `"uploads"`) || !strings.Contains(feats, `"downloads"`) {
+		!strings.Contains(feats, `"uploads"`) || !strings.Contains(feats, `"downloads"`) || !strings.Contains(feats, `"forms"`) {
 		t.Errorf("runtime_info capabilities on firefox = %s", feats)
 	}
 	res, err := cs.ReadResource(testCtx(t), &mcp.ReadResourceParams{URI: ResourceCapabilities})

@@ -312,7 +312,7 @@ func handlePageList(ctx context.Context, c *call, args sessionIDArgs) (*pageList
 
 // firefoxFeatures are the runtime features on Firefox: what its tools
 // (those declared for both engines) do there.
-var firefoxFeatures = []string{"firefox", "accessibility-snapshots", "semantic-targets", "dialogs", "screenshots", "workflow-handles", "phases", "cookies", "uploads", "downloads"}
+var firefoxFeatures = []string{"firefox", "accessibility-snapshots", "semantic-targets", "forms", "dialogs", "screenshots", "workflow-handles", "phases", "cookies", "uploads", "downloads"}
 
 // runtimeFeatures are the configured runtime features runtime_info lists.
 // vision-assist and vision-provider appear only when vision is wired, which
