@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,12 @@ var testDBSeq atomic.Int64
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if fuzzing() {
+		// A fuzz run (the coordinator and each of its workers) is one
+		// pass: a second m.Run would start fuzzing again with no
+		// coordinator to talk to, and hang.
+		os.Exit(code)
+	}
 	c, err := pgtest.Start()
 	if errors.Is(err, pgtest.ErrNoPostgres) {
 		fmt.Println("store: PostgreSQL pass left out:", err)
@@ -51,6 +58,17 @@ func TestMain(m *testing.M) {
 	pgCode := m.Run()
 	c.Stop()
 	os.Exit(max(code, pgCode))
+}
+
+// fuzzing reports whether the test binary runs a fuzz target (-test.fuzz)
+// or is one of a fuzz run's workers.
+func fuzzing() bool {
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 func migrateTemplate(c *pgtest.Cluster) error {
