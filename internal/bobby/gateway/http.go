@@ -121,10 +121,6 @@ func (g *Gateway) HTTPHandler() http.Handler {
 	return mux
 }
 
-// shutdownGrace is how long Serve's shutdown lets requests in flight
-// finish before it ends their contexts.
-const shutdownGrace = 3 * time.Second
-
 // sessionless reports whether a request speaks 2026-07-28 or later (its
 // MCP-Protocol-Version header says so; the SDK's client sets it on every
 // such request, server/discover included) and carries no Mcp-Session-Id.
@@ -243,18 +239,13 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // Serve serves HTTPHandler on l until ctx ends, then shuts down gracefully:
-// requests in flight get shutdownGrace to finish, then their contexts end.
-// Streams that never finish by themselves (a 2026-07-28 client's
-// subscriptions/listen has no MCP session to close) end then too, so a
-// shutdown does not wait on an idle stream until its deadline; a
-// connection still open at the deadline is closed.
+// every MCP session is closed (its streams end), requests in flight get 5 s
+// to finish, and a connection still open then is closed.
 func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
-	base, drain := context.WithCancel(context.WithoutCancel(ctx))
-	defer drain()
 	srv := &http.Server{
 		Handler:           g.HTTPHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -266,12 +257,11 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	g.forEachClient(func(cs *clientSession) { cs.closeMCP() })
-	grace := time.AfterFunc(shutdownGrace, drain)
-	defer grace.Stop()
 	err := srv.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
-		// What is still open ignored its ended context: cut it. The stop
-		// was asked for and is done, so it is not a failure of serve.
+		// A request still running, or a stream no session close ended:
+		// cut it. The stop was asked for and is done, so it is not a
+		// failure of serve; the warning tells the operator.
 		g.log.Warn("shutdown: connections still open after the deadline were closed")
 		err = srv.Close()
 	}

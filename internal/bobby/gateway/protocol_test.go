@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,11 +149,19 @@ func sseData(body []byte) []byte {
 	return body
 }
 
-// A 2026-07-28 client holds a subscriptions/listen stream that no MCP
-// session closes: Serve's shutdown still ends cleanly (the stream ends
-// after the grace), instead of failing at its deadline.
+// A 2026-07-28 client holds a subscriptions/listen stream on a throwaway
+// session that no initialize tracked: Serve's shutdown closes it with the
+// MCP sessions, so nothing is left for the deadline to cut.
 func TestServeShutdownEndsSessionlessStreams(t *testing.T) {
-	g := newGateway(t, testConfig())
+	var logs syncBuffer
+	g, err := New(Options{Config: testConfig(), Runtime: sharedRT, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close(context.Background()) })
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,4 +186,25 @@ func TestServeShutdownEndsSessionlessStreams(t *testing.T) {
 	case <-time.After(time.Minute): // a hang guard
 		t.Fatal("Serve did not return within a minute of its context ending")
 	}
+	if strings.Contains(logs.String(), "still open after the deadline") {
+		t.Fatalf("the shutdown had to cut connections at its deadline:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -176,6 +176,12 @@ func (cs *clientSession) closeMCP() {
 	for _, s := range sess {
 		_ = s.Close()
 	}
+	// A 2026-07-28 context has no initialized session to track: each of
+	// its requests runs on a throwaway session of the same server, and a
+	// subscriptions/listen stream stays on one until it is closed.
+	for s := range cs.server.Sessions() {
+		_ = s.Close()
+	}
 }
 
 // Phase returns the current phase.
