@@ -24,6 +24,11 @@ type OTLPConfig struct {
 	// Gzip compresses request bodies (OTEL_EXPORTER_OTLP_COMPRESSION=gzip;
 	// none by default, as in the OTLP exporter specification).
 	Gzip bool
+	// CAFile, CertFile and KeyFile are PEM files for TLS to the receiver
+	// (OTEL_EXPORTER_OTLP_CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY; the
+	// _TRACES_ variants win): the roots to trust instead of the system's,
+	// and a client certificate.
+	CAFile, CertFile, KeyFile string
 }
 
 // DefaultOTLPServiceName is service.name when OTEL_SERVICE_NAME is unset.
@@ -59,6 +64,9 @@ func (l *loader) otlp(insecure bool) OTLPConfig {
 	default:
 		l.fail("OTEL_EXPORTER_OTLP_COMPRESSION", v, "want gzip or none")
 	}
+	c.CAFile = l.otlpFile("CERTIFICATE")
+	c.CertFile = l.otlpFile("CLIENT_CERTIFICATE")
+	c.KeyFile = l.otlpFile("CLIENT_KEY")
 	c.ServiceName = l.str("OTEL_SERVICE_NAME", "")
 	if c.ServiceName == "" {
 		c.ServiceName = c.Resource["service.name"]
@@ -78,6 +86,16 @@ func (l *loader) otlp(insecure bool) OTLPConfig {
 		}
 	}
 	return c
+}
+
+// otlpFile is OTEL_EXPORTER_OTLP_TRACES_<name>, else
+// OTEL_EXPORTER_OTLP_<name>; the exporter reads the file at boot.
+func (l *loader) otlpFile(name string) string {
+	if v, ok := l.get("OTEL_EXPORTER_OTLP_TRACES_" + name); ok {
+		return v
+	}
+	v, _ := l.get("OTEL_EXPORTER_OTLP_" + name)
+	return v
 }
 
 // otlpURL checks an endpoint: an absolute http or https URL without a

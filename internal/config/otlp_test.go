@@ -37,6 +37,9 @@ func TestOTLP(t *testing.T) {
 		{name: "plain http with headers elsewhere, insecure allowed", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector.svc/t", "OTEL_EXPORTER_OTLP_HEADERS": "a=b", "TELEMETRY_ALLOW_INSECURE": "1"},
 			want: OTLPConfig{TracesURL: "http://collector.svc/t", Headers: map[string]string{"a": "b"}, ServiceName: "delta"}},
 		{name: "gzip", env: map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "GZIP"}, want: OTLPConfig{ServiceName: "delta", Gzip: true}},
+		{name: "TLS files, the traces variants winning", env: map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/ca.pem", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "/traces-ca.pem",
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/c.pem", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY": "/k.pem"},
+			want: OTLPConfig{ServiceName: "delta", CAFile: "/traces-ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem"}},
 		{name: "bad compression", env: map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, bad: "OTEL_EXPORTER_OTLP_COMPRESSION"},
 		{name: "not a URL", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, bad: "OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{name: "grpc scheme", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "grpc://c:4317"}, bad: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
@@ -55,7 +58,8 @@ func TestOTLP(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := c.OTLP
-			if g.TracesURL != tc.want.TracesURL || g.ServiceName != tc.want.ServiceName || g.Gzip != tc.want.Gzip || !maps.Equal(g.Headers, tc.want.Headers) || !maps.Equal(g.Resource, tc.want.Resource) {
+			if g.TracesURL != tc.want.TracesURL || g.ServiceName != tc.want.ServiceName || g.Gzip != tc.want.Gzip || !maps.Equal(g.Headers, tc.want.Headers) || !maps.Equal(g.Resource, tc.want.Resource) ||
+				g.CAFile != tc.want.CAFile || g.CertFile != tc.want.CertFile || g.KeyFile != tc.want.KeyFile {
 				t.Fatalf("OTLP = %+v, want %+v", g, tc.want)
 			}
 		})

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -25,7 +25,9 @@ import (
 )
 
 // The OTLP lane (Traces) sends every finished run as one trace to an
-// OTLP/HTTP receiver with the official OpenTelemetry SDK.
+// OTLP/HTTP receiver with the official OpenTelemetry SDK (its tracer
+// provider, batching processor and OTLP exporter; the HTTP transport under
+// it is otlpHTTP).
 //
 // It reads the durable events table, never the engine: after a cursor kept
 // in the database (store.TraceOutbox.Traced) it looks for run.finished
@@ -64,7 +66,8 @@ type TracesOptions struct {
 	Payloads    bool              // DELTA_CAPTURE_PAYLOADS
 	Redact      func(string) string
 	Store       TraceStore
-	Client      *http.Client // nil = the SDK's
+	TLS         OTLPTLS      // CA and client certificate files
+	Client      *http.Client // nil = one of its own, with TLS
 	Interval    time.Duration
 	Runs        int           // finished runs per flush round
 	Timeout     time.Duration // one export request
@@ -88,9 +91,9 @@ type Traces struct {
 // the tracer provider, and reads the lane's cursor.
 //
 // The SDK also reads OTEL_* variables itself for whatever is not passed
-// explicitly (OTEL_EXPORTER_OTLP_CERTIFICATE, the OTEL_BSP_* and span
-// limit variables, and OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME again
-// for the resource): every value delta documents is passed here and wins.
+// explicitly (the OTEL_BSP_* and span limit variables, and
+// OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME again for the resource):
+// every value delta documents is passed here and wins.
 func NewTraces(ctx context.Context, o TracesOptions) (*Traces, error) {
 	if o.Runs <= 0 {
 		o.Runs = DefaultTraceRuns
@@ -106,20 +109,11 @@ func NewTraces(ctx context.Context, o TracesOptions) (*Traces, error) {
 	if err != nil {
 		return nil, err
 	}
-	compression := otlptracehttp.NoCompression
-	if o.Gzip {
-		compression = otlptracehttp.GzipCompression
+	client, err := newOTLPHTTP(o)
+	if err != nil {
+		return nil, err
 	}
-	opts := []otlptracehttp.Option{
-		otlptracehttp.WithEndpointURL(o.URL), otlptracehttp.WithHeaders(o.Headers),
-		otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf), otlptracehttp.WithCompression(compression),
-		otlptracehttp.WithTimeout(o.Timeout),
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: o.Timeout}),
-	}
-	if o.Client != nil {
-		opts = append(opts, otlptracehttp.WithHTTPClient(o.Client))
-	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	exp, err := otlptrace.New(ctx, client)
 	if err != nil {
 		return nil, fmt.Errorf("otlp traces exporter: %w", err)
 	}
