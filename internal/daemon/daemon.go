@@ -60,6 +60,7 @@ type parts struct {
 	hydration *hydration                      // nil without DELTA_HYDRATE_* and in safe mode
 	queue     *queue.Queue
 	service   *engine.Service
+	broker    *event.Broker       // every live event of this process, for the API's streams
 	redact    func(string) string // vault values out of any text
 	telemetry *telemetry.Exporter // nil unless TELEMETRY_URL (delta serve only)
 	traces    *telemetry.Traces   // nil unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT (delta serve only)
@@ -135,6 +136,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	reg, tools := buildTools(cfg, ws, p.vault, plans, p.images, logger)
 	p.toolNames = tools.names
 	broker := event.NewBroker()
+	p.broker = broker
 	reg.Add(recall.New(st, recall.Options{Record: recordEvent(st, broker, logger), Logger: logger}))
 	// The self-file exists in every boot, so an operator can restore a
 	// revision through the inspection API even in safe mode; the remember

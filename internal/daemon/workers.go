@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
 )
 
@@ -42,16 +44,45 @@ func (l sessionLeases) HoldsSession(ctx context.Context, sessionID string) (bool
 	return l.st.HoldsSession(ctx, sessionID, l.holder, time.Now().Add(l.ttl/3))
 }
 
+// routeLive makes the event tail the one source of durable events for
+// this worker's live streams: a durable event this process published is
+// already committed, so it only nudges the tail to read it now (in the
+// table's order, among the other workers' events, once); a delta goes to
+// the local followers at once and to the other workers through the tail.
+// An event without an id that is not a delta (one whose write failed) is
+// shown locally, as on a single daemon.
+func routeLive(b *event.Broker, t *store.EventTail) {
+	b.Route(func(e event.Event) {
+		switch {
+		case e.ID != 0:
+			t.Nudge()
+		case e.Ephemeral():
+			b.Deliver(e)
+			t.SendDelta(e)
+		default:
+			b.Deliver(e)
+		}
+	})
+}
+
 // joinWorkers binds the workspace to the database (the first worker
-// records it, a different one is refused) and starts the run listener,
-// whose wake-ups reach the queue. It returns the closer of the listener.
+// records it, a different one is refused), starts the run listener, whose
+// wake-ups reach the queue, and the event tail, which feeds the live
+// streams with every worker's events. It runs before the API serves: no
+// follower can see an event twice or miss one around the switch to the
+// tail. It returns the closer of both.
 func joinWorkers(ctx context.Context, cfg config.Config, p *parts, logger *slog.Logger) (func(context.Context) error, error) {
 	if err := p.store.BindWorkspace(ctx, p.workspace); err != nil {
 		return nil, err
 	}
+	tail := store.NewEventTail(p.store, cfg.DB, p.queue.Holder(), p.broker.Deliver, logger)
+	if err := tail.Open(ctx); err != nil {
+		return nil, err
+	}
+	routeLive(p.broker, tail)
 	l := store.NewRunListener(cfg.DB, logger)
 	if err := l.Open(ctx); err != nil {
-		return nil, err
+		return nil, errors.Join(err, tail.Close(ctx))
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -71,9 +102,15 @@ func joinWorkers(ctx context.Context, cfg config.Config, p *parts, logger *slog.
 	return func(ctx context.Context) error {
 		close(done)
 		wg.Wait()
+		var errs []error
 		if err := l.Close(ctx); err != nil {
-			return fmt.Errorf("close run listener: %w", err)
+			errs = append(errs, fmt.Errorf("close run listener: %w", err))
 		}
-		return nil
+		// Closed last, as it opened first; what is published after goes
+		// nowhere, and the API has stopped serving by then.
+		if err := tail.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
 	}, nil
 }

@@ -1,6 +1,9 @@
 package event
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Broker fans events out to live subscribers.
 //
@@ -8,9 +11,15 @@ import "sync"
 // (its channel closed), never blocking the run that publishes. Durable
 // events can always be re-read from the store by ID, so a dropped listener
 // resumes from its last seen ID; deltas are best-effort.
+//
+// A broker may be routed (Route): then Publish hands every event to the
+// route, which decides how it reaches the subscribers through Deliver. A
+// worker on a shared database routes its durable events through the
+// database, so its followers see every worker's events in one order.
 type Broker struct {
-	mu   sync.Mutex
-	subs map[*Sub]struct{}
+	mu    sync.Mutex
+	subs  map[*Sub]struct{}
+	route atomic.Pointer[func(Event)]
 }
 
 // Sub is one live subscription. Read C until it is closed.
@@ -50,8 +59,24 @@ func (b *Broker) drop(s *Sub) {
 	}
 }
 
-// Publish delivers e to every matching subscriber without blocking.
+// Route makes Publish hand every event to fn instead of the subscribers;
+// fn must not block and reaches them with Deliver. Every publisher of the
+// process goes through it, so none can bypass the route.
+func (b *Broker) Route(fn func(Event)) { b.route.Store(&fn) }
+
+// Publish delivers e to every matching subscriber without blocking, or
+// hands it to the route when one is set.
 func (b *Broker) Publish(e Event) {
+	if r := b.route.Load(); r != nil {
+		(*r)(e)
+		return
+	}
+	b.Deliver(e)
+}
+
+// Deliver delivers e to every matching subscriber without blocking,
+// bypassing any route.
+func (b *Broker) Deliver(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {

@@ -10,7 +10,17 @@ import (
 	"github.com/deltaharness/delta/internal/event"
 )
 
+// insertEvent stores e in tx and fills in its id. On PostgreSQL it also
+// notifies eventsChannel, delivered at commit, so every worker's event tail
+// reads the new rows at once (see events_tail.go).
 func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) error {
+	if err := s.insertEventRow(ctx, tx, e); err != nil {
+		return err
+	}
+	return s.notifyEvents(ctx, tx)
+}
+
+func (s *Store) insertEventRow(ctx context.Context, tx *sql.Tx, e *event.Event) error {
 	var data any
 	if len(e.Data) > 0 {
 		data = string(e.Data)
@@ -37,11 +47,30 @@ func spine(r Run, evs []event.Event) {
 	}
 }
 
+// insertEvents stores evs in tx and fills in their ids; on PostgreSQL one
+// notification covers them all (as insertEvent).
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
 	for i := range evs {
-		if err := s.insertEvent(ctx, tx, &evs[i]); err != nil {
+		if err := s.insertEventRow(ctx, tx, &evs[i]); err != nil {
 			return err
 		}
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	return s.notifyEvents(ctx, tx)
+}
+
+// notifyEvents tells the event tails of every worker on this PostgreSQL
+// database that events were inserted; in a transaction it is delivered at
+// commit, and PostgreSQL folds a transaction's identical notifications
+// into one. SQLite has one process per database: nothing to tell.
+func (s *Store) notifyEvents(ctx context.Context, tx *sql.Tx) error {
+	if !s.pg {
+		return nil
+	}
+	if _, err := s.exec(ctx, tx, "SELECT pg_notify('"+eventsChannel+"', '')"); err != nil {
+		return fmt.Errorf("notify events: %w", err)
 	}
 	return nil
 }

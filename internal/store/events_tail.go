@@ -1,0 +1,304 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltaharness/delta/internal/event"
+)
+
+// Live events across the workers of one PostgreSQL database.
+//
+// Every transaction that inserts events notifies eventsChannel (insertEvent,
+// delivered at commit). Each worker's EventTail listens on it and, on each
+// notification, on a nudge from its own process and on a slow backstop
+// poll, reads every event with an id above the last one it handed on, in id
+// order. It relies on the invariant the write lock gives (postgres.go):
+// events commit in id order, so a reader paging by id never skips a row
+// that commits later with a smaller id. The tail is then the one source of
+// durable events for the worker's live streams: each arrives once, in the
+// events table's order, whichever worker wrote it.
+//
+// Text and reasoning deltas are never stored: a worker sends its own on
+// deltasChannel in batches tagged with its holder, and hands on those of the
+// other workers. They are best-effort, as deltas are in one process.
+
+const (
+	eventsChannel = "delta_events"
+	deltasChannel = "delta_deltas"
+	// deltaPayloadMax keeps a notification under PostgreSQL's 8000-byte
+	// payload limit with room for the envelope.
+	deltaPayloadMax = 7000
+	deltaQueue      = 4096
+	tailPage        = 500
+)
+
+// TailBackstop is how often an EventTail reads the table with no
+// notification: it covers notifications lost with a LISTEN connection.
+const TailBackstop = 2 * time.Second
+
+// EventTail follows the events table of a PostgreSQL database for one
+// worker and carries its deltas to and from the other workers.
+type EventTail struct {
+	st      *Store
+	dsn     string
+	holder  string
+	deliver func(event.Event)
+	logger  *slog.Logger
+
+	nudge  chan struct{}
+	deltas chan event.Event
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	last   int64 // the last id handed on; owned by the reader goroutine after Open
+}
+
+// NewEventTail returns a tail over st (a PostgreSQL store at dsn) that hands
+// each event to deliver, from one goroutine per kind: durable events in id
+// order, other workers' deltas as they arrive. holder names this worker in
+// the deltas it sends, so it skips its own.
+func NewEventTail(st *Store, dsn, holder string, deliver func(event.Event), logger *slog.Logger) *EventTail {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &EventTail{st: st, dsn: dsn, holder: holder, deliver: deliver, logger: logger,
+		nudge: make(chan struct{}, 1), deltas: make(chan event.Event, deltaQueue)}
+}
+
+// Open listens, reads the table's newest id as the start (events committed
+// before Open are not handed on), and starts the goroutines. The first
+// connection failing is the error; later losses are retried.
+func (t *EventTail) Open(ctx context.Context) error {
+	if !t.st.pg {
+		return errors.New("open event tail: the store is not on PostgreSQL")
+	}
+	conn, err := t.connect(ctx)
+	if err != nil {
+		return err
+	}
+	// Listening first, then reading the start: an event committed in
+	// between is above the start and its notification is not lost.
+	if err := t.st.r.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&t.last); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return fmt.Errorf("open event tail: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t.cancel = cancel
+	t.wg.Add(3)
+	go func() { defer t.wg.Done(); t.listen(lctx, conn) }()
+	go func() { defer t.wg.Done(); t.read(lctx) }()
+	go func() { defer t.wg.Done(); t.send(lctx) }()
+	return nil
+}
+
+// Close stops the tail and waits for its goroutines and connection.
+func (t *EventTail) Close(ctx context.Context) error {
+	if t.cancel == nil {
+		return nil
+	}
+	t.cancel()
+	done := make(chan struct{})
+	go func() { t.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close event tail: %w", ctx.Err())
+	}
+}
+
+// Nudge makes the tail read the table now: this process committed events
+// and its followers should not wait for the notification's round trip.
+func (t *EventTail) Nudge() {
+	select {
+	case t.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// SendDelta queues an ephemeral event for the other workers. A full queue
+// drops it (deltas are best-effort), never blocking the run.
+func (t *EventTail) SendDelta(e event.Event) {
+	select {
+	case t.deltas <- e:
+	default:
+		t.logger.Debug("delta not relayed: queue full", event.KeyRun, e.RunID)
+	}
+}
+
+func (t *EventTail) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, t.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("event tail on %s: %w", redactURL(t.dsn), err)
+	}
+	for _, ch := range []string{eventsChannel, deltasChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("event tail on %s: %w", redactURL(t.dsn), err)
+		}
+	}
+	return conn, nil
+}
+
+// listen waits for notifications: an events one nudges the reader, a
+// deltas one from another worker is handed on at once. Both channels share
+// the connection, so a batch of deltas sent before a commit is handed on
+// before the reader is told of the commit.
+func (t *EventTail) listen(ctx context.Context, conn *pgx.Conn) {
+	backoff := 100 * time.Millisecond
+	for {
+		for conn != nil {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				_ = conn.Close(context.WithoutCancel(ctx))
+				conn = nil
+				if ctx.Err() != nil {
+					return
+				}
+				t.logger.Warn("event tail lost its connection; reconnecting", "err", err)
+				break
+			}
+			backoff = 100 * time.Millisecond
+			if n.Channel == deltasChannel {
+				t.received(n.Payload)
+			} else {
+				t.Nudge()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		c, err := t.connect(ctx)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.logger.Warn("event tail reconnect", "err", err)
+			}
+			continue
+		}
+		conn = c
+		t.Nudge() // notifications sent while disconnected are lost
+	}
+}
+
+// read hands on the events above the last one, page by page, on each
+// nudge and each backstop tick.
+func (t *EventTail) read(ctx context.Context) {
+	tick := time.NewTicker(TailBackstop)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.nudge:
+		case <-tick.C:
+		}
+		for ctx.Err() == nil {
+			evs, err := t.st.Events(ctx, EventFilter{Since: t.last, Limit: tailPage})
+			if err != nil {
+				if ctx.Err() == nil {
+					t.logger.Warn("event tail read", "since", t.last, "err", err)
+				}
+				break // the next nudge or tick retries from the same id
+			}
+			for _, e := range evs {
+				t.deliver(e)
+				t.last = e.ID
+			}
+			if len(evs) < tailPage {
+				break
+			}
+		}
+	}
+}
+
+// deltaBatch is the payload of one deltas notification.
+type deltaBatch struct {
+	Holder string        `json:"h"`
+	Events []event.Event `json:"e"`
+}
+
+func (t *EventTail) received(payload string) {
+	var b deltaBatch
+	if err := json.Unmarshal([]byte(payload), &b); err != nil {
+		t.logger.Debug("event tail: unreadable delta notification", "err", err)
+		return
+	}
+	if b.Holder == t.holder {
+		return
+	}
+	for _, e := range b.Events {
+		if e.Ephemeral() { // only deltas travel this way
+			t.deliver(e)
+		}
+	}
+}
+
+// send relays queued deltas: whatever queued while the previous
+// notification was on its way goes in the next one, so a token stream
+// costs a round trip per batch, not per delta.
+func (t *EventTail) send(ctx context.Context) {
+	var carry *event.Event
+	for {
+		var first event.Event
+		if carry != nil {
+			first, carry = *carry, nil
+		} else {
+			select {
+			case <-ctx.Done():
+				return
+			case first = <-t.deltas:
+			}
+		}
+		b := deltaBatch{Holder: t.holder}
+		size := len(t.holder) + 16
+		add := func(e event.Event) bool {
+			raw, err := json.Marshal(e)
+			if err != nil {
+				return true
+			}
+			if size+len(raw)+1 > deltaPayloadMax {
+				if len(b.Events) == 0 {
+					t.logger.Debug("delta not relayed: too large for a notification", event.KeyRun, e.RunID, "bytes", len(raw))
+					return true
+				}
+				return false
+			}
+			size += len(raw) + 1
+			b.Events = append(b.Events, e)
+			return true
+		}
+		add(first)
+	drain:
+		for {
+			select {
+			case e := <-t.deltas:
+				if !add(e) {
+					carry = &e
+					break drain
+				}
+			default:
+				break drain
+			}
+		}
+		if len(b.Events) == 0 {
+			continue
+		}
+		payload, err := json.Marshal(b)
+		if err != nil {
+			continue
+		}
+		if _, err := t.st.w.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", string(payload)); err != nil && ctx.Err() == nil {
+			t.logger.Debug("deltas not relayed", "err", err, "deltas", len(b.Events))
+		}
+	}
+}

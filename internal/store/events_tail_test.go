@@ -1,0 +1,194 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/store"
+)
+
+// collector gathers what a tail hands on.
+type collector struct {
+	mu  sync.Mutex
+	evs []event.Event
+	got chan struct{}
+}
+
+func newCollector() *collector { return &collector{got: make(chan struct{}, 1)} }
+
+func (c *collector) deliver(e event.Event) {
+	c.mu.Lock()
+	c.evs = append(c.evs, e)
+	c.mu.Unlock()
+	select {
+	case c.got <- struct{}{}:
+	default:
+	}
+}
+
+func (c *collector) snapshot() []event.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]event.Event(nil), c.evs...)
+}
+
+// waitFor waits until ok holds on what was collected.
+func (c *collector) waitFor(t *testing.T, what string, ok func([]event.Event) bool) []event.Event {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		if evs := c.snapshot(); ok(evs) {
+			return evs
+		}
+		select {
+		case <-c.got:
+		case <-deadline:
+			t.Fatalf("tail: %s not seen; have %d events", what, len(c.snapshot()))
+		}
+	}
+}
+
+func openTail(t *testing.T, s *store.Store, dsn, holder string, c *collector) *store.EventTail {
+	t.Helper()
+	tail := store.NewEventTail(s, dsn, holder, c.deliver, nil)
+	if err := tail.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tail.Close(context.Background()) })
+	return tail
+}
+
+// TestEventTailFollowsTwoWritersInIDOrder: events committed concurrently
+// by two store handles (two workers) reach a third handle's tail in id
+// order, each once, with none missing against the table; events committed
+// before the tail opened are not handed on.
+func TestEventTailFollowsTwoWritersInIDOrder(t *testing.T) {
+	if store.TestingBackend() != "postgres" {
+		t.Skip("the event tail follows a shared PostgreSQL database; one SQLite process publishes its own events")
+	}
+	ctx := context.Background()
+	a, dsn := open(t)
+	b, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	reader, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reader.Close() })
+	newRun(t, a, store.NewRun{ID: "before", SessionID: "s0"})
+
+	c := newCollector()
+	openTail(t, reader, dsn, "reader", c)
+
+	const perWriter, batch = 40, 3
+	var wg sync.WaitGroup
+	for w, s := range []*store.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run := fmt.Sprintf("r%d", w)
+			newRun(t, s, store.NewRun{ID: run, SessionID: fmt.Sprintf("s%d", w+1)})
+			for i := range perWriter {
+				evs := make([]event.Event, batch)
+				for k := range evs {
+					evs[k] = event.New(run, "", event.Recall, map[string]int{"i": i, "k": k})
+				}
+				if err := s.AddEvents(ctx, evs); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	want, err := reader.Events(ctx, store.EventFilter{Name: event.Recall, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 2*perWriter*batch {
+		t.Fatalf("table has %d recall events, want %d", len(want), 2*perWriter*batch)
+	}
+	last := want[len(want)-1].ID
+	got := c.waitFor(t, "the last event", func(evs []event.Event) bool { return len(evs) > 0 && evs[len(evs)-1].ID >= last })
+	// Everything the table holds after the run "before" was queued: the
+	// two runs' run.queued and the recall events, in id order.
+	all, err := reader.Events(ctx, store.EventFilter{Since: 0, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table []int64
+	for _, e := range all {
+		if e.RunID != "before" {
+			table = append(table, e.ID)
+		}
+	}
+	var ids []int64
+	for _, e := range got {
+		if e.RunID == "before" {
+			t.Fatalf("event %d of a run queued before the tail opened was handed on", e.ID)
+		}
+		ids = append(ids, e.ID)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(table) {
+		t.Fatalf("tail handed on ids\n%v\nthe table holds\n%v", ids, table)
+	}
+	for i, e := range got {
+		if e.Name == "" || e.RunID == "" || e.Time.IsZero() {
+			t.Fatalf("event %d handed on incomplete: %+v", i, e)
+		}
+	}
+}
+
+// TestEventTailRelaysDeltasToOtherWorkers: a delta sent through one
+// worker's tail reaches the other worker's, not its own; a burst is split
+// into notifications under PostgreSQL's payload limit and arrives whole
+// and in order; a delta too large for any notification is dropped.
+func TestEventTailRelaysDeltasToOtherWorkers(t *testing.T) {
+	if store.TestingBackend() != "postgres" {
+		t.Skip("deltas cross workers through PostgreSQL notifications")
+	}
+	s, dsn := open(t)
+	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
+	ca, cb := newCollector(), newCollector()
+	ta := openTail(t, s, dsn, "worker-a", ca)
+	openTail(t, s, dsn, "worker-b", cb)
+
+	huge := event.New("r1", "s1", event.TextDelta, map[string]string{event.KeyDelta: strings.Repeat("x", 9000)})
+	ta.SendDelta(huge)
+	const n = 300
+	for i := range n {
+		// About 100 bytes each: the burst needs several notifications.
+		ta.SendDelta(event.New("r1", "s1", event.TextDelta, map[string]string{event.KeyDelta: fmt.Sprintf("%03d %s", i, strings.Repeat("y", 60))}))
+	}
+	ta.SendDelta(event.New("r1", "s1", event.ReasonDelta, map[string]string{event.KeyDelta: "end"}))
+	got := cb.waitFor(t, "the last delta", func(evs []event.Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].Name == event.ReasonDelta
+	})
+	if len(got) != n+1 {
+		t.Fatalf("worker b got %d deltas, want %d (the oversize one dropped)", len(got), n+1)
+	}
+	for i, e := range got[:n] {
+		if !strings.Contains(string(e.Data), fmt.Sprintf(`"%03d `, i)) || e.RunID != "r1" || e.Name != event.TextDelta {
+			t.Fatalf("delta %d out of order or changed: %s %s", i, e.Name, e.Data)
+		}
+	}
+	// Worker a's own deltas never come back to it: a durable event, handed
+	// on after every notification sent before it, shows it has none.
+	if err := s.AddEvents(context.Background(), []event.Event{event.New("r1", "s1", event.Recall, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	evs := ca.waitFor(t, "the recall event", func(evs []event.Event) bool { return len(evs) > 0 })
+	for _, e := range evs {
+		if e.Ephemeral() {
+			t.Fatalf("worker a got its own delta back: %s", e.Data)
+		}
+	}
+}
