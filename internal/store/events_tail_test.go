@@ -192,3 +192,52 @@ func TestEventTailRelaysDeltasToOtherWorkers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEventTailRemoteLatency measures one event crossing workers: a
+// commit through one store handle (worker B) until a tail on another
+// handle (worker A) hands it on. commit-µs is the AddEvents call alone,
+// delivered-µs from its return to the tail's delivery.
+//
+//	go test -run '^$' -bench EventTailRemoteLatency ./internal/store/
+func BenchmarkEventTailRemoteLatency(b *testing.B) {
+	if store.TestingBackend() != "postgres" {
+		b.Skip("the event tail follows a shared PostgreSQL database")
+	}
+	ctx := context.Background()
+	dsn := store.TestingDSN(b)
+	handles := make([]*store.Store, 2)
+	for i := range handles {
+		s, err := store.Open(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		handles[i] = s
+	}
+	writer, reader := handles[0], handles[1]
+	got := make(chan int64, 16)
+	tail := store.NewEventTail(reader, dsn, "a", func(e event.Event) { got <- e.ID }, nil)
+	if err := tail.Open(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tail.Close(ctx) })
+	var commit, deliver time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		evs := []event.Event{event.New("resp_bench", "sess_bench", event.Recall, map[string]int{"i": i})}
+		t0 := time.Now()
+		if err := writer.AddEvents(ctx, evs); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		for id := range got {
+			if id == evs[0].ID {
+				break
+			}
+		}
+		commit += t1.Sub(t0)
+		deliver += time.Since(t1)
+	}
+	b.ReportMetric(float64(commit.Microseconds())/float64(b.N), "commit-µs")
+	b.ReportMetric(float64(deliver.Microseconds())/float64(b.N), "delivered-µs")
+}

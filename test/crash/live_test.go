@@ -23,11 +23,19 @@ type sseFrame struct {
 
 // openSSE opens an event stream on url and returns its frames, in order,
 // until the stream ends (the channel closes) or the test does.
-func openSSE(t *testing.T, url string) <-chan sseFrame {
+func openSSE(t *testing.T, url string) <-chan sseFrame { return postSSE(t, url, "") }
+
+// postSSE is openSSE with a POST of body (GET when body is empty).
+func postSSE(t *testing.T, url, body string) <-chan sseFrame {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	method, rd := "GET", io.Reader(nil)
+	if body != "" {
+		method, rd = "POST", strings.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
@@ -222,10 +230,26 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 	if !okA || !okB {
 		t.Fatal("a worker refused a task")
 	}
-	if err := c.fake.WaitCalls(ctx, 3); err != nil {
+	// A streamed response asked of worker a, executed on b.
+	streamed := postSSE(t, a.url+"/v1/responses", `{"input":"List the files, then write streamed.md about the otter survey.","stream":true}`)
+	var streamedID string
+	if f, ok := <-streamed; !ok || f.name != "response.created" {
+		t.Fatalf("streamed response: first frame %+v, want response.created", f)
+	} else {
+		var v struct {
+			Response struct {
+				ID string `json:"id"`
+			} `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(f.data), &v); err != nil || v.Response.ID == "" {
+			t.Fatalf("response.created without an id: %s", f.data)
+		}
+		streamedID = v.Response.ID
+	}
+	if err := c.fake.WaitCalls(ctx, 4); err != nil {
 		t.Fatalf("%v; logs:\n%s", err, logs())
 	}
-	for _, r := range []struct{ id, want string }{{local, "wa/"}, {remoteA, "wb/"}, {remoteB, "wb/"}} {
+	for _, r := range []struct{ id, want string }{{local, "wa/"}, {remoteA, "wb/"}, {remoteB, "wb/"}, {streamedID, "wb/"}} {
 		if h := holderOf(t, db, r.id); !strings.HasPrefix(h, r.want) {
 			t.Fatalf("run %s executes under %s, want worker %s", r.id, h, r.want)
 		}
@@ -252,6 +276,24 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 		}
 		t.Logf("run %s: task stream on worker a got %d durable events (the table has %d), deltas %v", id, len(ts.durable), len(table), ts.deltas)
 	}
+	// The streamed response ends with its completed response, which only
+	// the remote run.finished reaching worker a's stream can trigger.
+	deltas, completed := 0, false
+	for f := range streamed {
+		switch f.name {
+		case "response.output_text.delta":
+			deltas++
+		case "response.completed":
+			completed = true
+			if !strings.Contains(f.data, `"status":"completed"`) {
+				t.Fatalf("streamed response completed as %s", f.data)
+			}
+		}
+	}
+	if !completed {
+		t.Fatalf("the streamed response of run %s ended without response.completed; logs:\n%s", streamedID, logs())
+	}
+	t.Logf("streamed response %s on worker a (run on b): %d text deltas, then response.completed", streamedID, deltas)
 
 	// The dev stream, from the start: every event of the database up to the
 	// last run.finished, once, in id order; and the remote runs' text.
