@@ -75,7 +75,9 @@ func joinWorkers(ctx context.Context, cfg config.Config, p *parts, logger *slog.
 	if err := p.store.BindWorkspace(ctx, p.workspace); err != nil {
 		return nil, err
 	}
-	tail := store.NewEventTail(p.store, cfg.DB, p.queue.Holder(), p.broker.Deliver, logger)
+	tail := store.NewEventTail(p.store, cfg.DB, store.TailOptions{
+		Holder: p.queue.Holder(), Deliver: p.broker.Deliver, Wanted: p.broker.Subscribed, Logger: logger,
+	})
 	if err := tail.Open(ctx); err != nil {
 		return nil, err
 	}

@@ -44,6 +44,13 @@ func (b *Broker) Subscribe(buf int, filter func(Event) bool) *Sub {
 	return s
 }
 
+// Subscribed reports whether anyone subscribes now.
+func (b *Broker) Subscribed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs) > 0
+}
+
 // Unsubscribe removes s and closes its channel. Safe to call twice.
 func (b *Broker) Unsubscribe(s *Sub) {
 	b.mu.Lock()

@@ -51,6 +51,7 @@ type EventTail struct {
 	dsn     string
 	holder  string
 	deliver func(event.Event)
+	wanted  func() bool
 	logger  *slog.Logger
 
 	nudge  chan struct{}
@@ -60,15 +61,30 @@ type EventTail struct {
 	last   int64 // the last id handed on; owned by the reader goroutine after Open
 }
 
-// NewEventTail returns a tail over st (a PostgreSQL store at dsn) that hands
-// each event to deliver, from one goroutine per kind: durable events in id
-// order, other workers' deltas as they arrive. holder names this worker in
-// the deltas it sends, so it skips its own.
-func NewEventTail(st *Store, dsn, holder string, deliver func(event.Event), logger *slog.Logger) *EventTail {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+// TailOptions configure an EventTail.
+type TailOptions struct {
+	// Holder names this worker in the deltas it sends, so it skips its own.
+	Holder string
+	// Deliver takes each event, from one goroutine per kind: durable
+	// events in id order, other workers' deltas as they arrive.
+	Deliver func(event.Event)
+	// Wanted reports whether anyone follows live events now (nil: always).
+	// While no one does, the tail skips over new rows instead of reading
+	// them: a follower that subscribes later is owed only what commits
+	// after it subscribed.
+	Wanted func() bool
+	Logger *slog.Logger
+}
+
+// NewEventTail returns a tail over st, a PostgreSQL store at dsn.
+func NewEventTail(st *Store, dsn string, o TailOptions) *EventTail {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &EventTail{st: st, dsn: dsn, holder: holder, deliver: deliver, logger: logger,
+	if o.Deliver == nil {
+		o.Deliver = func(event.Event) {}
+	}
+	return &EventTail{st: st, dsn: dsn, holder: o.Holder, deliver: o.Deliver, wanted: o.Wanted, logger: o.Logger,
 		nudge: make(chan struct{}, 1), deltas: make(chan event.Event, deltaQueue)}
 }
 
@@ -85,7 +101,7 @@ func (t *EventTail) Open(ctx context.Context) error {
 	}
 	// Listening first, then reading the start: an event committed in
 	// between is above the start and its notification is not lost.
-	if err := t.st.r.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&t.last); err != nil {
+	if err := t.st.r.QueryRowContext(ctx, maxEventID).Scan(&t.last); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return fmt.Errorf("open event tail: %w", err)
 	}
@@ -202,6 +218,9 @@ func (t *EventTail) read(ctx context.Context) {
 		case <-t.nudge:
 		case <-tick.C:
 		}
+		if t.skipIdle(ctx) {
+			continue
+		}
 		for ctx.Err() == nil {
 			evs, err := t.st.Events(ctx, EventFilter{Since: t.last, Limit: tailPage})
 			if err != nil {
@@ -219,6 +238,27 @@ func (t *EventTail) read(ctx context.Context) {
 			}
 		}
 	}
+}
+
+const maxEventID = "SELECT COALESCE(MAX(id), 0) FROM events"
+
+// skipIdle moves the cursor to the table's newest id when no one follows,
+// and reports whether it did. Asked again after reading the newest id: a
+// follower that subscribed before that read is served from the cursor as
+// it was, one that subscribes after it is owed nothing at or below it.
+func (t *EventTail) skipIdle(ctx context.Context) bool {
+	if t.wanted == nil || t.wanted() {
+		return false
+	}
+	var top int64
+	if err := t.st.r.QueryRowContext(ctx, maxEventID).Scan(&top); err != nil {
+		return false // read the rows instead
+	}
+	if t.wanted() {
+		return false
+	}
+	t.last = max(t.last, top)
+	return true
 }
 
 // deltaBatch is the payload of one deltas notification.

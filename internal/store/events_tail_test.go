@@ -55,7 +55,7 @@ func (c *collector) waitFor(t *testing.T, what string, ok func([]event.Event) bo
 
 func openTail(t *testing.T, s *store.Store, dsn, holder string, c *collector) *store.EventTail {
 	t.Helper()
-	tail := store.NewEventTail(s, dsn, holder, c.deliver, nil)
+	tail := store.NewEventTail(s, dsn, store.TailOptions{Holder: holder, Deliver: c.deliver})
 	if err := tail.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func BenchmarkEventTailRemoteLatency(b *testing.B) {
 	}
 	writer, reader := handles[0], handles[1]
 	got := make(chan int64, 16)
-	tail := store.NewEventTail(reader, dsn, "a", func(e event.Event) { got <- e.ID }, nil)
+	tail := store.NewEventTail(reader, dsn, store.TailOptions{Holder: "a", Deliver: func(e event.Event) { got <- e.ID }})
 	if err := tail.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -240,4 +240,63 @@ func BenchmarkEventTailRemoteLatency(b *testing.B) {
 	}
 	b.ReportMetric(float64(commit.Microseconds())/float64(b.N), "commit-µs")
 	b.ReportMetric(float64(deliver.Microseconds())/float64(b.N), "delivered-µs")
+}
+
+// TestEventTailSkipsWhileNoOneFollows: with no follower the tail moves past
+// new rows without handing them on; once someone follows, what commits
+// after is handed on from there.
+func TestEventTailSkipsWhileNoOneFollows(t *testing.T) {
+	if store.TestingBackend() != "postgres" {
+		t.Skip("the event tail follows a shared PostgreSQL database")
+	}
+	ctx := context.Background()
+	s, dsn := open(t)
+	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
+	var mu sync.Mutex
+	following, asked := false, 0
+	c := newCollector()
+	tail := store.NewEventTail(s, dsn, store.TailOptions{Holder: "a", Deliver: c.deliver, Wanted: func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		return following
+	}})
+	if err := tail.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tail.Close(ctx) })
+	skipped := []event.Event{event.New("r1", "s1", event.Recall, nil)}
+	if err := s.AddEvents(ctx, skipped); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	from := asked
+	mu.Unlock()
+	// A whole round asked after the commit: its newest id covers the row.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		mu.Lock()
+		n := asked
+		mu.Unlock()
+		if n >= from+3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tail never looked at the table")
+		}
+		tail.Nudge()
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	following = true
+	mu.Unlock()
+	wanted := []event.Event{event.New("r1", "s1", event.Remember, nil)}
+	if err := s.AddEvents(ctx, wanted); err != nil {
+		t.Fatal(err)
+	}
+	got := c.waitFor(t, "the event committed while followed", func(evs []event.Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].ID >= wanted[0].ID
+	})
+	if len(got) != 1 || got[0].ID != wanted[0].ID {
+		t.Fatalf("tail handed on %v, want only event %d (event %d committed while no one followed)", got, wanted[0].ID, skipped[0].ID)
+	}
 }
