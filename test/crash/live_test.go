@@ -40,17 +40,16 @@ func postSSE(t *testing.T, url, body string) <-chan sseFrame {
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
+	t.Cleanup(func() { resp.Body.Close() })
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
 	}
 	out := make(chan sseFrame, 100000)
 	go func() {
 		defer close(out)
-		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
 		var f sseFrame
