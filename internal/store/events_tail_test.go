@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -298,5 +300,50 @@ func TestEventTailSkipsWhileNoOneFollows(t *testing.T) {
 	})
 	if len(got) != 1 || got[0].ID != wanted[0].ID {
 		t.Fatalf("tail handed on %v, want only event %d (event %d committed while no one followed)", got, wanted[0].ID, skipped[0].ID)
+	}
+}
+
+// TestEventTailSurvivesALostConnection: the tail's LISTEN connection is
+// terminated by the server; events committed while it was gone, and after,
+// are handed on once each, in id order.
+func TestEventTailSurvivesALostConnection(t *testing.T) {
+	if store.TestingBackend() != "postgres" {
+		t.Skip("the event tail follows a shared PostgreSQL database")
+	}
+	ctx := context.Background()
+	s, dsn := open(t)
+	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
+	c := newCollector()
+	openTail(t, s, dsn, "a", c)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	var killed int
+	err = admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'LISTEN %'`).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminated %d LISTEN connections (%v), want the tail's one", killed, err)
+	}
+	var ids []int64
+	for i := range 3 {
+		evs := []event.Event{event.New("r1", "s1", event.Recall, map[string]int{"i": i})}
+		if err := s.AddEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, evs[0].ID)
+	}
+	got := c.waitFor(t, "the events committed after the loss", func(evs []event.Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].ID >= ids[len(ids)-1]
+	})
+	var gotIDs []int64
+	for _, e := range got {
+		if e.Name == event.Recall {
+			gotIDs = append(gotIDs, e.ID)
+		}
+	}
+	if fmt.Sprint(gotIDs) != fmt.Sprint(ids) {
+		t.Fatalf("after the lost connection the tail handed on %v, want %v", gotIDs, ids)
 	}
 }
