@@ -12,7 +12,7 @@ import (
 // user context and a tab in it, as browser.BenchmarkSessionStart measures
 // Chromium's (the close is outside the timer).
 func BenchmarkSessionStart(b *testing.B) {
-	open(b, "/signup.html") // launches the shared Firefox
+	shared := ff.Browser(b)
 	ctx := context.Background()
 	for b.Loop() {
 		uc, err := shared.CreateUserContext(ctx)

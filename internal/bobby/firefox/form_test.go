@@ -121,7 +121,7 @@ func TestFormRefsAreSnapshotRefs(t *testing.T) {
 // snapshot.ErrNoPage, as on Chromium.
 func TestFormOnAClosedTab(t *testing.T) {
 	p := open(t, "/signup.html")
-	if err := shared.CloseContext(testCtx(t), p.Context()); err != nil {
+	if err := p.conn.CloseContext(testCtx(t), p.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := form.On(p.Forms()).Snapshot(testCtx(t), form.Options{}); !errors.Is(err, snapshot.ErrNoPage) {

@@ -9,24 +9,22 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 var (
-	shared     *bidi.Browser
-	sharedErr  error
-	sharedOnce sync.Once
-	fixtures   *httptest.Server
+	ff       biditest.Firefox
+	fixtures *httptest.Server
 )
 
 func TestMain(m *testing.M) {
 	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir("../gateway/testdata")))
+	mux.Handle("/", http.FileServer(pagetest.Dir("../gateway/testdata")))
 	mux.HandleFunc("/keys.html", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(`<!doctype html><title>Keys</title>
@@ -44,15 +42,9 @@ func TestMain(m *testing.M) {
   const p = document.createElement('p'); p.textContent = 'Ready to go'; document.body.appendChild(p);
   history.pushState({}, "", "/dyn.html?step=2"); }, 500);</script>`))
 	})
-	// The form posts here; the welcome page is what a user lands on.
-	mux.HandleFunc("POST /welcome.html", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, "../gateway/testdata/welcome.html")
-	})
 	fixtures = httptest.NewServer(mux)
 	code := m.Run()
-	if shared != nil {
-		shared.Close()
-	}
+	ff.Close()
 	fixtures.Close()
 	os.Exit(code)
 }
@@ -61,31 +53,9 @@ func TestMain(m *testing.M) {
 // user context at path. Without Firefox the tests skip, except under CI.
 func open(t testing.TB, path string) *Page {
 	t.Helper()
-	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-		}
-		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-	}
-	sharedOnce.Do(func() { shared, sharedErr = bidi.Launch(context.Background(), bidi.LaunchOptions{}) })
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	ctx := testCtx(t)
-	uc, err := shared.CreateUserContext(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shared.RemoveUserContext(context.Background(), uc) })
-	bc, err := shared.CreateTab(ctx, uc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := shared.SetViewport(ctx, bc, 1024, 768); err != nil {
-		t.Fatal(err)
-	}
-	p := NewPage(shared.Conn, bc)
-	if _, err := p.Navigate(ctx, fixtures.URL+path); err != nil {
+	b, bc := ff.Tab(t, 1024, 768)
+	p := NewPage(b.Conn, bc)
+	if _, err := p.Navigate(testCtx(t), fixtures.URL+path); err != nil {
 		t.Fatal(err)
 	}
 	return p

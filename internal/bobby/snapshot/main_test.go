@@ -18,17 +18,13 @@ import (
 var (
 	fixtures *httptest.Server
 	browser  = &browsertest.Browser{Name: "snapshot"}
-	// stopFirefox closes the shared Firefox of the walker tests, if launched.
-	stopFirefox func()
 )
 
 func TestMain(m *testing.M) {
 	fixtures = httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	code := m.Run()
 	browser.Close()
-	if stopFirefox != nil {
-		stopFirefox()
-	}
+	ff.Close()
 	fixtures.Close()
 	os.Exit(code)
 }

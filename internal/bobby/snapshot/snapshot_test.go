@@ -23,6 +23,25 @@ func findNode(t testing.TB, s *Snapshot, role, name string) Node {
 	return Node{}
 }
 
+// pageShows are lines a snapshot of page.html must hold on every engine:
+// what a user sees there, refs on what they can act on.
+var pageShows = []string{
+	"navigation \"Primary\"\n", // structure: no ref
+	`link "Home" [ref=`,
+	"heading \"Your cart\" [level=1]\n",
+	"text: You have 2 items in your cart.",
+	`textbox "Coupon" [ref=`,
+	`]: "SAVE10"`,
+	`textbox "Password" [hasValue] [ref=`,
+	`checkbox "Gift wrap" [checked] [ref=`,
+	`button "Pay later" [disabled] [ref=`,
+	`button "Shadow action" [ref=`, // inside an open shadow root
+	`iframe "Promotions" [ref=`,
+	`textbox "Promo code" [ref=`, // inside the same-origin iframe
+	`button "Apply promo" [ref=`,
+	"text: Prices updated", // added after load
+}
+
 func TestTakeShowsWhatAUserSees(t *testing.T) {
 	ctx := openPage(t, "/page.html")
 	waitFor(t, ctx, `document.querySelector('[role=status]') !== null`)
@@ -30,22 +49,7 @@ func TestTakeShowsWhatAUserSees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
-		"navigation \"Primary\"\n", // structure: no ref
-		`link "Home" [ref=`,
-		"heading \"Your cart\" [level=1]\n",
-		"text: You have 2 items in your cart.",
-		`textbox "Coupon" [ref=`,
-		`]: "SAVE10"`,
-		`textbox "Password" [hasValue] [ref=`,
-		`checkbox "Gift wrap" [checked] [ref=`,
-		`button "Pay later" [disabled] [ref=`,
-		`button "Shadow action" [ref=`, // inside an open shadow root
-		`iframe "Promotions" [ref=`,
-		`textbox "Promo code" [ref=`, // inside the same-origin iframe
-		`button "Apply promo" [ref=`,
-		"text: Prices updated", // added after load
-	} {
+	for _, want := range pageShows {
 		if !strings.Contains(s.Text, want) {
 			t.Errorf("snapshot lacks %q:\n%s", want, s.Text)
 		}
