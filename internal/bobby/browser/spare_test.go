@@ -81,17 +81,9 @@ func TestWarmSparesAreIsolated(t *testing.T) {
 // The policy is known only when the spare is handed out; its fingerprint
 // still reaches the first navigation.
 func TestWarmSpareTakesTheFingerprint(t *testing.T) {
-	ctx := context.Background()
 	want := readySpare(t, shared)
-	s, err := shared.NewSession(ctx, "shopper", ExecutionPolicy{Fingerprint: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shared.CloseSession(context.Background(), s.ID) })
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSessionWith(t, "shopper", ExecutionPolicy{Fingerprint: true})
+	p := pageOf(t, s)
 	if p.TargetID() != want {
 		t.Fatalf("page is target %s, want the spare's %s", p.TargetID(), want)
 	}
