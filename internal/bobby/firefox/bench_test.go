@@ -39,12 +39,7 @@ func BenchmarkClickSettled(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var box snapshot.Target
-	for _, n := range s.Nodes {
-		if n.Role == "checkbox" && n.Name == "Send me product news" {
-			box = n.Target()
-		}
-	}
+	box := node(b, s, "checkbox", "Send me product news")
 	want := true
 	for b.Loop() {
 		if _, err := p.Click(ctx, box, ClickOptions{}); err != nil {

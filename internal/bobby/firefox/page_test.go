@@ -61,6 +61,19 @@ func open(t testing.TB, path string) *Page {
 	return p
 }
 
+// node is the target of the first node of the snapshot with the role and
+// name; the test fails when there is none.
+func node(t testing.TB, s *snapshot.Snapshot, role, name string) snapshot.Target {
+	t.Helper()
+	for _, n := range s.Nodes {
+		if n.Role == role && n.Name == name {
+			return n.Target()
+		}
+	}
+	t.Fatalf("no %s %q in:\n%s", role, name, s.Text)
+	return snapshot.Target{}
+}
+
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -86,15 +99,7 @@ func TestFormLoopOnFirefox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(role, name string) snapshot.Target {
-		for _, n := range s.Nodes {
-			if n.Role == role && n.Name == name {
-				return n.Target()
-			}
-		}
-		t.Fatalf("no %s %q in:\n%s", role, name, s.Text)
-		return snapshot.Target{}
-	}
+	ref := func(role, name string) snapshot.Target { return node(t, s, role, name) }
 	for _, f := range []struct{ role, name, text string }{
 		{"textbox", "Email", "ada@example.com"},
 		{"textbox", "Full name", "Ada Lovelace"},
@@ -185,12 +190,7 @@ func TestWaitsOnFirefox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var code snapshot.Target
-	for _, n := range s.Nodes {
-		if n.Role == "textbox" && n.Name == "Code" {
-			code = n.Target()
-		}
-	}
+	code := node(t, s, "textbox", "Code")
 	// The paragraph renders as text, without a ref; the walker numbered
 	// its element all the same.
 	gone := snapshot.Target{Ref: refOfID(t, p, "gone")}
