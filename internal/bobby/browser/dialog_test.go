@@ -23,10 +23,7 @@ func TestDialogsNeverHang(t *testing.T) {
 		{"#prompt", "prompt", "name?", false, "", nil},
 	}
 	s := newSession(t)
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pageOf(t, s)
 	open(t, p, "/dialogs.html")
 	for _, tt := range tests {
 		t.Run(tt.wantType, func(t *testing.T) {

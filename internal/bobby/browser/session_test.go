@@ -132,10 +132,7 @@ func TestSessionsDoNotShareCookies(t *testing.T) {
 func TestPopupsAreRegistered(t *testing.T) {
 	ctx := context.Background()
 	s := newSession(t)
-	opener, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opener := pageOf(t, s)
 	open(t, opener, "/popup.html")
 
 	tests := []struct {

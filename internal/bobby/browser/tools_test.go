@@ -236,10 +236,7 @@ func TestDismissObstructions(t *testing.T) {
 func TestFollow(t *testing.T) {
 	ctx := context.Background()
 	s := newSession(t)
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pageOf(t, s)
 	tests := []struct {
 		selector string
 		outcome  string

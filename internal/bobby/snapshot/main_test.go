@@ -32,6 +32,16 @@ func TestMain(m *testing.M) {
 // openPage opens a new tab on the shared browser at the fixture path.
 func openPage(t testing.TB, path string) context.Context { return browser.Open(t, fixtures.URL+path) }
 
+// take takes a snapshot of the page; the test fails on an error.
+func take(t testing.TB, ctx context.Context, opts Options) *Snapshot {
+	t.Helper()
+	s, err := Take(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // waitFor polls a JavaScript condition on the page until it holds; the test
 // fails if it never does.
 func waitFor(t testing.TB, ctx context.Context, cond string) {

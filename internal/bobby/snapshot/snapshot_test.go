@@ -45,10 +45,7 @@ var pageShows = []string{
 func TestTakeShowsWhatAUserSees(t *testing.T) {
 	ctx := openPage(t, "/page.html")
 	waitFor(t, ctx, `document.querySelector('[role=status]') !== null`)
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	for _, want := range pageShows {
 		if !strings.Contains(s.Text, want) {
 			t.Errorf("snapshot lacks %q:\n%s", want, s.Text)
@@ -99,10 +96,7 @@ func TestTakeShowsWhatAUserSees(t *testing.T) {
 
 func TestTakeInterestingKeepsControlsOnly(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	s, err := Take(ctx, Options{Interesting: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{Interesting: true})
 	for _, n := range s.Nodes {
 		if n.Role == "text" {
 			t.Errorf("interesting snapshot has a text node %q", n.Name)
@@ -114,10 +108,7 @@ func TestTakeInterestingKeepsControlsOnly(t *testing.T) {
 
 func TestTakeBounds(t *testing.T) {
 	ctx := openPage(t, "/big.html")
-	full, err := Take(ctx, Options{MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := take(t, ctx, Options{MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
 	if full.Truncated || full.TotalNodes < 900 {
 		t.Fatalf("unbounded snapshot: truncated=%v total=%d", full.Truncated, full.TotalNodes)
 	}
@@ -177,10 +168,7 @@ func TestTakeRejectsBadOptions(t *testing.T) {
 
 func TestTakeScoped(t *testing.T) {
 	ctx := openPage(t, "/big.html")
-	s, err := Take(ctx, Options{Target: &Target{Role: "main"}, MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{Target: &Target{Role: "main"}, MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
 	if len(s.Nodes) == 0 || s.Nodes[0].Role != "main" || s.Nodes[0].Depth != 0 {
 		t.Fatalf("scoped snapshot does not start at main:\n%.300s", s.Text)
 	}
@@ -195,15 +183,9 @@ func TestTakeScoped(t *testing.T) {
 	}
 
 	page := openPage(t, "/page.html")
-	whole, err := Take(page, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole := take(t, page, Options{})
 	frame := findNode(t, whole, "iframe", "Promotions")
-	byRef, err := Take(page, Options{Target: &Target{Ref: frame.Ref}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	byRef := take(t, page, Options{Target: &Target{Ref: frame.Ref}})
 	if byRef.Nodes[0].Ref != frame.Ref || len(byRef.Nodes) != 4 {
 		t.Errorf("scope by iframe ref:\n%s", byRef.Text)
 	}
@@ -214,18 +196,12 @@ func TestTakeScoped(t *testing.T) {
 
 func TestRefsAreStable(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	first, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := take(t, ctx, Options{})
 	checkout := findNode(t, first, "button", "Checkout")
 
 	// An unrelated mutation before the button shifts every later node.
 	eval(t, ctx, `addRow("New arrival")`)
-	second, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := take(t, ctx, Options{})
 	if got := findNode(t, second, "button", "Checkout").Ref; got != checkout.Ref {
 		t.Errorf("checkout ref changed across snapshots: %s -> %s", checkout.Ref, got)
 	}
@@ -247,10 +223,7 @@ func TestRefsAreStable(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	checkout := findNode(t, s, "button", "Checkout")
 	promo := findNode(t, s, "textbox", "Promo code")
 	shadow := findNode(t, s, "button", "Shadow action")
@@ -331,10 +304,7 @@ func TestResolveErrors(t *testing.T) {
 	}
 
 	// A ref whose node now has another role is stale, not a match.
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	coupon := findNode(t, s, "textbox", "Coupon")
 	if _, err := Resolve(ctx, Target{Ref: coupon.Ref, Role: "button"}); !errors.Is(err, ErrTargetNotFound) {
 		t.Errorf("ref with a wrong role = %v, want ErrTargetNotFound", err)
@@ -377,10 +347,7 @@ func TestNeedsAPageContext(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	pw := findNode(t, s, "textbox", "Password")
 	gift := findNode(t, s, "checkbox", "Gift wrap")
 	id, _ := ParseRef(pw.Ref)
@@ -396,10 +363,7 @@ func TestDescribe(t *testing.T) {
 
 func TestTakeSkipsCrossSiteFrames(t *testing.T) {
 	ctx := openPage(t, "/cross.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	findNode(t, s, "button", "Outside")
 	findNode(t, s, "iframe", "Other site")
 	for _, n := range s.Nodes {
