@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 // BenchmarkSessionStart is a new isolated session with its first page: a
@@ -35,10 +33,7 @@ func BenchmarkSessionStart(b *testing.B) {
 func BenchmarkClickSettled(b *testing.B) {
 	p := open(b, "/signup.html")
 	ctx := context.Background()
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := take(b, p)
 	box := node(b, s, "checkbox", "Send me product news")
 	want := true
 	for b.Loop() {

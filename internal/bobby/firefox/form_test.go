@@ -99,10 +99,7 @@ func TestFormRefsAreSnapshotRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, p)
 	for _, f := range fs.Controls {
 		if !f.Visible {
 			continue

@@ -61,6 +61,17 @@ func open(t testing.TB, path string) *Page {
 	return p
 }
 
+// take is a snapshot of the page with the default options; the test fails
+// on an error.
+func take(t testing.TB, p *Page) *snapshot.Snapshot {
+	t.Helper()
+	s, err := p.Snapshot(testCtx(t), snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // node is the target of the first node of the snapshot with the role and
 // name; the test fails when there is none.
 func node(t testing.TB, s *snapshot.Snapshot, role, name string) snapshot.Target {
@@ -95,10 +106,7 @@ func eval(t testing.TB, p *Page, expr string) any {
 func TestFormLoopOnFirefox(t *testing.T) {
 	p := open(t, "/signup.html")
 	ctx := testCtx(t)
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, p)
 	ref := func(role, name string) snapshot.Target { return node(t, s, role, name) }
 	for _, f := range []struct{ role, name, text string }{
 		{"textbox", "Email", "ada@example.com"},
@@ -115,10 +123,7 @@ func TestFormLoopOnFirefox(t *testing.T) {
 	if _, err := p.Click(ctx, ref("checkbox", "I accept the terms"), ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := take(t, p)
 	for _, want := range []string{`textbox "Email" [required] [ref=`, `]: "ada@example.com"`, `textbox "Password" [required] [hasValue]`,
 		`checkbox "I accept the terms" [checked]`} {
 		if !strings.Contains(after.Text, want) {
@@ -140,10 +145,7 @@ func TestFormLoopOnFirefox(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	done, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	done := take(t, p)
 	if done.Title != "Welcome" || !strings.Contains(done.Text, `heading "Welcome aboard"`) {
 		t.Errorf("submitting did not land on the welcome page: %q\n%s", done.Title, done.Text)
 	}
@@ -186,10 +188,7 @@ func TestClickHoldsModifiersAndScrollsIntoView(t *testing.T) {
 func TestWaitsOnFirefox(t *testing.T) {
 	p := open(t, "/dyn.html")
 	ctx := testCtx(t)
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, p)
 	code := node(t, s, "textbox", "Code")
 	// The paragraph renders as text, without a ref; the walker numbered
 	// its element all the same.
@@ -214,7 +213,7 @@ func TestWaitsOnFirefox(t *testing.T) {
 	if err := p.WaitFor(ctx, Wait{Kind: WaitValue, Target: &code, Match: func(v string) bool { return v == "X-42" }}); err != nil {
 		t.Errorf("wait value: %v", err)
 	}
-	err = p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 200 * time.Millisecond})
+	err := p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 200 * time.Millisecond})
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "Ready to go") {
 		t.Errorf("a wait that cannot hold: %v, want a timeout showing the last text", err)
 	}
