@@ -121,7 +121,9 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx, in submitAndVerif
 	if d, ok := ctx.Deadline(); ok {
 		v.Timeout = max(0, time.Until(d)-time.Second)
 	}
-	sub, err := onForms(ctx, x, func(fctx context.Context, tab form.Tab) (*form.Submission, error) { return tab.SubmitAndVerify(fctx, t, v) })
+	sub, err := onForms(ctx, x, func(fctx context.Context, tab form.Tab) (*form.Submission, error) {
+		return tab.SubmitAndVerify(fctx, t, v)
+	})
 	if err != nil {
 		return nil, nil, formActionError(err)
 	}
