@@ -207,7 +207,7 @@ func TestBrowserTestsLeftToScriptsTest(t *testing.T) {
 	for _, p := range goList(t) {
 		for _, imp := range append(p.TestImports, p.XTestImports...) {
 			browser := imp == module+"/internal/bobby/browser" || imp == module+"/internal/bobby/browser/browsertest" ||
-				imp == module+"/internal/bobby/bidi" || strings.HasPrefix(imp, "github.com/chromedp/")
+				imp == module+"/internal/bobby/bidi" || imp == module+"/internal/bobby/bidi/biditest" || strings.HasPrefix(imp, "github.com/chromedp/")
 			if browser && !rest[p.ImportPath] {
 				t.Errorf("%s: its tests import %s but scripts/check runs them; add the package to rest_pattern in scripts/check", p.ImportPath, imp)
 				break

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 	"github.com/deltaharness/delta/test/bobbytest"
 )
 
@@ -565,7 +566,7 @@ func mapKeys[V any](m map[string]V) []string {
 // client offering 2025-11-25 (initialize, an MCP session) and 2026-07-28
 // (server/discover; the SDK client's default).
 func TestGoClient(t *testing.T) {
-	fixtures := httptest.NewServer(http.FileServer(http.Dir("testdata")))
+	fixtures := httptest.NewServer(http.FileServer(pagetest.Dir("testdata")))
 	t.Cleanup(fixtures.Close)
 	upload := filepath.Join(t.TempDir(), "private-uploads", "avatar.png")
 	if err := os.MkdirAll(filepath.Dir(upload), 0o755); err != nil {

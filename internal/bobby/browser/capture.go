@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"github.com/deltaharness/delta/internal/bobby/jsobject"
 )
 
 // MaxScreenshotHeight bounds full-page screenshots (CSS pixels), so an
@@ -123,29 +122,20 @@ func (p *Page) Evaluate(ctx context.Context, expr string) (json.RawMessage, erro
 	}
 	var out json.RawMessage
 	err := p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		res, err := cdp.Call(pctx, t, runtime.Evaluate, runtime.EvaluateParams{
-			Expression:    expr,
-			ReturnByValue: new(true),
-			AwaitPromise:  new(true),
-			UserGesture:   new(true),
-		})
+		res, err := evaluate(pctx, chromedp.FromContext(pctx).Target, expr, true)
 		if err != nil {
 			return err
 		}
-		if res.ExceptionDetails != nil {
-			return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
-		}
 		switch {
-		case res.Result == nil || res.Result.Type == runtime.RemoteObjectTypeUndefined:
+		case res == nil || res.Type == runtime.RemoteObjectTypeUndefined:
 			out = json.RawMessage("null")
-		case res.Result.UnserializableValue != "":
-			b, _ := json.Marshal(string(res.Result.UnserializableValue))
+		case res.UnserializableValue != "":
+			b, _ := json.Marshal(string(res.UnserializableValue))
 			out = b
-		case len(res.Result.Value) == 0:
+		case len(res.Value) == 0:
 			out = json.RawMessage("null")
 		default:
-			out = append(json.RawMessage(nil), res.Result.Value...)
+			out = append(json.RawMessage(nil), res.Value...)
 		}
 		return nil
 	})
@@ -184,14 +174,7 @@ const MaxInspectText = 500
 // Inspect describes an element: tag, attributes, box and visibility.
 func (p *Page) Inspect(ctx context.Context, ref NodeRef) (NodeInfo, error) {
 	var info NodeInfo
-	group := newObjectGroup()
-	defer p.release(group)
-	err := p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		n, err := resolve(pctx, t, ref, group)
-		if err != nil {
-			return err
-		}
+	err := p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		var raw struct {
 			Tag        string            `json:"tag"`
 			Attributes map[string]string `json:"attributes"`
@@ -200,7 +183,7 @@ func (p *Page) Inspect(ctx context.Context, ref NodeRef) (NodeInfo, error) {
 			InViewport bool              `json:"inViewport"`
 			Text       string            `json:"text"`
 		}
-		err = callOn(pctx, t, n.object, `function(max){
+		err := callOn(pctx, t, n.object, `function(max){
 			const e = this.nodeType === 1 ? this : this.parentElement;
 			if (!e) return {tag: "#" + this.nodeName, attributes: {}, box: null, visible: false, inViewport: false, text: ""};
 			const secret = e.tagName === "INPUT" && (e.type || "").toLowerCase() === "password";

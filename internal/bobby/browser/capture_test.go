@@ -13,8 +13,7 @@ import (
 
 func TestScreenshot(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/click.html")
+	p := pageAt(t, "/click.html")
 	tests := []struct {
 		name       string
 		opts       ScreenshotOptions
@@ -57,8 +56,7 @@ func TestScreenshot(t *testing.T) {
 
 func TestEvaluate(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/home.html")
+	p := pageAt(t, "/home.html")
 	tests := []struct {
 		expr string
 		want string
@@ -99,8 +97,7 @@ func TestEvaluate(t *testing.T) {
 
 func TestInspect(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/form.html")
+	p := pageAt(t, "/form.html")
 	eval[any](t, p, `document.getElementById("pw").value = "typed-secret"; null`)
 
 	pw, err := p.Inspect(ctx, NodeRef{Selector: "#pw"})

@@ -129,12 +129,7 @@ func (in *instance) onDownload(ev any) {
 
 // attachDownload gives the download to the page whose frame started it.
 func (in *instance) attachDownload(d *CapturedDownload) {
-	in.mu.Lock()
-	ss := make([]*Session, 0, len(in.sessions))
-	for _, s := range in.sessions {
-		ss = append(ss, s)
-	}
-	in.mu.Unlock()
+	ss := in.sessionList()
 	for _, s := range ss {
 		for _, p := range s.Pages() {
 			if string(p.targetID) == d.frame || string(p.tr.frame()) == d.frame {

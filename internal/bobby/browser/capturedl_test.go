@@ -12,8 +12,7 @@ import (
 
 func TestClickedDownloadsAreCaptured(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/downloads.html")
+	p := pageAt(t, "/downloads.html")
 	if _, err := p.Click(ctx, NodeRef{Selector: "#report"}, ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -41,19 +40,8 @@ func TestClickedDownloadsAreCaptured(t *testing.T) {
 
 func TestCapturedDownloadOverTheBoundIsCancelled(t *testing.T) {
 	ctx := context.Background()
-	rt := New(Options{DataDir: t.TempDir(), Logger: testLogger(), MaxCaptureBytes: 64 << 10})
-	if err := rt.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
-	s, err := rt.NewSession(ctx, "default", ExecutionPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := openRuntime(t, Options{DataDir: t.TempDir(), Logger: testLogger(), MaxCaptureBytes: 64 << 10})
+	_, p := sessionPage(t, rt, "default")
 	open(t, p, "/downloads.html")
 	if _, err := p.Click(ctx, NodeRef{Selector: "#big"}, ClickOptions{}); err != nil {
 		t.Fatal(err)

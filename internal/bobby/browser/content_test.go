@@ -11,8 +11,7 @@ import (
 
 func TestExtractContentShapes(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/extract.html")
+	p := pageAt(t, "/extract.html")
 	x := func(sel string, max int) Extraction {
 		t.Helper()
 		var ref *NodeRef
@@ -47,8 +46,7 @@ func TestExtractContentShapes(t *testing.T) {
 
 func TestWaitStateAllAtOnce(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/extract.html")
+	p := pageAt(t, "/extract.html")
 	res, err := p.WaitState(ctx, []StateCondition{
 		{Condition: Condition{Kind: WaitText, Matcher: &TextMatch{Kind: "exact", Value: "done"}, Target: &NodeRef{Selector: "#status"}}},
 		{Condition: Condition{Kind: WaitURL, Matcher: &TextMatch{Kind: "contains", Value: "step=done"}}},

@@ -23,10 +23,7 @@ func TestDialogsNeverHang(t *testing.T) {
 		{"#prompt", "prompt", "name?", false, "", nil},
 	}
 	s := newSession(t)
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pageOf(t, s)
 	open(t, p, "/dialogs.html")
 	for _, tt := range tests {
 		t.Run(tt.wantType, func(t *testing.T) {
@@ -96,8 +93,7 @@ func TestDialogsNeverHang(t *testing.T) {
 
 func TestDialogOpenedDuringCallAbortsIt(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/dialogs.html")
+	p := pageAt(t, "/dialogs.html")
 	// The alert blocks Runtime.evaluate itself; the call must come back
 	// with the dialog instead of waiting for its timeout.
 	_, err := p.Evaluate(ctx, `alert("from script"); 42`)
@@ -130,8 +126,7 @@ func TestDialogOpenedDuringCallAbortsIt(t *testing.T) {
 
 func TestBeforeUnloadDialog(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/leave.html")
+	p := pageAt(t, "/leave.html")
 	// beforeunload only asks after the user interacted with the page.
 	if _, err := p.Click(ctx, NodeRef{Selector: "#touch"}, ClickOptions{}); err != nil {
 		t.Fatal(err)

@@ -45,14 +45,7 @@ type FollowResult struct {
 // starts nothing within FollowGrace the outcome is FollowNone.
 func (p *Page) Follow(ctx context.Context, ref NodeRef) (FollowResult, error) {
 	var res FollowResult
-	group := newObjectGroup()
-	defer p.release(group)
-	err := p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		n, err := resolve(pctx, t, ref, group)
-		if err != nil {
-			return err
-		}
+	err := p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		return callOn(pctx, t, n.object, `function(){
 			const a = this.closest ? this.closest("a[href], area[href]") : null;
 			return a ? a.href : "";

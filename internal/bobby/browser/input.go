@@ -116,14 +116,7 @@ func (p *Page) Click(ctx context.Context, ref NodeRef, opts ClickOptions) (Click
 
 	var res ClickResult
 	delivered := false
-	group := newObjectGroup()
-	defer p.release(group)
-	err = p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		n, err := resolve(pctx, t, ref, group)
-		if err != nil {
-			return err
-		}
+	err = p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		x, y, err := clickPoint(pctx, t, n)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref, err)

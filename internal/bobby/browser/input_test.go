@@ -27,8 +27,7 @@ type click struct {
 }
 
 func TestClickModifiersObservedByPage(t *testing.T) {
-	p := testPage(t)
-	open(t, p, "/click.html")
+	p := pageAt(t, "/click.html")
 	tests := []struct {
 		name string
 		opts ClickOptions
@@ -71,8 +70,7 @@ func TestClickModifiersObservedByPage(t *testing.T) {
 
 func TestClickTargets(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/click.html")
+	p := pageAt(t, "/click.html")
 
 	// A backend node ID (what a semantic target resolves to) works like a selector.
 	backend := backendOf(t, p, "#far")
@@ -123,8 +121,7 @@ func TestClickTargets(t *testing.T) {
 
 func TestTypeText(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/form.html")
+	p := pageAt(t, "/form.html")
 	tests := []struct {
 		name  string
 		sel   string

@@ -177,14 +177,21 @@ func (in *instance) session(id cdp.BrowserContextID) *Session {
 	return in.sessions[id]
 }
 
-// failSessions marks the sessions of a crashed browser.
-func (in *instance) failSessions() {
+// sessionList is the instance's sessions, copied under the lock so the
+// caller can act on them without holding it.
+func (in *instance) sessionList() []*Session {
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	ss := make([]*Session, 0, len(in.sessions))
 	for _, s := range in.sessions {
 		ss = append(ss, s)
 	}
-	in.mu.Unlock()
+	return ss
+}
+
+// failSessions marks the sessions of a crashed browser.
+func (in *instance) failSessions() {
+	ss := in.sessionList()
 	for _, s := range ss {
 		s.markClosed(ErrBrowserCrashed)
 	}
@@ -205,12 +212,7 @@ func (in *instance) onBrowserEvent(ev any) {
 			go s.adoptPopup(info)
 		}
 	case *target.EventTargetDestroyed:
-		in.mu.Lock()
-		ss := make([]*Session, 0, len(in.sessions))
-		for _, s := range in.sessions {
-			ss = append(ss, s)
-		}
-		in.mu.Unlock()
+		ss := in.sessionList()
 		// Closing the page sends commands, which must not run on this loop.
 		go func() {
 			for _, s := range ss {

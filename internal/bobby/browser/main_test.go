@@ -4,18 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 )
 
 // One Chromium serves the whole test binary (a launch costs ~0.5 s); tests
@@ -74,17 +78,7 @@ func testLogger() *slog.Logger {
 func testHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir("testdata")))
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
-		select {
-		case <-time.After(time.Duration(min(ms, 5000)) * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		case <-srvStop:
-			return
-		}
-		fmt.Fprint(w, "slow done")
-	})
+	mux.HandleFunc("/slow", pagetest.Slow(srvStop))
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -159,7 +153,14 @@ func testHandler() http.Handler {
 // newSession opens a session in the shared runtime, closed at cleanup.
 func newSession(t testing.TB) *Session {
 	t.Helper()
-	s, err := shared.NewSession(context.Background(), "default", ExecutionPolicy{})
+	return newSessionWith(t, "default", ExecutionPolicy{})
+}
+
+// newSessionWith opens a session of profile under policy in the shared
+// runtime, closed at cleanup.
+func newSessionWith(t testing.TB, profile string, policy ExecutionPolicy) *Session {
+	t.Helper()
+	s, err := shared.NewSession(context.Background(), profile, policy)
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
 	}
@@ -171,14 +172,61 @@ func newSession(t testing.TB) *Session {
 	return s
 }
 
-// testPage opens a page in a fresh session.
-func testPage(t testing.TB) *Page {
+// pageOf opens a page in s.
+func pageOf(t testing.TB, s *Session) *Page {
 	t.Helper()
-	p, err := newSession(t).NewPage(context.Background())
+	p, err := s.NewPage(context.Background())
 	if err != nil {
 		t.Fatalf("NewPage: %v", err)
 	}
 	return p
+}
+
+// testPage opens a page in a fresh session.
+func testPage(t testing.TB) *Page {
+	t.Helper()
+	return pageOf(t, newSession(t))
+}
+
+// pageAt opens a page in a fresh session at a path of the test server.
+func pageAt(t testing.TB, path string) *Page {
+	t.Helper()
+	p := testPage(t)
+	open(t, p, path)
+	return p
+}
+
+// sessionPage opens a session of rt and a page in it, with no cleanup: the
+// test closes the session itself or its runtime ends both.
+func sessionPage(t testing.TB, rt *Runtime, profile string) (*Session, *Page) {
+	t.Helper()
+	s, err := rt.NewSession(context.Background(), profile, ExecutionPolicy{})
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	return s, pageOf(t, s)
+}
+
+// openRuntime launches a Runtime of the test's own, for a test that kills
+// or closes its browser or needs options the shared one lacks; it is
+// closed at cleanup.
+func openRuntime(t testing.TB, opts Options) *Runtime {
+	t.Helper()
+	rt := New(opts)
+	if err := rt.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return rt
+}
+
+// denySecret is the network policy (the hook the gateway's SSRF policy
+// uses) of the tests that check a refusal: it refuses /secret.
+func denySecret(u *url.URL) error {
+	if u.Path == "/secret" {
+		return errors.New("private address")
+	}
+	return nil
 }
 
 // open navigates p to a path of the test server and fails on a failed outcome.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -118,26 +117,10 @@ func TestNavigateOutcomes(t *testing.T) {
 func TestNetworkPolicyHook(t *testing.T) {
 	// The hook is the gateway's SSRF policy: here it refuses /secret.
 	ctx := context.Background()
-	rt := New(Options{DataDir: t.TempDir(), Logger: testLogger(), AllowURL: func(u *url.URL) error {
-		if u.Path == "/secret" {
-			return errors.New("private address")
-		}
-		return nil
-	}})
-	if err := rt.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt := openRuntime(t, Options{DataDir: t.TempDir(), Logger: testLogger(), AllowURL: denySecret})
 	hits := secretHits.Load()
 
-	s, err := rt.NewSession(ctx, "default", ExecutionPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := sessionPage(t, rt, "default")
 	tests := []struct {
 		name string
 		url  string

@@ -69,10 +69,26 @@ var objectGroups atomic.Uint64
 
 func newObjectGroup() string { return "bobby-" + strconv.FormatUint(objectGroups.Add(1), 10) }
 
+// onNode runs fn as one action on the page with the element ref names
+// resolved in the action's object group, and releases the group after.
+func (p *Page) onNode(ctx context.Context, ref NodeRef, fn func(ctx context.Context, t *chromedp.Target, n node) error) error {
+	group := newObjectGroup()
+	defer p.release(group)
+	return p.Do(ctx, func(pctx context.Context) error {
+		t := chromedp.FromContext(pctx).Target
+		n, err := resolve(pctx, t, ref, group)
+		if err != nil {
+			return err
+		}
+		return fn(pctx, t, n)
+	})
+}
+
 // node is a resolved NodeRef within one action.
 type node struct {
 	backend cdp.BackendNodeID
 	object  runtime.RemoteObjectID
+	group   string // the action's object group, which holds object
 }
 
 // resolve finds the element a ref names. It returns ErrNodeNotFound when it
@@ -91,7 +107,7 @@ func resolve(ctx context.Context, t *chromedp.Target, ref NodeRef, group string)
 		if res.Object == nil || res.Object.ObjectID == "" {
 			return node{}, fmt.Errorf("%s: %w", ref, ErrNodeNotFound)
 		}
-		n := node{backend: ref.BackendNodeID, object: res.Object.ObjectID}
+		n := node{backend: ref.BackendNodeID, object: res.Object.ObjectID, group: group}
 		var connected bool
 		if err := callOn(ctx, t, n.object, `function(){ return this.isConnected === true }`, &connected); err != nil {
 			return node{}, err
@@ -112,7 +128,7 @@ func resolve(ctx context.Context, t *chromedp.Target, ref NodeRef, group string)
 		if desc.Node == nil {
 			return node{}, fmt.Errorf("%s: %w", ref, ErrNodeNotFound)
 		}
-		return node{backend: desc.Node.BackendNodeID, object: obj}, nil
+		return node{backend: desc.Node.BackendNodeID, object: obj, group: group}, nil
 	}
 	return node{}, invalidf("empty node ref: give a target or a selector")
 }
@@ -169,21 +185,30 @@ func callOn(ctx context.Context, t *chromedp.Target, obj runtime.RemoteObjectID,
 // evalValue evaluates an expression in the page's main world and decodes
 // its JSON result into out.
 func evalValue(ctx context.Context, t *chromedp.Target, expr string, out any) error {
-	res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
-		Expression:    expr,
-		ReturnByValue: new(true),
-		AwaitPromise:  new(true),
-	})
-	if err != nil {
+	res, err := evaluate(ctx, t, expr, false)
+	if err != nil || out == nil || res == nil {
 		return err
 	}
+	return decodeValue(res.Value, out)
+}
+
+// evaluate evaluates an expression in the page's main world, awaiting a
+// promise, and returns its result by value; gesture runs it as if a user
+// had acted (so it may open popups, play media). An exception thrown is an
+// *EvalError.
+func evaluate(ctx context.Context, t *chromedp.Target, expr string, gesture bool) (*runtime.RemoteObject, error) {
+	params := runtime.EvaluateParams{Expression: expr, ReturnByValue: new(true), AwaitPromise: new(true)}
+	if gesture {
+		params.UserGesture = new(true)
+	}
+	res, err := cdp.Call(ctx, t, runtime.Evaluate, params)
+	if err != nil {
+		return nil, err
+	}
 	if res.ExceptionDetails != nil {
-		return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
+		return nil, &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
 	}
-	if out == nil || res.Result == nil {
-		return nil
-	}
-	return decodeValue(res.Result.Value, out)
+	return res.Result, nil
 }
 
 // release frees the remote objects of an action, best effort. It is skipped

@@ -49,14 +49,7 @@ func TestRuntimeLaunchAndCloseLeaveNothing(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("profile dirs = %v, want one fresh dir", dirs)
 	}
-	s, err := rt.NewSession(ctx, "x", ExecutionPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := sessionPage(t, rt, "x")
 	if out := p.Navigate(ctx, srv.URL+"/home.html"); !out.OK() {
 		t.Fatalf("Navigate: %+v", out)
 	}
@@ -113,20 +106,9 @@ func TestRuntimeOpenFailsClearly(t *testing.T) {
 func TestCrashIsDetectedAndNextSessionRelaunches(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
-	rt := New(Options{DataDir: dataDir, Logger: testLogger(), NavigateTimeout: time.Second})
-	if err := rt.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt := openRuntime(t, Options{DataDir: dataDir, Logger: testLogger(), NavigateTimeout: time.Second})
 
-	s, err := rt.NewSession(ctx, "x", ExecutionPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := sessionPage(t, rt, "x")
 	// The runtime's own NavigateTimeout turns a hanging server into a
 	// failed outcome.
 	if out := p.Navigate(ctx, srv.URL+"/hang"); out.OK() || out.Error.Code != NavCodeTimeout {

@@ -21,14 +21,7 @@ func (p *Page) SavesLink(ctx context.Context, ref NodeRef, modifiers []string) (
 		Href     bool `json:"href"`
 		Download bool `json:"download"`
 	}
-	group := newObjectGroup()
-	defer p.release(group)
-	err := p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		n, err := resolve(pctx, t, ref, group)
-		if err != nil {
-			return err
-		}
+	err := p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		return callOn(pctx, t, n.object, `function(){
 			const e = this.nodeType === 1 ? this : this.parentElement;
 			const a = e && e.closest ? e.closest("a[href], area[href]") : null;

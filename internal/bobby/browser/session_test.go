@@ -10,16 +10,8 @@ import (
 )
 
 func TestSessionStateShape(t *testing.T) {
-	ctx := context.Background()
-	s, err := shared.NewSession(ctx, "work", ExecutionPolicy{JavaScriptEvaluation: true, Humanize: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = shared.CloseSession(ctx, s.ID) }() // teardown: the test has its verdict
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSessionWith(t, "work", ExecutionPolicy{JavaScriptEvaluation: true, Humanize: true})
+	p := pageOf(t, s)
 	b, err := json.Marshal(s.State())
 	if err != nil {
 		t.Fatal(err)
@@ -100,14 +92,7 @@ func TestSessionRegistry(t *testing.T) {
 		t.Errorf("page_ids after close = %v", a.State().PageIDs)
 	}
 
-	c, err := shared.NewSession(ctx, "default", ExecutionPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := c.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cp := sessionPage(t, shared, "default")
 	if err := shared.CloseSession(ctx, c.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +132,7 @@ func TestSessionsDoNotShareCookies(t *testing.T) {
 func TestPopupsAreRegistered(t *testing.T) {
 	ctx := context.Background()
 	s := newSession(t)
-	opener, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opener := pageOf(t, s)
 	open(t, opener, "/popup.html")
 
 	tests := []struct {

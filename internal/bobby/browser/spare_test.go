@@ -1,7 +1,6 @@
 package browser
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -27,7 +26,6 @@ func readySpare(t testing.TB, r *Runtime) target.ID {
 }
 
 func TestWarmSpareIsHandedOutOnce(t *testing.T) {
-	ctx := context.Background()
 	want := readySpare(t, shared)
 
 	s := newSession(t)
@@ -37,10 +35,7 @@ func TestWarmSpareIsHandedOutOnce(t *testing.T) {
 	if _, err := shared.Session(s.ID); err != nil {
 		t.Fatalf("the session is not registered: %v", err)
 	}
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pageOf(t, s)
 	if p.TargetID() != want {
 		t.Fatalf("first page is target %s, want the spare's %s", p.TargetID(), want)
 	}
@@ -50,10 +45,7 @@ func TestWarmSpareIsHandedOutOnce(t *testing.T) {
 		t.Fatal("the spare handed out is still the spare")
 	}
 	// A second page in the session is a new target.
-	q, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := pageOf(t, s)
 	if q.TargetID() == want || q.TargetID() == next {
 		t.Fatalf("second page reused target %s", q.TargetID())
 	}
@@ -81,17 +73,9 @@ func TestWarmSparesAreIsolated(t *testing.T) {
 // The policy is known only when the spare is handed out; its fingerprint
 // still reaches the first navigation.
 func TestWarmSpareTakesTheFingerprint(t *testing.T) {
-	ctx := context.Background()
 	want := readySpare(t, shared)
-	s, err := shared.NewSession(ctx, "shopper", ExecutionPolicy{Fingerprint: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shared.CloseSession(context.Background(), s.ID) })
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSessionWith(t, "shopper", ExecutionPolicy{Fingerprint: true})
+	p := pageOf(t, s)
 	if p.TargetID() != want {
 		t.Fatalf("page is target %s, want the spare's %s", p.TargetID(), want)
 	}

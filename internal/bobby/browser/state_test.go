@@ -116,8 +116,7 @@ func pageFacts(t *testing.T, p *Page) facts {
 
 func TestEmulateViewportDeviceLocaleTimezone(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/adaptive.html")
+	p := pageAt(t, "/adaptive.html")
 	before := pageFacts(t, p)
 	if eval[bool](t, p, `getComputedStyle(document.querySelector(".mobile")).display !== "none"`) {
 		t.Fatalf("desktop page shows the mobile layout (width %d)", before.Width)
@@ -175,19 +174,12 @@ func TestFingerprintPersonaIsCoherentPerProfile(t *testing.T) {
 	ctx := context.Background()
 	for _, profile := range []string{"default", "shopper", "research"} {
 		t.Run(profile, func(t *testing.T) {
-			s, err := shared.NewSession(ctx, profile, ExecutionPolicy{Fingerprint: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = shared.CloseSession(context.Background(), s.ID) })
+			s := newSessionWith(t, profile, ExecutionPolicy{Fingerprint: true})
 			ps, ok := s.Persona()
 			if !ok || ps != PersonaFor(profile) {
 				t.Fatalf("Persona() = %+v, %v", ps, ok)
 			}
-			p, err := s.NewPage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := pageOf(t, s)
 			open(t, p, "/adaptive.html")
 			f := pageFacts(t, p)
 			if strings.Contains(f.UA, "Headless") || !strings.Contains(f.UA, ps.OS) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,8 +16,7 @@ import (
 
 func TestNetLogIsBoundedAndBodyFree(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/home.html")
+	p := pageAt(t, "/home.html")
 	if _, err := p.Evaluate(ctx, `Promise.all([fetch("/api/items"), fetch("/error"), fetch("/bytes?n=64")]).then(() => 1)`); err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +101,7 @@ func TestUploadFilesReachesHiddenInputs(t *testing.T) {
 	if err := os.WriteFile(b, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := testPage(t)
-	open(t, p, "/upload.html")
+	p := pageAt(t, "/upload.html")
 
 	tests := []struct {
 		name     string
@@ -165,8 +162,7 @@ func TestUploadFilesReachesHiddenInputs(t *testing.T) {
 
 func TestPDF(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/home.html")
+	p := pageAt(t, "/home.html")
 	pdf, err := p.PDF(ctx, PDFOptions{Landscape: true, PrintBackground: true})
 	if err != nil {
 		t.Fatalf("PDF: %v", err)
@@ -240,10 +236,7 @@ func TestDismissObstructions(t *testing.T) {
 func TestFollow(t *testing.T) {
 	ctx := context.Background()
 	s := newSession(t)
-	p, err := s.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pageOf(t, s)
 	tests := []struct {
 		selector string
 		outcome  string
@@ -274,25 +267,9 @@ func TestFollow(t *testing.T) {
 
 	// A link or download the network policy refuses is refused before any
 	// request leaves.
-	rt := New(Options{DataDir: t.TempDir(), Logger: testLogger(), DownloadsDir: t.TempDir(), AllowURL: func(u *url.URL) error {
-		if u.Path == "/secret" {
-			return errors.New("private address")
-		}
-		return nil
-	}})
-	if err := rt.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(ctx)
+	rt := openRuntime(t, Options{DataDir: t.TempDir(), Logger: testLogger(), DownloadsDir: t.TempDir(), AllowURL: denySecret})
 	hits := secretHits.Load()
-	ps, err := rt.NewSession(ctx, "default", ExecutionPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pp, err := ps.NewPage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps, pp := sessionPage(t, rt, "default")
 	open(t, pp, "/follow.html")
 	if _, err := pp.Follow(ctx, NodeRef{Selector: "#secret"}); !errors.Is(err, ErrPolicyDenied) {
 		t.Errorf("Follow(#secret) = %v, want ErrPolicyDenied", err)
@@ -314,15 +291,7 @@ func TestFollow(t *testing.T) {
 func TestHumanizedInput(t *testing.T) {
 	ctx := context.Background()
 	for _, humanize := range []bool{false, true} {
-		s, err := shared.NewSession(ctx, "default", ExecutionPolicy{Humanize: humanize})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = shared.CloseSession(context.Background(), s.ID) })
-		p, err := s.NewPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := pageOf(t, newSessionWith(t, "default", ExecutionPolicy{Humanize: humanize}))
 		open(t, p, "/humanize.html")
 		if _, err := p.Click(ctx, NodeRef{Selector: "#go"}, ClickOptions{}); err != nil {
 			t.Fatal(err)

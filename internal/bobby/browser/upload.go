@@ -46,14 +46,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 
 	var up Upload
 	var input cdp.BackendNodeID
-	group := newObjectGroup()
-	defer p.release(group)
-	err = p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		n, err := resolve(pctx, t, ref, group)
-		if err != nil {
-			return err
-		}
+	err = p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		res, err := cdp.Call(pctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
 			FunctionDeclaration: `function(){
 				const isFile = e => e instanceof HTMLInputElement && e.type === "file";
@@ -67,7 +60,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 				return null;
 			}`,
 			ObjectID:    n.object,
-			ObjectGroup: group,
+			ObjectGroup: n.group,
 		})
 		if err != nil {
 			return err
@@ -106,12 +99,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 		}
 		up.Via = "fileChooser"
 	}
-	err = p.Do(ctx, func(pctx context.Context) error {
-		t := chromedp.FromContext(pctx).Target
-		n, err := resolve(pctx, t, NodeRef{BackendNodeID: input}, group)
-		if err != nil {
-			return err
-		}
+	err = p.onNode(ctx, NodeRef{BackendNodeID: input}, func(pctx context.Context, t *chromedp.Target, n node) error {
 		return callOn(pctx, t, n.object, `function(){ return Array.from(this.files || [], f => f.name) }`, &up.Names)
 	})
 	if err != nil {

@@ -55,8 +55,7 @@ func TestWaitForEachKind(t *testing.T) {
 
 func TestWaitNetworkQuietOnSlowEndpoint(t *testing.T) {
 	ctx := context.Background()
-	p := testPage(t)
-	open(t, p, "/slow.html")
+	p := pageAt(t, "/slow.html")
 	if _, err := p.Click(ctx, NodeRef{Selector: "#fetch"}, ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,15 +4,13 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 // BenchmarkSessionStart is a new isolated session with its first page: a
 // user context and a tab in it, as browser.BenchmarkSessionStart measures
 // Chromium's (the close is outside the timer).
 func BenchmarkSessionStart(b *testing.B) {
-	open(b, "/signup.html") // launches the shared Firefox
+	shared := ff.Browser(b)
 	ctx := context.Background()
 	for b.Loop() {
 		uc, err := shared.CreateUserContext(ctx)
@@ -35,16 +33,8 @@ func BenchmarkSessionStart(b *testing.B) {
 func BenchmarkClickSettled(b *testing.B) {
 	p := open(b, "/signup.html")
 	ctx := context.Background()
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var box snapshot.Target
-	for _, n := range s.Nodes {
-		if n.Role == "checkbox" && n.Name == "Send me product news" {
-			box = n.Target()
-		}
-	}
+	s := take(b, p)
+	box := node(b, s, "checkbox", "Send me product news")
 	want := true
 	for b.Loop() {
 		if _, err := p.Click(ctx, box, ClickOptions{}); err != nil {

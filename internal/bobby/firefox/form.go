@@ -171,23 +171,34 @@ type callResult struct {
 	} `json:"exceptionDetails"`
 }
 
+// objectRef is how a page function is told its `this`: ref is an element's
+// walker ref, -1 for a held object (its handle h), 0 for none.
+func objectRef(obj form.Object) (ref int64, h string, err error) {
+	switch o := obj.(type) {
+	case nil:
+	case elementRef:
+		ref = int64(o)
+	case held:
+		ref, h = -1, string(o)
+	default:
+		err = fmt.Errorf("call into page: %T is not a Firefox object", obj)
+	}
+	return ref, h, err
+}
+
 // call runs a wrapped page function in the sandbox with `this` from obj.
 func (f *FormPage) call(ctx context.Context, obj form.Object, fn, mode string, args []any) (bidi.RemoteValue, error) {
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return bidi.RemoteValue{}, fmt.Errorf("encode arguments: %w", err)
 	}
-	ref := int64(0)
+	ref, h, err := objectRef(obj)
+	if err != nil {
+		return bidi.RemoteValue{}, err
+	}
 	var this any
-	switch o := obj.(type) {
-	case nil:
-	case elementRef:
-		ref = int64(o)
-	case held:
-		ref = -1
-		this = map[string]string{"handle": string(o)}
-	default:
-		return bidi.RemoteValue{}, fmt.Errorf("call into page: %T is not a Firefox object", obj)
+	if ref < 0 {
+		this = map[string]string{"handle": h}
 	}
 	f.p.mu.Lock()
 	defer f.p.mu.Unlock()
@@ -262,16 +273,9 @@ func (f *FormPage) Hold(ctx context.Context, obj form.Object, fn string, args ..
 // Elements runs fn, whose result is {els, data}, and describes els as the
 // walker sees them, handing out refs to those that have none.
 func (f *FormPage) Elements(ctx context.Context, obj form.Object, fn string, args ...any) ([]form.Found, string, error) {
-	ref := int64(0)
-	var h string
-	switch o := obj.(type) {
-	case nil:
-	case elementRef:
-		ref = int64(o)
-	case held:
-		ref, h = -1, string(o)
-	default:
-		return nil, "", fmt.Errorf("call into page: %T is not a Firefox object", obj)
+	ref, h, err := objectRef(obj)
+	if err != nil {
+		return nil, "", err
 	}
 	return f.elements(ctx, ref, h, fn, true, args...)
 }

@@ -99,10 +99,7 @@ func TestFormRefsAreSnapshotRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, p)
 	for _, f := range fs.Controls {
 		if !f.Visible {
 			continue
@@ -121,7 +118,7 @@ func TestFormRefsAreSnapshotRefs(t *testing.T) {
 // snapshot.ErrNoPage, as on Chromium.
 func TestFormOnAClosedTab(t *testing.T) {
 	p := open(t, "/signup.html")
-	if err := shared.CloseContext(testCtx(t), p.Context()); err != nil {
+	if err := p.conn.CloseContext(testCtx(t), p.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := form.On(p.Forms()).Snapshot(testCtx(t), form.Options{}); !errors.Is(err, snapshot.ErrNoPage) {

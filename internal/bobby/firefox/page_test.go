@@ -9,24 +9,22 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 var (
-	shared     *bidi.Browser
-	sharedErr  error
-	sharedOnce sync.Once
-	fixtures   *httptest.Server
+	ff       biditest.Firefox
+	fixtures *httptest.Server
 )
 
 func TestMain(m *testing.M) {
 	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir("../gateway/testdata")))
+	mux.Handle("/", http.FileServer(pagetest.Dir("../gateway/testdata")))
 	mux.HandleFunc("/keys.html", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(`<!doctype html><title>Keys</title>
@@ -44,15 +42,9 @@ func TestMain(m *testing.M) {
   const p = document.createElement('p'); p.textContent = 'Ready to go'; document.body.appendChild(p);
   history.pushState({}, "", "/dyn.html?step=2"); }, 500);</script>`))
 	})
-	// The form posts here; the welcome page is what a user lands on.
-	mux.HandleFunc("POST /welcome.html", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, "../gateway/testdata/welcome.html")
-	})
 	fixtures = httptest.NewServer(mux)
 	code := m.Run()
-	if shared != nil {
-		shared.Close()
-	}
+	ff.Close()
 	fixtures.Close()
 	os.Exit(code)
 }
@@ -61,34 +53,36 @@ func TestMain(m *testing.M) {
 // user context at path. Without Firefox the tests skip, except under CI.
 func open(t testing.TB, path string) *Page {
 	t.Helper()
-	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-		}
-		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-	}
-	sharedOnce.Do(func() { shared, sharedErr = bidi.Launch(context.Background(), bidi.LaunchOptions{}) })
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	ctx := testCtx(t)
-	uc, err := shared.CreateUserContext(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = shared.RemoveUserContext(context.Background(), uc) })
-	bc, err := shared.CreateTab(ctx, uc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := shared.SetViewport(ctx, bc, 1024, 768); err != nil {
-		t.Fatal(err)
-	}
-	p := NewPage(shared.Conn, bc)
-	if _, err := p.Navigate(ctx, fixtures.URL+path); err != nil {
+	b, bc := ff.Tab(t, 1024, 768)
+	p := NewPage(b.Conn, bc)
+	if _, err := p.Navigate(testCtx(t), fixtures.URL+path); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// take is a snapshot of the page with the default options; the test fails
+// on an error.
+func take(t testing.TB, p *Page) *snapshot.Snapshot {
+	t.Helper()
+	s, err := p.Snapshot(testCtx(t), snapshot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// node is the target of the first node of the snapshot with the role and
+// name; the test fails when there is none.
+func node(t testing.TB, s *snapshot.Snapshot, role, name string) snapshot.Target {
+	t.Helper()
+	for _, n := range s.Nodes {
+		if n.Role == role && n.Name == name {
+			return n.Target()
+		}
+	}
+	t.Fatalf("no %s %q in:\n%s", role, name, s.Text)
+	return snapshot.Target{}
 }
 
 func testCtx(t testing.TB) context.Context {
@@ -112,19 +106,8 @@ func eval(t testing.TB, p *Page, expr string) any {
 func TestFormLoopOnFirefox(t *testing.T) {
 	p := open(t, "/signup.html")
 	ctx := testCtx(t)
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := func(role, name string) snapshot.Target {
-		for _, n := range s.Nodes {
-			if n.Role == role && n.Name == name {
-				return n.Target()
-			}
-		}
-		t.Fatalf("no %s %q in:\n%s", role, name, s.Text)
-		return snapshot.Target{}
-	}
+	s := take(t, p)
+	ref := func(role, name string) snapshot.Target { return node(t, s, role, name) }
 	for _, f := range []struct{ role, name, text string }{
 		{"textbox", "Email", "ada@example.com"},
 		{"textbox", "Full name", "Ada Lovelace"},
@@ -140,10 +123,7 @@ func TestFormLoopOnFirefox(t *testing.T) {
 	if _, err := p.Click(ctx, ref("checkbox", "I accept the terms"), ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := take(t, p)
 	for _, want := range []string{`textbox "Email" [required] [ref=`, `]: "ada@example.com"`, `textbox "Password" [required] [hasValue]`,
 		`checkbox "I accept the terms" [checked]`} {
 		if !strings.Contains(after.Text, want) {
@@ -165,10 +145,7 @@ func TestFormLoopOnFirefox(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	done, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	done := take(t, p)
 	if done.Title != "Welcome" || !strings.Contains(done.Text, `heading "Welcome aboard"`) {
 		t.Errorf("submitting did not land on the welcome page: %q\n%s", done.Title, done.Text)
 	}
@@ -211,16 +188,8 @@ func TestClickHoldsModifiersAndScrollsIntoView(t *testing.T) {
 func TestWaitsOnFirefox(t *testing.T) {
 	p := open(t, "/dyn.html")
 	ctx := testCtx(t)
-	s, err := p.Snapshot(ctx, snapshot.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var code snapshot.Target
-	for _, n := range s.Nodes {
-		if n.Role == "textbox" && n.Name == "Code" {
-			code = n.Target()
-		}
-	}
+	s := take(t, p)
+	code := node(t, s, "textbox", "Code")
 	// The paragraph renders as text, without a ref; the walker numbered
 	// its element all the same.
 	gone := snapshot.Target{Ref: refOfID(t, p, "gone")}
@@ -244,7 +213,7 @@ func TestWaitsOnFirefox(t *testing.T) {
 	if err := p.WaitFor(ctx, Wait{Kind: WaitValue, Target: &code, Match: func(v string) bool { return v == "X-42" }}); err != nil {
 		t.Errorf("wait value: %v", err)
 	}
-	err = p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 200 * time.Millisecond})
+	err := p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 200 * time.Millisecond})
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "Ready to go") {
 		t.Errorf("a wait that cannot hold: %v, want a timeout showing the last text", err)
 	}

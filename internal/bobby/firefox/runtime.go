@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -43,8 +42,7 @@ type Runtime struct {
 	mu       sync.Mutex
 	b        *bidi.Browser
 	opened   bool // Open succeeded and Close has not run: a dead Firefox is relaunched
-	sessions map[string]*Session
-	order    []string
+	sessions openOrder[*Session]
 }
 
 // New returns a Runtime that has not launched Firefox yet.
@@ -59,7 +57,7 @@ func New(o Options) *Runtime {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{opts: o, log: log.With("system", "firefox"), sessions: map[string]*Session{}}
+	return &Runtime{opts: o, log: log.With("system", "firefox")}
 }
 
 // Open launches Firefox and opens its BiDi session. Opening a Runtime whose
@@ -96,10 +94,9 @@ func (r *Runtime) aliveLocked() bool {
 }
 
 func (r *Runtime) dropSessionsLocked() {
-	for _, s := range r.sessions {
+	for _, s := range r.sessions.clear() {
 		s.markClosed()
 	}
-	r.sessions, r.order = map[string]*Session{}, nil
 }
 
 // Close ends every session and stops Firefox.
@@ -169,10 +166,9 @@ func (r *Runtime) NewSession(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new session: %w", err)
 	}
-	s := &Session{ID: uc, rt: r, conn: b.Conn, CreatedAt: time.Now(), pages: map[string]*Page{}}
+	s := &Session{ID: uc, rt: r, conn: b.Conn, CreatedAt: time.Now()}
 	r.mu.Lock()
-	r.sessions[uc] = s
-	r.order = append(r.order, uc)
+	r.sessions.add(uc, s)
 	r.mu.Unlock()
 	return s, nil
 }
@@ -181,7 +177,7 @@ func (r *Runtime) NewSession(ctx context.Context) (*Session, error) {
 func (r *Runtime) Session(id string) (*Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.sessions[id]
+	s, ok := r.sessions.get(id)
 	if !ok {
 		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
@@ -192,11 +188,7 @@ func (r *Runtime) Session(id string) (*Session, error) {
 func (r *Runtime) Sessions() []*Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*Session, 0, len(r.order))
-	for _, id := range r.order {
-		out = append(out, r.sessions[id])
-	}
-	return out
+	return r.sessions.list()
 }
 
 // Page finds a live page of any session.
@@ -212,11 +204,7 @@ func (r *Runtime) Page(id string) (*Page, error) {
 // CloseSession removes the user context and every tab in it.
 func (r *Runtime) CloseSession(ctx context.Context, id string) error {
 	r.mu.Lock()
-	s, ok := r.sessions[id]
-	if ok {
-		delete(r.sessions, id)
-		r.order = slices.DeleteFunc(r.order, func(x string) bool { return x == id })
-	}
+	s, ok := r.sessions.remove(id)
 	r.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("close session %s: %w", id, ErrNotFound)
@@ -237,8 +225,7 @@ type Session struct {
 	conn *bidi.Conn
 
 	mu       sync.Mutex
-	pages    map[string]*Page
-	order    []string
+	pages    openOrder[*Page]
 	active   string
 	closed   bool
 	lastUsed time.Time
@@ -251,10 +238,10 @@ func (s *Session) markClosed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	for _, p := range s.pages {
+	for _, p := range s.pages.clear() {
 		p.stopWatch()
 	}
-	s.pages, s.order, s.active = map[string]*Page{}, nil, ""
+	s.active = ""
 }
 
 // Alive reports whether the session is open.
@@ -308,8 +295,7 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 		stop()
 		return nil, fmt.Errorf("new page: session %s: %w", s.ID, ErrClosed)
 	}
-	s.pages[bc] = p
-	s.order = append(s.order, bc)
+	s.pages.add(bc, p)
 	s.active = bc
 	s.lastUsed = time.Now()
 	return p, nil
@@ -319,18 +305,14 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 func (s *Session) Pages() []*Page {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*Page, 0, len(s.order))
-	for _, id := range s.order {
-		out = append(out, s.pages[id])
-	}
-	return out
+	return s.pages.list()
 }
 
 // Page returns the open page id of the session.
 func (s *Session) Page(id string) (*Page, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.pages[id]
+	p, ok := s.pages.get(id)
 	if !ok {
 		return nil, fmt.Errorf("page %s: %w", id, ErrNotFound)
 	}
@@ -359,16 +341,9 @@ func (s *Session) Activate(ctx context.Context, p *Page) error {
 // ClosePage closes the tab; the newest remaining page becomes active.
 func (s *Session) ClosePage(ctx context.Context, p *Page) error {
 	s.mu.Lock()
-	_, ok := s.pages[p.bc]
-	if ok {
-		delete(s.pages, p.bc)
-		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == p.bc })
-		if s.active == p.bc {
-			s.active = ""
-			if n := len(s.order); n > 0 {
-				s.active = s.order[n-1]
-			}
-		}
+	_, ok := s.pages.remove(p.bc)
+	if ok && s.active == p.bc {
+		s.active = s.pages.newest()
 	}
 	s.mu.Unlock()
 	if !ok {

@@ -3,13 +3,13 @@ package firefox
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
 )
 
 // TestRuntimeSessionsArePrivateUserContexts drives a Runtime of its own:
@@ -17,12 +17,7 @@ import (
 // closing a session forgets its pages, and a Firefox that died is
 // relaunched by the next session.
 func TestRuntimeSessionsArePrivateUserContexts(t *testing.T) {
-	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but Firefox is missing at %s", bidi.DefaultFirefox)
-		}
-		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-	}
+	biditest.Require(t)
 	ctx := testCtx(t)
 	rt := New(Options{DataDir: t.TempDir()})
 	if _, err := rt.NewSession(ctx); !errors.Is(err, ErrNotOpen) {

@@ -62,10 +62,7 @@ func signupLoop(t testing.TB, p *page) int {
 		}
 		size += len(raw)
 	}
-	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := formsOf(t, p)
 	add(fs)
 	c, err := p.tab.CompleteForm(p.ctx, form.FieldsFromMap(map[string]any{
 		"Email": "ada@example.com", "Full name": "Ada Lovelace", "Password": "correct horse battery",

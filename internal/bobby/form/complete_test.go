@@ -107,10 +107,7 @@ func TestFillOutcomes(t *testing.T) { forEngines(t, testFillOutcomes) }
 
 func testFillOutcomes(t *testing.T, engine string) {
 	p := openPage(t, engine, "/form.html")
-	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := formsOf(t, p)
 	comments := field(t, fs, "Comments").Target
 	outs, err := p.tab.Fill(p.ctx, []form.FieldValue{
 		{Field: "Nickname", Value: "x"},

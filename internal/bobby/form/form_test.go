@@ -25,13 +25,20 @@ func field(t testing.TB, fs *form.FormSnapshot, label string) form.Field {
 	return form.Field{}
 }
 
-func takeForm(t testing.TB, engine, path string) (*form.FormSnapshot, func(string) form.Field) {
+// formsOf is the form snapshot of the page with the default options.
+func formsOf(t testing.TB, p *page) *form.FormSnapshot {
 	t.Helper()
-	p := openPage(t, engine, path)
 	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fs
+}
+
+func takeForm(t testing.TB, engine, path string) (*form.FormSnapshot, func(string) form.Field) {
+	t.Helper()
+	p := openPage(t, engine, path)
+	fs := formsOf(t, p)
 	return fs, func(label string) form.Field { return field(t, fs, label) }
 }
 
@@ -138,10 +145,7 @@ func testControlActions(t *testing.T, engine string) {
 		t.Fatal(err)
 	}
 	p := openPage(t, engine, "/form.html")
-	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := formsOf(t, p)
 	target := func(label string) snapshot.Target { return field(t, fs, label).Target }
 
 	for _, tt := range []struct {
@@ -284,10 +288,7 @@ func TestPasswordNeverEchoed(t *testing.T) { forEngines(t, testPasswordNeverEcho
 
 func testPasswordNeverEchoed(t *testing.T, engine string) {
 	p := openPage(t, engine, "/form.html")
-	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := formsOf(t, p)
 	pw := field(t, fs, "Password")
 	const secret = "correct horse battery"
 	ev, err := p.tab.Control(p.ctx, pw.Target, form.Action{Kind: form.SetText, Text: secret})
@@ -297,10 +298,7 @@ func testPasswordNeverEchoed(t *testing.T, engine string) {
 	if ev.Value != nil || !ev.HasValue || ev.Length == nil || *ev.Length != len(secret) || !ev.Applied || !ev.Changed {
 		t.Errorf("password evidence = %+v", ev)
 	}
-	after, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := formsOf(t, p)
 	for _, v := range []any{ev, after} {
 		raw, _ := json.Marshal(v)
 		for _, leak := range []string{"correct horse", "preset-secret-1"} {
@@ -318,10 +316,7 @@ func TestControlErrors(t *testing.T) { forEngines(t, testControlErrors) }
 
 func testControlErrors(t *testing.T, engine string) {
 	p := openPage(t, engine, "/form.html")
-	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := formsOf(t, p)
 	get := func(label string) snapshot.Target { return field(t, fs, label).Target }
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
@@ -364,7 +359,7 @@ func testControlErrors(t *testing.T, engine string) {
 	// Something drawn over the button: a native click would hit the overlay.
 	evalJS[bool](t, p, `(() => { const d = document.createElement('div'); d.id = 'overlay';
 		d.style.cssText = 'position:fixed;inset:0;z-index:9;background:rgba(0,0,0,.3)'; document.body.appendChild(d); return true; })()`)
-	_, err = p.tab.Control(p.ctx, snapshot.Target{Role: "button", Name: "Place order"}, form.Action{Kind: form.Activate})
+	_, err := p.tab.Control(p.ctx, snapshot.Target{Role: "button", Name: "Place order"}, form.Action{Kind: form.Activate})
 	if !errors.Is(err, form.ErrNotClickable) || !strings.Contains(err.Error(), "div#overlay") {
 		t.Errorf("activate under an overlay = %v, want form.ErrNotClickable naming it", err)
 	}

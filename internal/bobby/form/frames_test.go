@@ -19,10 +19,7 @@ func TestFramesPage(t *testing.T) { forEngines(t, testFramesPage) }
 
 func testFramesPage(t *testing.T, engine string) {
 	p := openPage(t, engine, "/frames.html")
-	fs, err := p.tab.Snapshot(p.ctx, form.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := formsOf(t, p)
 	note, card := field(t, fs, "Note for the courier"), field(t, fs, "Card number")
 	if note.Target.Ref == "" || note.Target.Role != "textbox" || note.FrameID != "" || note.Form != "" {
 		t.Errorf("shadow field = %+v", note)

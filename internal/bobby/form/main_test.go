@@ -6,16 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
 	"github.com/deltaharness/delta/internal/bobby/browser/browsertest"
 	"github.com/deltaharness/delta/internal/bobby/firefox"
 	"github.com/deltaharness/delta/internal/bobby/form"
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 )
 
 // One Chromium and one Firefox serve every browser test of this binary,
@@ -23,29 +23,25 @@ import (
 var (
 	fixtures *httptest.Server
 	chromium = &browsertest.Browser{Name: "form"}
-
-	ffOnce    sync.Once
-	ffBrowser *bidi.Browser
-	ffErr     error
+	ff       biditest.Firefox
 )
 
 func TestMain(m *testing.M) {
 	fixtures = httptest.NewServer(fixtureHandler())
 	code := m.Run()
 	chromium.Close()
-	if ffBrowser != nil {
-		ffBrowser.Close()
-	}
+	ff.Close()
 	fixtures.Close()
 	os.Exit(code)
 }
 
-// fixtureHandler serves testdata (for every method: the signup form posts
-// to welcome.html) plus two endpoints a submit can reach: /fail500 answers
-// every request with HTTP 500, /accepted with 200.
+// fixtureHandler serves testdata and the shared pages of package pagetest
+// (for every method: the signup form posts to welcome.html) plus two
+// endpoints a submit can reach: /fail500 answers every request with HTTP
+// 500, /accepted with 200.
 func fixtureHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir("testdata")))
+	mux.Handle("/", http.FileServer(pagetest.Dir("testdata")))
 	mux.HandleFunc("/fail500", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	})
@@ -91,30 +87,9 @@ func openPage(t testing.TB, engine, path string) *page {
 // CI.
 func openFirefox(t testing.TB, path string) *page {
 	t.Helper()
-	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-		}
-		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-	}
-	ffOnce.Do(func() { ffBrowser, ffErr = bidi.Launch(context.Background(), bidi.LaunchOptions{}) })
-	if ffErr != nil {
-		t.Fatal(ffErr)
-	}
+	ffBrowser, bc := ff.Tab(t, 1024, 768)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	uc, err := ffBrowser.CreateUserContext(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ffBrowser.RemoveUserContext(context.Background(), uc) })
-	bc, err := ffBrowser.CreateTab(ctx, uc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ffBrowser.SetViewport(ctx, bc, 1024, 768); err != nil {
-		t.Fatal(err)
-	}
 	p := firefox.NewPage(ffBrowser.Conn, bc)
 	if _, err := p.Navigate(ctx, fixtures.URL+path); err != nil {
 		t.Fatal(err)

@@ -218,8 +218,7 @@ func TestDownloadURLLimitsRootAndArtifact(t *testing.T) {
 }
 
 func TestPDFIsAnArtifact(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/index.html"})
 	m := mustOK(t, alice, "pdf", map[string]any{"workflowHandle": start["workflowHandle"], "landscape": true})
 	uri := asStr(get(m, "evidence", "artifact", "uri"))
@@ -231,8 +230,7 @@ func TestPDFIsAnArtifact(t *testing.T) {
 }
 
 func TestEmulateInvalidatesRetainedContext(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("adaptive.html")})
 	h := start["workflowHandle"]
 	mustOK(t, alice, "a11y_snapshot", map[string]any{"workflowHandle": h})
@@ -258,8 +256,7 @@ func TestEmulateInvalidatesRetainedContext(t *testing.T) {
 }
 
 func TestCookieTools(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/index.html"})
 	h := start["workflowHandle"]
 	set := mustOK(t, alice, "cookie_set", map[string]any{"workflowHandle": h, "cookies": []map[string]any{
@@ -311,8 +308,7 @@ func TestCookieTools(t *testing.T) {
 }
 
 func TestNetworkLogTool(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/slowpage"})
 	h := start["workflowHandle"]
 	mustOK(t, alice, "wait_for", map[string]any{"workflowHandle": h, "condition": map[string]any{"kind": "networkQuiet", "idleMs": 200}})
@@ -334,8 +330,7 @@ func TestNetworkLogTool(t *testing.T) {
 }
 
 func TestIntentTierTwo(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 
 	banner := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("banner.html")})
 	res, m := callTool(t, alice, "intent_dismiss_obstruction", map[string]any{"workflowHandle": banner["workflowHandle"]})
@@ -402,8 +397,7 @@ var bytesHits atomic.Int64
 // TestExecutionPolicyIsReal: fingerprint and humanize change what the page
 // sees; neither is an accepted no-op.
 func TestExecutionPolicyIsReal(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	plain := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("adaptive.html"),
 		"executionPolicy": map[string]any{"javascriptEvaluation": true}})
 	fp := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("adaptive.html"),
@@ -444,8 +438,7 @@ func TestExecutionPolicyIsReal(t *testing.T) {
 // TestClickCapturesDownloads: a click on a download link captures the file
 // as an artifact; a modified click that starts one is refused.
 func TestClickCapturesDownloads(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("downloads.html")})
 	h := start["workflowHandle"]
 	res, m := callTool(t, alice, "click", map[string]any{"workflowHandle": h, "selector": "#report"})

@@ -34,9 +34,28 @@ func (ta targetArgs) pick() (t snapshot.Target, ok bool, err error) {
 	return t, true, nil
 }
 
+// required is pick for a command that needs its element named.
+func (ta targetArgs) required() (snapshot.Target, error) {
+	t, ok, err := ta.pick()
+	if err == nil && !ok {
+		err = errorf(CodeInvalidRequest, "give target (from a snapshot) or selector")
+	}
+	return t, err
+}
+
 // targetOnly is a target argument alone (no selector alternative).
 func targetOnly(t *snapshot.Target) (snapshot.Target, bool, error) {
 	return targetArgs{Target: t}.pick()
+}
+
+// optionalTarget is a target argument a command may go without: nil when
+// not given, else the validated target.
+func optionalTarget(t *snapshot.Target) (*snapshot.Target, error) {
+	v, ok, err := targetOnly(t)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // resolve turns a semantic target or selector into a node of the page.
@@ -55,12 +74,9 @@ func (x *execCtx) resolve(ctx context.Context, t snapshot.Target) (browser.NodeR
 
 // requireTarget resolves the target of an element command.
 func (x *execCtx) requireTarget(ctx context.Context, ta targetArgs) (browser.NodeRef, string, error) {
-	t, ok, err := ta.pick()
+	t, err := ta.required()
 	if err != nil {
 		return browser.NodeRef{}, "", err
-	}
-	if !ok {
-		return browser.NodeRef{}, "", errorf(CodeInvalidRequest, "give target (from a snapshot) or selector")
 	}
 	return x.resolve(ctx, t)
 }
@@ -131,14 +147,24 @@ func runTypeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]a
 // waitForArgs are wait_for's arguments; condition is one of the kinds of
 // waitConditionSchema.
 type waitForArgs struct {
-	Condition struct {
-		targetArgs
-		Kind       string             `json:"kind"`
-		Matcher    *browser.TextMatch `json:"matcher"`
-		ReadyState string             `json:"readyState"`
-		State      string             `json:"state"`
-		IdleMs     int                `json:"idleMs"`
-	} `json:"condition"`
+	Condition waitConditionArgs `json:"condition"`
+}
+
+// waitConditionArgs are one wait condition: its kind, what it reads and
+// the element it watches.
+type waitConditionArgs struct {
+	targetArgs
+	Kind       string             `json:"kind"`
+	Matcher    *browser.TextMatch `json:"matcher"`
+	ReadyState string             `json:"readyState"`
+	State      string             `json:"state"`
+	IdleMs     int                `json:"idleMs"`
+}
+
+// condition is the browser condition of the arguments, its target not yet
+// resolved.
+func (cm waitConditionArgs) condition() browser.Condition {
+	return browser.Condition{Kind: cm.Kind, ReadyState: cm.ReadyState, State: cm.State, IdleMs: cm.IdleMs, Matcher: cm.Matcher}
 }
 
 func runWaitFor(ctx context.Context, x *execCtx, in waitForArgs) (map[string]any, map[string]any, error) {
@@ -160,10 +186,9 @@ func runScreenshot(ctx context.Context, x *execCtx, in screenshotArgs) (map[stri
 		return nil, nil, err
 	}
 	a := x.g.artifacts.put(x.principal.Name, "image/png", shot.PNG, shot.SHA256, x.g.now())
-	return map[string]any{"artifact": map[string]any{
-		"uri": a.uri(), "mimeType": a.MIME, "bytes": len(shot.PNG), "sha256": shot.SHA256,
-		"width": shot.Width, "height": shot.Height,
-	}}, nil, nil
+	ev := a.evidence()
+	ev["width"], ev["height"] = shot.Width, shot.Height
+	return map[string]any{"artifact": ev}, nil, nil
 }
 
 // pageSummaryJS summarizes a page for inspect without a target.
@@ -294,14 +319,9 @@ type a11ySnapshotArgs struct {
 // snapshotOptions reads a11y_snapshot's bounds.
 func snapshotOptions(in a11ySnapshotArgs) (snapshot.Options, error) {
 	opts := snapshot.Options{MaxNodes: in.MaxNodes, MaxBytes: in.MaxBytes, Interesting: in.Interesting}
-	t, ok, err := targetOnly(in.Target)
-	if err != nil {
-		return opts, err
-	}
-	if ok {
-		opts.Target = &t
-	}
-	return opts, nil
+	t, err := optionalTarget(in.Target)
+	opts.Target = t
+	return opts, err
 }
 
 // takeSnapshot takes a snapshot and records it as the page's retained

@@ -15,24 +15,34 @@ type formSnapshotArgs struct {
 // formOptions reads form_snapshot's arguments.
 func formOptions(in formSnapshotArgs) (form.Options, error) {
 	opts := form.Options{MaxControls: in.MaxControls}
-	t, ok, err := targetOnly(in.Target)
-	if err != nil {
-		return opts, err
+	t, err := optionalTarget(in.Target)
+	opts.Target = t
+	return opts, err
+}
+
+// onForms runs fn on the page's form tab (see enginePage.forms) and
+// returns what it returns.
+func onForms[T any](ctx context.Context, x *execCtx, fn func(ctx context.Context, tab form.Tab) (T, error)) (T, error) {
+	var out T
+	err := x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
+		var err error
+		out, err = fn(fctx, tab)
+		return err
+	})
+	return out, err
+}
+
+// formActionError is the error of a form action: an action the control
+// cannot take is the caller's invalid request.
+func formActionError(err error) error {
+	if errorsIs(err, form.ErrInvalidAction) {
+		return errorf(CodeInvalidRequest, "%v", err)
 	}
-	if ok {
-		opts.Target = &t
-	}
-	return opts, nil
+	return err
 }
 
 func (x *execCtx) formSnapshot(ctx context.Context, opts form.Options) (*form.FormSnapshot, error) {
-	var fs *form.FormSnapshot
-	err := x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
-		var err error
-		fs, err = tab.Snapshot(fctx, opts)
-		return err
-	})
-	return fs, err
+	return onForms(ctx, x, func(fctx context.Context, tab form.Tab) (*form.FormSnapshot, error) { return tab.Snapshot(fctx, opts) })
 }
 
 func runFormSnapshot(ctx context.Context, x *execCtx, in formSnapshotArgs) (map[string]any, map[string]any, error) {
@@ -58,17 +68,9 @@ func runControlAction(ctx context.Context, x *execCtx, in controlActionArgs) (ma
 		return nil, nil, err
 	}
 	a := in.Action
-	var ev *form.Evidence
-	err = x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
-		var err error
-		ev, err = tab.Control(fctx, t, a)
-		return err
-	})
+	ev, err := onForms(ctx, x, func(fctx context.Context, tab form.Tab) (*form.Evidence, error) { return tab.Control(fctx, t, a) })
 	if err != nil {
-		if errorsIs(err, form.ErrInvalidAction) {
-			return nil, nil, errorf(CodeInvalidRequest, "%v", err)
-		}
-		return nil, nil, err
+		return nil, nil, formActionError(err)
 	}
 	out := map[string]any{"control": ev}
 	if a.Kind == form.Activate {

@@ -43,11 +43,8 @@ func runIntentFill(ctx context.Context, x *execCtx, in intentFillArgs) (map[stri
 			return nil, nil, errorf(CodeInvalidRequest, "each field needs field (a label or name) or target")
 		}
 	}
-	var outs []form.FieldOutcome
-	err := x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
-		var err error
-		outs, err = tab.Fill(fctx, fields, form.Options{})
-		return err
+	outs, err := onForms(ctx, x, func(fctx context.Context, tab form.Tab) ([]form.FieldOutcome, error) {
+		return tab.Fill(fctx, fields, form.Options{})
 	})
 	if err != nil {
 		return nil, nil, err
@@ -70,19 +67,13 @@ func runIntentCompleteForm(ctx context.Context, x *execCtx, in intentCompleteFor
 	if plain == nil {
 		plain = map[string]any{}
 	}
-	opts := form.Options{}
-	t, ok, err := targetOnly(in.Form)
+	t, err := optionalTarget(in.Form)
 	if err != nil {
 		return nil, nil, err
 	}
-	if ok {
-		opts.Target = &t
-	}
-	var c *form.Completion
-	err = x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
-		var err error
-		c, err = tab.CompleteForm(fctx, form.FieldsFromMap(plain), opts)
-		return err
+	opts := form.Options{Target: t}
+	c, err := onForms(ctx, x, func(fctx context.Context, tab form.Tab) (*form.Completion, error) {
+		return tab.CompleteForm(fctx, form.FieldsFromMap(plain), opts)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -130,17 +121,11 @@ func runIntentSubmitAndVerify(ctx context.Context, x *execCtx, in submitAndVerif
 	if d, ok := ctx.Deadline(); ok {
 		v.Timeout = max(0, time.Until(d)-time.Second)
 	}
-	var sub *form.Submission
-	err = x.ep.forms(ctx, func(fctx context.Context, tab form.Tab) error {
-		var err error
-		sub, err = tab.SubmitAndVerify(fctx, t, v)
-		return err
+	sub, err := onForms(ctx, x, func(fctx context.Context, tab form.Tab) (*form.Submission, error) {
+		return tab.SubmitAndVerify(fctx, t, v)
 	})
 	if err != nil {
-		if errorsIs(err, form.ErrInvalidAction) {
-			return nil, nil, errorf(CodeInvalidRequest, "%v", err)
-		}
-		return nil, nil, err
+		return nil, nil, formActionError(err)
 	}
 	ev := map[string]any{"submission": sub, "submitTarget": t, "page": submittedPage(pageState(x.ep))}
 	if len(sub.FormValidation) > 0 {

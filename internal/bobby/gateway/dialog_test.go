@@ -9,8 +9,7 @@ import (
 // TestDialogNeverHangs: while an alert blocks the page, other tools answer
 // at once, page work fails fast with dialogOpen, and dialog repairs it.
 func TestDialogNeverHangs(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/dialog.html"})
 	h := start["workflowHandle"]
 	_, click := callTool(t, alice, "click", map[string]any{"workflowHandle": h, "selector": "#alert"})

@@ -124,12 +124,7 @@ func (e chromiumEngine) session(id string) (engineSession, error) {
 }
 
 func (e chromiumEngine) sessions() []engineSession {
-	ss := e.rt.Sessions()
-	out := make([]engineSession, len(ss))
-	for i, s := range ss {
-		out[i] = chromiumSession{s}
-	}
-	return out
+	return wrapEach(e.rt.Sessions(), func(s *browser.Session) engineSession { return chromiumSession{s} })
 }
 
 func (e chromiumEngine) pageSession(id string) (string, error) {
@@ -144,6 +139,15 @@ func (e chromiumEngine) closeSession(ctx context.Context, id string) error {
 	return e.rt.CloseSession(ctx, id)
 }
 
+// wrapEach puts every session or page of an engine behind the seam.
+func wrapEach[T, U any](xs []T, wrap func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = wrap(x)
+	}
+	return out
+}
+
 // chromiumSession is a Chromium browser context behind the seam.
 type chromiumSession struct{ *browser.Session }
 
@@ -151,12 +155,7 @@ func (s chromiumSession) id() string                 { return s.Session.ID }
 func (s chromiumSession) chromium() *browser.Session { return s.Session }
 
 func (s chromiumSession) pages() []enginePage {
-	ps := s.Session.Pages()
-	out := make([]enginePage, len(ps))
-	for i, p := range ps {
-		out[i] = chromiumPage{p}
-	}
-	return out
+	return wrapEach(s.Session.Pages(), func(p *browser.Page) enginePage { return chromiumPage{p} })
 }
 
 func (s chromiumSession) page(id string) (enginePage, error) {

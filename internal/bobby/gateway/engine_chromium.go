@@ -80,7 +80,7 @@ func (p chromiumPage) typeText(ctx context.Context, x *execCtx, in typeTextArgs)
 // networkQuiet.
 func (p chromiumPage) waitFor(ctx context.Context, x *execCtx, in waitForArgs) (map[string]any, map[string]any, error) {
 	cm := in.Condition
-	c := browser.Condition{Kind: cm.Kind, ReadyState: cm.ReadyState, State: cm.State, IdleMs: cm.IdleMs, Matcher: cm.Matcher}
+	c := cm.condition()
 	// The wait is the caller's timeoutMs; the command deadline leaves
 	// waitOverhead beyond it, so an unmet condition is reported as such,
 	// not as a cut-off command.
@@ -91,10 +91,8 @@ func (p chromiumPage) waitFor(ctx context.Context, x *execCtx, in waitForArgs) (
 	}
 	if hasTarget {
 		switch {
-		case t.Selector != "" && browser.PageLevelCSS(t.Selector):
-			// the whole page: document.body.innerText
-		case t.Selector == "" && t.Ref == "" && browser.PageLevelRole(t.Role) && (c.Kind == browser.WaitText || c.Kind == browser.WaitValue):
-			// role-scoped page-level targets read document.body.innerText
+		case wholePage(t, c.Kind):
+			// the page's text: document.body.innerText
 		case t.Selector != "" && !strings.Contains(t.Selector, ">>"):
 			c.Target = &browser.NodeRef{Selector: t.Selector}
 		default:

@@ -112,12 +112,7 @@ func (e *firefoxEngine) session(id string) (engineSession, error) {
 }
 
 func (e *firefoxEngine) sessions() []engineSession {
-	ss := e.rt.Sessions()
-	out := make([]engineSession, len(ss))
-	for i, s := range ss {
-		out[i] = e.wrap(s)
-	}
-	return out
+	return wrapEach(e.rt.Sessions(), e.wrap)
 }
 
 func (e *firefoxEngine) pageSession(id string) (string, error) {
@@ -168,12 +163,7 @@ func (s *firefoxSession) State() browser.SessionState {
 }
 
 func (s *firefoxSession) pages() []enginePage {
-	ps := s.s.Pages()
-	out := make([]enginePage, len(ps))
-	for i, p := range ps {
-		out[i] = s.wrapPage(p)
-	}
-	return out
+	return wrapEach(s.s.Pages(), s.wrapPage)
 }
 
 func (s *firefoxSession) page(id string) (enginePage, error) {
@@ -472,20 +462,23 @@ func (p *firefoxPage) snapshot(ctx context.Context, opts snapshot.Options) (*sna
 	return s, ffErr(err)
 }
 
+// target is the element an element command names, once no dialog blocks
+// the page.
+func (p *firefoxPage) target(ta targetArgs) (snapshot.Target, error) {
+	if err := p.blocked(); err != nil {
+		return snapshot.Target{}, err
+	}
+	return ta.required()
+}
+
 // ffModifiers are the tools' modifier names as the firefox package names
 // the keys.
 var ffModifiers = map[string]string{"shift": "Shift", "ctrl": "Control", "alt": "Alt", "meta": "Meta"}
 
 func (p *firefoxPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[string]any, map[string]any, error) {
-	if err := p.blocked(); err != nil {
-		return nil, nil, err
-	}
-	t, ok, err := in.pick()
+	t, err := p.target(in.targetArgs)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !ok {
-		return nil, nil, errorf(CodeInvalidRequest, "give target (from a snapshot) or selector")
 	}
 	var mods []string
 	for _, m := range in.Modifiers {
@@ -514,15 +507,9 @@ func (p *firefoxPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[
 }
 
 func (p *firefoxPage) typeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]any, map[string]any, error) {
-	if err := p.blocked(); err != nil {
-		return nil, nil, err
-	}
-	t, ok, err := in.pick()
+	t, err := p.target(in.targetArgs)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !ok {
-		return nil, nil, errorf(CodeInvalidRequest, "give target (from a snapshot) or selector")
 	}
 	ref, err := p.p.TypeInto(ctx, t, in.Text, in.Clear)
 	if err != nil {
@@ -570,7 +557,7 @@ func (p *firefoxPage) waitFor(ctx context.Context, x *execCtx, in waitForArgs) (
 		}
 		hasTarget = false
 	}
-	if hasTarget && t.Ref == "" && browser.PageLevelRole(t.Role) && (cm.Kind == browser.WaitText || cm.Kind == browser.WaitValue) {
+	if hasTarget && wholePage(t, cm.Kind) {
 		hasTarget = false // role-scoped page-level targets read the page's text
 	}
 	start := time.Now()

@@ -27,15 +27,9 @@ const ffFileDialogWait = browser.DefaultActionTimeout
 // inputs work. The evidence is Chromium's: the ref and what the input
 // reports (base names), never a local path.
 func (p *firefoxPage) uploadFiles(ctx context.Context, x *execCtx, in uploadArgs) (map[string]any, map[string]any, error) {
-	if err := p.blocked(); err != nil {
-		return nil, nil, err
-	}
-	t, ok, err := in.pick()
+	t, err := p.target(in.targetArgs)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !ok {
-		return nil, nil, errorf(CodeInvalidRequest, "give target (from a snapshot) or selector")
 	}
 	abs, err := browser.UploadPaths(in.Paths)
 	if err != nil {

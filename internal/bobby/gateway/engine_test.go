@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,9 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
 	"github.com/deltaharness/delta/internal/bobby/config"
 	"github.com/deltaharness/delta/internal/bobby/firefox"
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 )
 
 // The engine matrix: the tool families Firefox supports, called through
@@ -77,10 +77,7 @@ var (
 func matrixURL(path string) string {
 	matrixOnce.Do(func() {
 		mux := http.NewServeMux()
-		mux.Handle("/", http.FileServer(http.Dir("testdata")))
-		mux.HandleFunc("POST /welcome.html", func(w http.ResponseWriter, r *http.Request) {
-			http.ServeFile(w, r, "testdata/welcome.html")
-		})
+		mux.Handle("/", http.FileServer(pagetest.Dir("testdata")))
 		matrixPages(mux)
 		matrixSrv = httptest.NewServer(mux)
 	})
@@ -107,12 +104,7 @@ func engineGatewayWith(t *testing.T, engine string, edit func(*config.Config)) (
 	case engineChromium:
 		opts.Runtime = sharedRT
 	case engineFirefox:
-		if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-			}
-			t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-		}
+		biditest.Require(t)
 		ffOnce.Do(func() {
 			sharedFF = firefox.New(firefox.Options{})
 			ffErr0 = sharedFF.Open(context.Background())

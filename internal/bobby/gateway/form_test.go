@@ -13,8 +13,7 @@ import (
 // workflow_observe → intent_complete_form → intent_submit_and_verify, with
 // a blocked submit (client validation) repaired in between.
 func TestFormLoop(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	// All four are advertised in the startup phase.
 	names := toolNames(t, alice)
 	for _, n := range []string{"workflow_start", "workflow_observe", "intent_complete_form", "intent_submit_and_verify"} {
@@ -66,8 +65,7 @@ func TestFormLoop(t *testing.T) {
 }
 
 func TestControlActionsAndFiles(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/form.html"})
 	h := start["workflowHandle"]
 	fs := mustOK(t, alice, "form_snapshot", map[string]any{"workflowHandle": h})
@@ -93,8 +91,7 @@ func TestControlActionsAndFiles(t *testing.T) {
 // TestSubmitNotVerified: a submit answered 500 and a link that only
 // changes the fragment are not verified, and the answer says what was seen.
 func TestSubmitNotVerified(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 
 	h := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/order500"})["workflowHandle"]
 	res, m := callTool(t, alice, "intent_submit_and_verify", map[string]any{"workflowHandle": h})

@@ -13,8 +13,7 @@ import (
 // structuredContent keeps the whole record; evidenceDetail:"full" puts the
 // JSON back in the text. The goldens fix the shape of each answer.
 func TestFormLoopText(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	const password = "correct-horse"
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/signup.html"})
 	h := start["workflowHandle"]
@@ -97,8 +96,7 @@ func TestFormLoopText(t *testing.T) {
 // and puts the whole structuredContent JSON in the text, as an argument of
 // a flat tool and inside command_execute's envelope.
 func TestEvidenceDetailFullText(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/signup.html"})
 	h := start["workflowHandle"]
 	for _, tc := range []struct {

@@ -223,8 +223,7 @@ func TestPhasesAndListChanged(t *testing.T) {
 }
 
 func TestSchemaViolationOverMCP(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	m := mustFail(t, alice, "session_create", map[string]any{}, CodeSchemaViolation)
 	if m["reason"] != "schemaViolation" || m["pointer"] != "/profile" || m["constraint"] != "required" {
 		t.Errorf("structuredContent = %s", dump(m))

@@ -69,7 +69,7 @@ func runDownloadURL(ctx context.Context, x *execCtx, in downloadArgs) (map[strin
 				typ = "application/octet-stream"
 			}
 			a := x.g.artifacts.put(x.principal.Name, typ, data, d.SHA256, x.g.now())
-			ev["artifact"] = map[string]any{"uri": a.uri(), "mimeType": a.MIME, "bytes": len(data), "sha256": d.SHA256}
+			ev["artifact"] = a.evidence()
 		}
 	}
 	return ev, nil, nil
@@ -85,7 +85,7 @@ func runPDF(ctx context.Context, x *execCtx, in pdfArgs) (map[string]any, map[st
 		return nil, nil, err
 	}
 	a := x.g.artifacts.put(x.principal.Name, "application/pdf", doc.Data, doc.SHA256, x.g.now())
-	return map[string]any{"artifact": map[string]any{"uri": a.uri(), "mimeType": a.MIME, "bytes": doc.Bytes, "sha256": doc.SHA256}}, nil, nil
+	return map[string]any{"artifact": a.evidence()}, nil, nil
 }
 
 type popupArgs struct {
@@ -165,7 +165,7 @@ func (x *execCtx) takeDownloads(ctx context.Context, grace time.Duration) []capt
 					typ = "application/octet-stream"
 				}
 				a := x.g.artifacts.put(x.principal.Name, typ, data, d.SHA256, x.g.now())
-				c.Artifact = map[string]any{"uri": a.uri(), "mimeType": a.MIME, "bytes": len(data), "sha256": d.SHA256}
+				c.Artifact = a.evidence()
 			}
 		}
 		out = append(out, c)

@@ -29,18 +29,14 @@ func handleContextNeighbors(ctx context.Context, c *call, args contextNeighborsA
 	if (args.Ref == "") == (args.Question == "") {
 		return nil, errorf(CodeInvalidRequest, "give ref (from a snapshot) or question, exactly one")
 	}
-	scope, err := c.cs.wf.BindScope(args.scope())
+	p, err := c.scopedPage(args.scopeArgs)
 	if err != nil {
-		return nil, scopeError(err)
-	}
-	_, p, te := c.g.page(c.principal.Name, scope.SessionID, scope.PageID)
-	if te != nil {
-		return nil, te
+		return nil, err
 	}
 	rc, ok := c.g.retained.Get(p.id())
 	if !ok {
 		return &contextNeighborsResult{Status: StatusCompleted, Reason: "noRetainedContext",
-			Repair: &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}}, nil
+			Repair: takeSnapshotRepair()}, nil
 	}
 	ref := args.Ref
 	if args.Question != "" {
@@ -53,7 +49,7 @@ func handleContextNeighbors(ctx context.Context, c *call, args contextNeighborsA
 	h, ok := snapshot.Neighbors(rc.snap, ref, args.Limit)
 	if !ok {
 		return &contextNeighborsResult{Status: StatusCompleted, Reason: "refNotInSnapshot",
-			Repair: &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}}, nil
+			Repair: takeSnapshotRepair()}, nil
 	}
 	return &contextNeighborsResult{Status: StatusCompleted, Neighborhood: &h, SnapshotAgeMs: ptr(c.g.now().Sub(rc.takenAt).Milliseconds())}, nil
 }
@@ -152,31 +148,35 @@ func runIntentExtract(ctx context.Context, x *execCtx, in intentExtractArgs) (ma
 }
 
 type stateConditionArgs struct {
-	targetArgs
-	Kind       string             `json:"kind"`
-	Matcher    *browser.TextMatch `json:"matcher"`
-	ReadyState string             `json:"readyState"`
-	State      string             `json:"state"`
-	IdleMs     int                `json:"idleMs"`
-	Not        bool               `json:"not"`
+	waitConditionArgs
+	Not bool `json:"not"`
 }
 
 type intentWaitForStateArgs struct {
 	Conditions []stateConditionArgs `json:"conditions"`
 }
 
+// wholePage reports whether a wait's target stands for the whole page, so
+// the wait reads document.body.innerText: a page-level selector (body,
+// html, :root), or a page-level role with no ref for a text or value wait.
+func wholePage(t snapshot.Target, kind string) bool {
+	if t.Selector != "" {
+		return browser.PageLevelCSS(t.Selector)
+	}
+	return t.Ref == "" && browser.PageLevelRole(t.Role) && (kind == browser.WaitText || kind == browser.WaitValue)
+}
+
 func runIntentWaitForState(ctx context.Context, x *execCtx, in intentWaitForStateArgs) (map[string]any, map[string]any, error) {
 	conds := make([]browser.StateCondition, len(in.Conditions))
 	for i, cm := range in.Conditions {
-		c := browser.Condition{Kind: cm.Kind, ReadyState: cm.ReadyState, State: cm.State, IdleMs: cm.IdleMs, Matcher: cm.Matcher}
+		c := cm.condition()
 		t, hasTarget, err := cm.pick()
 		if err != nil {
 			return nil, nil, err
 		}
 		if hasTarget {
 			switch {
-			case t.Selector != "" && browser.PageLevelCSS(t.Selector):
-			case t.Selector == "" && t.Ref == "" && browser.PageLevelRole(t.Role) && (c.Kind == browser.WaitText || c.Kind == browser.WaitValue):
+			case wholePage(t, c.Kind):
 			case t.Selector != "":
 				c.Target = &browser.NodeRef{Selector: t.Selector}
 			default:

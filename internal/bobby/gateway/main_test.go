@@ -20,6 +20,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 	"github.com/deltaharness/delta/internal/bobby/policy"
 )
 
@@ -98,18 +99,8 @@ func runMain(m *testing.M) int {
 
 func fixtureHandler(stop <-chan struct{}) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", http.FileServer(http.Dir("testdata")))
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
-		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
-		select {
-		case <-time.After(time.Duration(min(ms, 5000)) * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		case <-stop:
-			return
-		}
-		fmt.Fprint(w, "slow done")
-	})
+	mux.Handle("/", http.FileServer(pagetest.Dir("testdata")))
+	mux.HandleFunc("/slow", pagetest.Slow(stop))
 	mux.HandleFunc("/slowpage", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<!doctype html><title>Slow</title><p id="s">loading</p><script>
 			fetch('/slow?ms=700').then(r => r.text()).then(t => document.getElementById('s').textContent = t);
@@ -179,6 +170,13 @@ func newGateway(t *testing.T, cfg config.Config) *Gateway {
 func httpGateway(t *testing.T) (*Gateway, string) {
 	t.Helper()
 	return httpGatewayWith(t, nil)
+}
+
+// aliceClient is alice's MCP client session on a fresh HTTP gateway.
+func aliceClient(t *testing.T) *mcp.ClientSession {
+	t.Helper()
+	_, base := httpGateway(t)
+	return connectHTTP(t, base, "alice-token", nil)
 }
 
 // httpGatewayWith is httpGateway with a modified testConfig.

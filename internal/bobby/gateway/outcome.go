@@ -98,6 +98,26 @@ func (s scopeArgs) scope() workflow.ScopeArgs {
 	return workflow.ScopeArgs{Handle: s.WorkflowHandle, SessionID: s.SessionID, PageID: s.PageID, WorkflowID: s.WorkflowID}
 }
 
+// scopedPage is the page the scope names (a workflow handle's binding, or
+// pageId with an optional sessionId) among the principal's pages.
+func (c *call) scopedPage(sa scopeArgs) (enginePage, error) {
+	scope, err := c.cs.wf.BindScope(sa.scope())
+	if err != nil {
+		return nil, scopeError(err)
+	}
+	_, p, te := c.g.page(c.principal.Name, scope.SessionID, scope.PageID)
+	if te != nil {
+		return nil, te
+	}
+	return p, nil
+}
+
+// takeSnapshotRepair is the repair when a tool needs a snapshot of the page
+// that has none, or an older one.
+func takeSnapshotRepair() *Repair {
+	return &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}
+}
+
 // flatCommand is the handler of a flat or intent tool: it builds the
 // envelope from the tool arguments (the scope fields, and the rest as the
 // kind's input) and runs it.

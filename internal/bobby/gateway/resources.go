@@ -155,6 +155,12 @@ type artifact struct {
 
 func (a *artifact) uri() string { return artifactScheme + a.ID }
 
+// evidence is how a tool result names the artifact: where to read it and
+// what it holds.
+func (a *artifact) evidence() map[string]any {
+	return map[string]any{"uri": a.uri(), "mimeType": a.MIME, "bytes": len(a.Data), "sha256": a.SHA256}
+}
+
 // artifactStore keeps recent artifacts in memory, bounded by count and
 // bytes; the oldest go first.
 type artifactStore struct {

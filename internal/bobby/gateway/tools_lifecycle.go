@@ -256,13 +256,9 @@ type pageCloseResult struct {
 }
 
 func handlePageClose(ctx context.Context, c *call, args scopeArgs) (*pageCloseResult, error) {
-	scope, err := c.cs.wf.BindScope(args.scope())
+	p, err := c.scopedPage(args)
 	if err != nil {
-		return nil, scopeError(err)
-	}
-	_, p, te := c.g.page(c.principal.Name, scope.SessionID, scope.PageID)
-	if te != nil {
-		return nil, te
+		return nil, err
 	}
 	if err := p.Close(ctx); err != nil && !errors.Is(err, browser.ErrPageClosed) {
 		return nil, lifecycleError("close page", err)

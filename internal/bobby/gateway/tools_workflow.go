@@ -295,18 +295,14 @@ type contextAskResult struct {
 }
 
 func handleContextAsk(ctx context.Context, c *call, args contextAskArgs) (*contextAskResult, error) {
-	scope, err := c.cs.wf.BindScope(args.scope())
+	p, err := c.scopedPage(args.scopeArgs)
 	if err != nil {
-		return nil, scopeError(err)
-	}
-	_, p, te := c.g.page(c.principal.Name, scope.SessionID, scope.PageID)
-	if te != nil {
-		return nil, te
+		return nil, err
 	}
 	rc, ok := c.g.retained.Get(p.id())
 	if !ok {
 		return &contextAskResult{Status: StatusCompleted, Reason: "noRetainedContext",
-			Repair: &Repair{Action: "takeSnapshot", Doc: TaxonomyURI + "#" + CodeTargetNotFound}}, nil
+			Repair: takeSnapshotRepair()}, nil
 	}
 	ans, ok := snapshot.Ask(rc.snap, args.Question)
 	if !ok {

@@ -39,8 +39,7 @@ func TestWaitBudget(t *testing.T) {
 // 800 ms after load: a 1500 ms wait sees it, a 500 ms wait reports a
 // timeout of 500 ms (not of what was left after the command's overhead).
 func TestWaitForWaitsTheCallersTimeout(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	cond := map[string]any{"kind": "text", "selector": "#late", "matcher": map[string]any{"kind": "exact", "value": "Ready now"}}
 
 	h := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/late.html"})["workflowHandle"]

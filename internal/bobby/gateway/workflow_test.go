@@ -100,8 +100,7 @@ func TestWorkflowHandles(t *testing.T) {
 }
 
 func TestWorkflowStartNavigationFailure(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -223,8 +222,7 @@ func TestEvaluatePolicyAndScreenshotArtifacts(t *testing.T) {
 }
 
 func TestWaitForAndPopups(t *testing.T) {
-	_, base := httpGateway(t)
-	alice := connectHTTP(t, base, "alice-token", nil)
+	alice := aliceClient(t)
 	start := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/slowpage"})
 	h := start["workflowHandle"]
 	w := mustOK(t, alice, "wait_for", map[string]any{"workflowHandle": h, "condition": map[string]any{"kind": "networkQuiet", "idleMs": 200}})

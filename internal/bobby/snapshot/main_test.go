@@ -18,23 +18,29 @@ import (
 var (
 	fixtures *httptest.Server
 	browser  = &browsertest.Browser{Name: "snapshot"}
-	// stopFirefox closes the shared Firefox of the walker tests, if launched.
-	stopFirefox func()
 )
 
 func TestMain(m *testing.M) {
 	fixtures = httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	code := m.Run()
 	browser.Close()
-	if stopFirefox != nil {
-		stopFirefox()
-	}
+	ff.Close()
 	fixtures.Close()
 	os.Exit(code)
 }
 
 // openPage opens a new tab on the shared browser at the fixture path.
 func openPage(t testing.TB, path string) context.Context { return browser.Open(t, fixtures.URL+path) }
+
+// take takes a snapshot of the page; the test fails on an error.
+func take(t testing.TB, ctx context.Context, opts Options) *Snapshot {
+	t.Helper()
+	s, err := Take(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // waitFor polls a JavaScript condition on the page until it holds; the test
 // fails if it never does.

@@ -15,10 +15,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // too short, or of items with nothing to act on, keep their lines.
 func TestRepeatedSiblingsGolden(t *testing.T) {
 	ctx := openPage(t, "/repeated.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	const golden = "testdata/repeated.golden"
 	if *update {
 		if err := os.WriteFile(golden, []byte(s.Text), 0o644); err != nil {
@@ -58,10 +55,7 @@ func TestRepeatedSiblingsGolden(t *testing.T) {
 // per node.
 func TestCatalogueWholeByDefault(t *testing.T) {
 	ctx := openPage(t, "/catalog.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	if s.Truncated {
 		t.Fatalf("the default bounds cut the catalogue: %d of %d nodes, %d bytes", s.ShownNodes, s.TotalNodes, s.Bytes)
 	}

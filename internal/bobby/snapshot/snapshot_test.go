@@ -23,29 +23,30 @@ func findNode(t testing.TB, s *Snapshot, role, name string) Node {
 	return Node{}
 }
 
+// pageShows are lines a snapshot of page.html must hold on every engine:
+// what a user sees there, refs on what they can act on.
+var pageShows = []string{
+	"navigation \"Primary\"\n", // structure: no ref
+	`link "Home" [ref=`,
+	"heading \"Your cart\" [level=1]\n",
+	"text: You have 2 items in your cart.",
+	`textbox "Coupon" [ref=`,
+	`]: "SAVE10"`,
+	`textbox "Password" [hasValue] [ref=`,
+	`checkbox "Gift wrap" [checked] [ref=`,
+	`button "Pay later" [disabled] [ref=`,
+	`button "Shadow action" [ref=`, // inside an open shadow root
+	`iframe "Promotions" [ref=`,
+	`textbox "Promo code" [ref=`, // inside the same-origin iframe
+	`button "Apply promo" [ref=`,
+	"text: Prices updated", // added after load
+}
+
 func TestTakeShowsWhatAUserSees(t *testing.T) {
 	ctx := openPage(t, "/page.html")
 	waitFor(t, ctx, `document.querySelector('[role=status]') !== null`)
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"navigation \"Primary\"\n", // structure: no ref
-		`link "Home" [ref=`,
-		"heading \"Your cart\" [level=1]\n",
-		"text: You have 2 items in your cart.",
-		`textbox "Coupon" [ref=`,
-		`]: "SAVE10"`,
-		`textbox "Password" [hasValue] [ref=`,
-		`checkbox "Gift wrap" [checked] [ref=`,
-		`button "Pay later" [disabled] [ref=`,
-		`button "Shadow action" [ref=`, // inside an open shadow root
-		`iframe "Promotions" [ref=`,
-		`textbox "Promo code" [ref=`, // inside the same-origin iframe
-		`button "Apply promo" [ref=`,
-		"text: Prices updated", // added after load
-	} {
+	s := take(t, ctx, Options{})
+	for _, want := range pageShows {
 		if !strings.Contains(s.Text, want) {
 			t.Errorf("snapshot lacks %q:\n%s", want, s.Text)
 		}
@@ -95,10 +96,7 @@ func TestTakeShowsWhatAUserSees(t *testing.T) {
 
 func TestTakeInterestingKeepsControlsOnly(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	s, err := Take(ctx, Options{Interesting: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{Interesting: true})
 	for _, n := range s.Nodes {
 		if n.Role == "text" {
 			t.Errorf("interesting snapshot has a text node %q", n.Name)
@@ -110,10 +108,7 @@ func TestTakeInterestingKeepsControlsOnly(t *testing.T) {
 
 func TestTakeBounds(t *testing.T) {
 	ctx := openPage(t, "/big.html")
-	full, err := Take(ctx, Options{MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := take(t, ctx, Options{MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
 	if full.Truncated || full.TotalNodes < 900 {
 		t.Fatalf("unbounded snapshot: truncated=%v total=%d", full.Truncated, full.TotalNodes)
 	}
@@ -173,10 +168,7 @@ func TestTakeRejectsBadOptions(t *testing.T) {
 
 func TestTakeScoped(t *testing.T) {
 	ctx := openPage(t, "/big.html")
-	s, err := Take(ctx, Options{Target: &Target{Role: "main"}, MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{Target: &Target{Role: "main"}, MaxNodes: MaxMaxNodes, MaxBytes: MaxMaxBytes})
 	if len(s.Nodes) == 0 || s.Nodes[0].Role != "main" || s.Nodes[0].Depth != 0 {
 		t.Fatalf("scoped snapshot does not start at main:\n%.300s", s.Text)
 	}
@@ -191,15 +183,9 @@ func TestTakeScoped(t *testing.T) {
 	}
 
 	page := openPage(t, "/page.html")
-	whole, err := Take(page, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole := take(t, page, Options{})
 	frame := findNode(t, whole, "iframe", "Promotions")
-	byRef, err := Take(page, Options{Target: &Target{Ref: frame.Ref}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	byRef := take(t, page, Options{Target: &Target{Ref: frame.Ref}})
 	if byRef.Nodes[0].Ref != frame.Ref || len(byRef.Nodes) != 4 {
 		t.Errorf("scope by iframe ref:\n%s", byRef.Text)
 	}
@@ -210,18 +196,12 @@ func TestTakeScoped(t *testing.T) {
 
 func TestRefsAreStable(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	first, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := take(t, ctx, Options{})
 	checkout := findNode(t, first, "button", "Checkout")
 
 	// An unrelated mutation before the button shifts every later node.
 	eval(t, ctx, `addRow("New arrival")`)
-	second, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := take(t, ctx, Options{})
 	if got := findNode(t, second, "button", "Checkout").Ref; got != checkout.Ref {
 		t.Errorf("checkout ref changed across snapshots: %s -> %s", checkout.Ref, got)
 	}
@@ -243,10 +223,7 @@ func TestRefsAreStable(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	checkout := findNode(t, s, "button", "Checkout")
 	promo := findNode(t, s, "textbox", "Promo code")
 	shadow := findNode(t, s, "button", "Shadow action")
@@ -327,10 +304,7 @@ func TestResolveErrors(t *testing.T) {
 	}
 
 	// A ref whose node now has another role is stale, not a match.
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	coupon := findNode(t, s, "textbox", "Coupon")
 	if _, err := Resolve(ctx, Target{Ref: coupon.Ref, Role: "button"}); !errors.Is(err, ErrTargetNotFound) {
 		t.Errorf("ref with a wrong role = %v, want ErrTargetNotFound", err)
@@ -373,10 +347,7 @@ func TestNeedsAPageContext(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	ctx := openPage(t, "/page.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	pw := findNode(t, s, "textbox", "Password")
 	gift := findNode(t, s, "checkbox", "Gift wrap")
 	id, _ := ParseRef(pw.Ref)
@@ -392,10 +363,7 @@ func TestDescribe(t *testing.T) {
 
 func TestTakeSkipsCrossSiteFrames(t *testing.T) {
 	ctx := openPage(t, "/cross.html")
-	s, err := Take(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := take(t, ctx, Options{})
 	findNode(t, s, "button", "Outside")
 	findNode(t, s, "iframe", "Other site")
 	for _, n := range s.Nodes {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -14,19 +13,19 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
+	"github.com/deltaharness/delta/internal/bobby/pagetest"
 )
 
 // One Firefox serves the walker tests of this binary, launched on first use.
 // Without Firefox they skip, except under CI, where they fail.
 var (
-	ffOnce sync.Once
-	ff     *bidi.Browser
-	ffErr  error
+	ff biditest.Firefox
 	// every fixture directory the engine comparison reads, on one server
 	allFixtures = sync.OnceValue(func() *httptest.Server {
 		mux := http.NewServeMux()
-		mux.Handle("/gateway/", http.StripPrefix("/gateway", http.FileServer(http.Dir("../gateway/testdata"))))
-		mux.Handle("/form/", http.StripPrefix("/form", http.FileServer(http.Dir("../form/testdata"))))
+		mux.Handle("/gateway/", http.StripPrefix("/gateway", http.FileServer(pagetest.Dir("../gateway/testdata"))))
+		mux.Handle("/form/", http.StripPrefix("/form", http.FileServer(pagetest.Dir("../form/testdata"))))
 		mux.Handle("/", http.FileServer(http.Dir("testdata")))
 		return httptest.NewServer(mux)
 	})
@@ -34,23 +33,7 @@ var (
 
 func firefox(t testing.TB) *bidi.Browser {
 	t.Helper()
-	if _, err := os.Stat(bidi.DefaultFirefox); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-		}
-		t.Skipf("Firefox is missing at %s (apt-get install -y firefox-esr)", bidi.DefaultFirefox)
-	}
-	ffOnce.Do(func() {
-		ff, ffErr = bidi.Launch(context.Background(), bidi.LaunchOptions{})
-		if ffErr == nil {
-			// Close with the other shared browser from TestMain.
-			stopFirefox = func() { _ = ff.Close() }
-		}
-	})
-	if ffErr != nil {
-		t.Fatal(ffErr)
-	}
-	return ff
+	return ff.Browser(t)
 }
 
 func ffCtx(t testing.TB) context.Context {
@@ -69,20 +52,7 @@ type ffPage struct {
 
 func ffOpen(t testing.TB, url string) *ffPage {
 	t.Helper()
-	b := firefox(t)
-	ctx := ffCtx(t)
-	uc, err := b.CreateUserContext(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.RemoveUserContext(context.Background(), uc) })
-	bc, err := b.CreateTab(ctx, uc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.SetViewport(ctx, bc, 1280, 900); err != nil {
-		t.Fatal(err)
-	}
+	b, bc := ff.Tab(t, 1280, 900)
 	p := &ffPage{b: b, bc: bc, next: 1}
 	p.navigate(t, url)
 	return p
@@ -209,22 +179,7 @@ func TestFirefoxWalkShowsWhatAUserSees(t *testing.T) {
 	p := ffOpen(t, allFixtures().URL+"/page.html")
 	p.waitFor(t, `document.querySelector('[role=status]') !== null`)
 	s := p.take(t, Options{})
-	for _, want := range []string{
-		"navigation \"Primary\"\n",
-		`link "Home" [ref=`,
-		"heading \"Your cart\" [level=1]\n",
-		"text: You have 2 items in your cart.",
-		`textbox "Coupon" [ref=`,
-		`]: "SAVE10"`,
-		`textbox "Password" [hasValue] [ref=`,
-		`checkbox "Gift wrap" [checked] [ref=`,
-		`button "Pay later" [disabled] [ref=`,
-		`button "Shadow action" [ref=`, // inside an open shadow root
-		`iframe "Promotions" [ref=`,
-		`textbox "Promo code" [ref=`, // inside the same-origin iframe
-		`button "Apply promo" [ref=`,
-		"text: Prices updated", // added after load
-	} {
+	for _, want := range pageShows {
 		if !strings.Contains(s.Text, want) {
 			t.Errorf("firefox snapshot lacks %q:\n%s", want, s.Text)
 		}
