@@ -315,6 +315,9 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID 
 	}
 	_, err := s.exec(ctx, tx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, extra, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, extra, now())
+	if err == nil {
+		s.recallPending.Add(1)
+	}
 	return err
 }
 

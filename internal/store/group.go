@@ -131,6 +131,7 @@ func (s *Store) writeBatch(batch []*writeReq) {
 			return
 		}
 	}
+	s.indexIfDue(ctx, tx)
 	if err := tx.Commit(); err != nil {
 		for _, r := range batch {
 			if r.err == nil {
@@ -163,6 +164,9 @@ func (s *Store) soloTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	s.group.batch.Store(tx)
 	err = runMember(fn, tx)
+	if err == nil {
+		s.indexIfDue(ctx, tx)
+	}
 	s.group.batch.Store(nil)
 	if err != nil {
 		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed

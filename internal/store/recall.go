@@ -59,6 +59,9 @@ func (s *Store) Recall(ctx context.Context, q RecallQuery) ([]RecallHit, error) 
 	if s.pg {
 		return s.recallPG(ctx, q, words, limit)
 	}
+	if err := s.catchUpRecall(ctx); err != nil {
+		return nil, err
+	}
 	floor, ceiling, err := s.recallWindow(ctx, sessionID)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ type Store struct {
 	wstmts, rstmts stmtCache     // prepared statements (stmts.go)
 	group          writeGroup    // callers sharing write transactions (group.go)
 	charges        atomic.Uint64 // AddUsage calls committed (Charges)
+	recallPending  atomic.Int64  // messages stored since recall's index last caught up (recall_index.go)
 
 	// resumes holds the runs ResumeRuns marked in this process whose Start
 	// has not yet been called: Start hands out that resume instead of
