@@ -21,16 +21,26 @@ import (
 // runTools executes every call of one turn concurrently; each result
 // commits as soon as its call ends.
 func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) {
+	one := func(c model.ToolCall) {
+		res, fault := x.invoke(ctx, c)
+		if ctx.Err() != nil {
+			return // cancelled or shutting down: the intent stays open and is settled by the caller or on resume
+		}
+		x.commitResult(ctx, c, res, fault)
+	}
+	if len(calls) == 1 {
+		// A lone call runs on the loop's goroutine: the loop would only
+		// wait for it, and a goroutine's start and wake-up are two
+		// scheduler hand-offs on every tool turn.
+		one(calls[0])
+		return
+	}
 	var wg sync.WaitGroup
 	for _, c := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, fault := x.invoke(ctx, c)
-			if ctx.Err() != nil {
-				return // cancelled or shutting down: the intent stays open and is settled by the caller or on resume
-			}
-			x.commitResult(ctx, c, res, fault)
+			one(c)
 		}()
 	}
 	wg.Wait()

@@ -203,7 +203,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 		if err := s.insertEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
-		run, err = getRun(ctx, tx, nr.ID)
+		run, err = getRun(ctx, txReader{s, tx}, nr.ID)
 		created = true
 		return err
 	})
@@ -230,7 +230,7 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 	var run Run
 	var ev event.Event
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, tx, id)
+		r, err := getRun(ctx, txReader{s, tx}, id)
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		if err := s.insertEvent(ctx, tx, &ev); err != nil {
 			return err
 		}
-		run, err = getRun(ctx, tx, id)
+		run, err = getRun(ctx, txReader{s, tx}, id)
 		return err
 	})
 	if err != nil {
@@ -359,7 +359,7 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 	}
 	var ev event.Event
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, tx, id)
+		r, err := getRun(ctx, txReader{s, tx}, id)
 		if err != nil {
 			return err
 		}

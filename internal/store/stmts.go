@@ -122,3 +122,24 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 	}
 	return st.QueryRowContext(ctx, args...)
 }
+
+// txRow is a one-row read inside tx through the writer's prepared
+// statement when there is one, prepared after the transaction as exec's
+// statements are: a run's start and end read the run's row inside their
+// transaction, and compiling that wide SELECT each time was a per-run cost.
+func (s *Store) txRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := s.wstmts.get(query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...) //nolint:sqlclosecheck // the transaction's handle closes with it
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// txReader reads inside one transaction through txRow.
+type txReader struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (r txReader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return r.s.txRow(ctx, r.tx, query, args...)
+}
