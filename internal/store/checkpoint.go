@@ -242,7 +242,7 @@ func (s *Store) rewriteCallArgs(ctx context.Context, tx *sql.Tx, tr ToolResult) 
 
 // Journal returns the tool journal of a run by call id.
 func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEntry, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT call_id, name, args, read_only, status, COALESCE(result,''), is_error
+	rows, err := s.readRows(ctx, `SELECT call_id, name, args, read_only, status, COALESCE(result,''), is_error
 		FROM tool_journal WHERE run_id = ?`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read journal of %s: %w", runID, err)
@@ -265,7 +265,7 @@ func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEn
 // Messages returns a session's active conversation in order: the messages
 // no compaction has replaced with its summary (LatestCompaction).
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,''), COALESCE(extra,'')
+	rows, err := s.readRows(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,''), COALESCE(extra,'')
 		FROM messages WHERE session_id = ? AND active = 1 ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)

@@ -39,7 +39,7 @@ type Compaction struct {
 func (s *Store) LatestCompaction(ctx context.Context, sessionID string) (c Compaction, ok bool, err error) {
 	var anchors string
 	var created int64
-	err = s.r.QueryRowContext(ctx, `SELECT id, session_id, run_id, summary, anchors, covered, tail_rows, recap_chars, created_at
+	err = s.readRow(ctx, `SELECT id, session_id, run_id, summary, anchors, covered, tail_rows, recap_chars, created_at
 		FROM compactions WHERE session_id = ? ORDER BY id DESC LIMIT 1`, sessionID).Scan(
 		&c.ID, &c.SessionID, &c.RunID, &c.Summary, &anchors, &c.Covered, &c.TailRows, &c.RecapChars, &created)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -428,7 +428,7 @@ func (s *Store) RunsByStatus(ctx context.Context, status string) ([]Run, error) 
 // LiveRuns lists running then queued runs, each in queue order, read in one
 // statement so a run moving from queued to running is never missed.
 func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+runCols+` FROM runs WHERE status IN ('running','queued')
+	rows, err := s.readRows(ctx, "SELECT "+runCols+` FROM runs WHERE status IN ('running','queued')
 		ORDER BY status = 'queued', seq`)
 	if err != nil {
 		return nil, fmt.Errorf("list live runs: %w", err)

@@ -143,3 +143,15 @@ type txReader struct {
 func (r txReader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return r.s.txRow(ctx, r.tx, query, args...)
 }
+
+// readRows is readRow for a read of many rows.
+func (s *Store) readRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st := s.rstmts.get(query) //nolint:sqlclosecheck // cached: Store.Close closes it
+	if st == nil {
+		s.rstmts.prepareWanted(ctx, s.r)
+		if st = s.rstmts.get(query); st == nil { //nolint:sqlclosecheck // cached: Store.Close closes it
+			return s.r.QueryContext(ctx, query, args...)
+		}
+	}
+	return st.QueryContext(ctx, args...)
+}

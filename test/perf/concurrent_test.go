@@ -94,7 +94,7 @@ func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
 // the provider), and the memory each active run holds above the idle
 // process (after a first, warming round): live heap, goroutine stacks,
 // VmRSS and goroutines, sampled when every session has checkpointed its
-// tenth call. Run with -benchtime=1x.
+// tenth call, and the process CPU per call. Run with -benchtime=1x.
 func BenchmarkConcurrent(b *testing.B) {
 	const (
 		sessions = 256
@@ -156,13 +156,18 @@ func BenchmarkConcurrent(b *testing.B) {
 				return
 			}
 		}()
+		cpu0 := cpuTime(b)
 		elapsed := round()
+		cpu := cpuTime(b) - cpu0
 		r.broker.Unsubscribe(sub)
 		<-sampled
 		ideal := float64(sessions) / latency.Seconds()
 		got := float64(sessions*calls) / elapsed.Seconds()
 		b.ReportMetric(got, "calls/s")
 		b.ReportMetric(got/ideal, "of-ideal")
+		// CPU per call: what a busy machine disturbs far less than
+		// throughput (the endpoint is another process, so this is Delta's).
+		b.ReportMetric(float64(cpu.Microseconds())/float64(sessions*calls), "cpu-µs/call")
 		if peak.heap > 0 {
 			b.ReportMetric(float64(peak.heap-idleHeap)/sessions/1024, "KB-heap/run")
 			b.ReportMetric(float64(peak.rss-idleRSS)/sessions/1024, "KB-RSS/run")
