@@ -95,6 +95,12 @@ func (s *Service) subscribe(buf int, filter func(event.Event) bool) *Live {
 	return &Live{C: sub.C, sub: sub, b: s.broker()}
 }
 
+// subscribeRun is subscribe for the events of one run.
+func (s *Service) subscribeRun(buf int, runID string, filter func(event.Event) bool) *Live {
+	sub := s.broker().SubscribeRun(buf, runID, filter)
+	return &Live{C: sub.C, sub: sub, b: s.broker()}
+}
+
 // SubmitFollow submits like Submit and follows the run's live events
 // (those accepted by filter, nil = all) from before its first one, so no
 // delta of a new run is missed. C carries events of that run only. The
@@ -146,7 +152,7 @@ func (s *Service) Get(ctx context.Context, owner, id string) (store.Run, error) 
 // its run.finished arrives on C (unless the subscriber is dropped). A run
 // of another owner is ErrNotFound and subscribes nothing.
 func (s *Service) Follow(ctx context.Context, owner, id string, buf int, filter func(event.Event) bool) (store.Run, *Live, error) {
-	live := s.subscribe(buf, func(e event.Event) bool { return e.RunID == id && (filter == nil || filter(e)) })
+	live := s.subscribeRun(buf, id, filter)
 	r, err := s.Get(ctx, owner, id)
 	if err != nil {
 		live.Close()
@@ -213,9 +219,9 @@ const waitBackstop = 2 * time.Second
 
 // Wait blocks until the owner's run is terminal or ctx ends.
 func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error) {
-	terminal := func(e event.Event) bool { return e.RunID == id && e.Terminal() }
+	terminal := func(e event.Event) bool { return e.Terminal() }
 	// One slot: the filter lets through only the run's one run.finished.
-	live := s.subscribe(1, terminal)
+	live := s.subscribeRun(1, id, terminal)
 	defer func() { live.Close() }()
 	// The live event is the fast path; the slow re-read is the backstop, so
 	// a run finished where this broker cannot see it (another dispatcher on
@@ -233,7 +239,7 @@ func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error)
 		case <-backstop.C:
 		case _, ok := <-live.C:
 			if !ok { // dropped as a slow consumer: resubscribe and re-check
-				live = s.subscribe(1, terminal)
+				live = s.subscribeRun(1, id, terminal)
 			}
 		}
 	}
