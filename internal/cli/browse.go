@@ -146,17 +146,9 @@ func waitBobby(ctx context.Context, cl *daemonClient) (int, error) {
 // ticket, the screenshot is in the workspace.
 func (d *demo) runBrowse(ctx context.Context, cl *daemonClient, workspace string) error {
 	task := scripted.BrowseTask(d.shop.url, browseProduct, browseEmail, browseQuestion)
-	var created taskBody
-	if err := cl.call(ctx, "POST", "/v1/tasks", map[string]any{"input": task}, &created); err != nil {
-		return fmt.Errorf("create the task: %w", err)
-	}
-	d.say("Task")
-	d.say("  %s", wrap(task, 88, "  "))
-	d.say("  accepted as %s (%s)\n", created.ID, created.Status)
-	d.say("Events (from /v1/dev/stream)")
 	calls := map[string]string{} // call id → tool name
 	verified := 0
-	err := followRun(ctx, cl, created.ID, func(ev streamEvent) error {
+	if _, err := d.runTask(ctx, cl, task, func(ev streamEvent) {
 		var p struct {
 			CallID  string `json:"call_id"`
 			Name    string `json:"name"`
@@ -171,24 +163,8 @@ func (d *demo) runBrowse(ctx context.Context, cl *daemonClient, workspace string
 				verified++
 			}
 		}
-		if line, ok := summarize(ev.Name, ev.Payload); ok {
-			d.say("  %-14s %s", ev.Name, line)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("follow task %s: %w", created.ID, err)
-	}
-	final, err := getTask(ctx, cl, created.ID)
-	if err != nil {
+	}); err != nil {
 		return err
-	}
-	if final.Status != "done" {
-		return fmt.Errorf("task %s ended %s%s", created.ID, final.Status, errorSuffix(final.Error))
-	}
-	if final.Result != nil {
-		d.say("\nAnswer")
-		d.say("  %s", wrap(final.Result.OutputText, 88, "  "))
 	}
 
 	// What the shop itself saw.

@@ -220,37 +220,14 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("")
 
 	// 4. A task, and its events as they happen.
-	var task taskBody
-	if err := cl.call(ctx, "POST", "/v1/tasks", map[string]any{"input": demoTask}, &task); err != nil {
-		return fmt.Errorf("create the task: %w", err)
-	}
-	d.say("Task")
-	d.say("  %s", wrap(demoTask, 88, "  "))
-	d.say("  accepted as %s (%s)\n", task.ID, task.Status)
-	d.say("Events (from /v1/dev/stream)")
 	artifact := ""
-	err = followRun(ctx, cl, task.ID, func(ev streamEvent) error {
+	task, err := d.runTask(ctx, cl, demoTask, func(ev streamEvent) {
 		if ev.Name == "tool.call" && artifact == "" {
 			artifact = writtenPath(ev.Payload)
 		}
-		if line, ok := summarize(ev.Name, ev.Payload); ok {
-			d.say("  %-14s %s", ev.Name, line)
-		}
-		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("follow task %s: %w", task.ID, err)
-	}
-	final, err := getTask(ctx, cl, task.ID)
-	if err != nil {
 		return err
-	}
-	if final.Status != "done" {
-		return fmt.Errorf("task %s ended %s%s", task.ID, final.Status, errorSuffix(final.Error))
-	}
-	if final.Result != nil {
-		d.say("\nAnswer")
-		d.say("  %s", wrap(final.Result.OutputText, 88, "  "))
 	}
 
 	// 5. The artifact, read from the workspace.
@@ -291,6 +268,42 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("\nDaemon stopped cleanly.")
 	d.say("Demo passed: the task finished, %s is in the workspace, and the conversation continued.", artifact)
 	return nil
+}
+
+// runTask sends input as a task and prints it, each event of its run as
+// it happens (after seen, which may note what it needs from the event),
+// and the answer. It fails unless the task ends done.
+func (d *demo) runTask(ctx context.Context, cl *daemonClient, input string, seen func(streamEvent)) (taskBody, error) {
+	var task taskBody
+	if err := cl.call(ctx, "POST", "/v1/tasks", map[string]any{"input": input}, &task); err != nil {
+		return task, fmt.Errorf("create the task: %w", err)
+	}
+	d.say("Task")
+	d.say("  %s", wrap(input, 88, "  "))
+	d.say("  accepted as %s (%s)\n", task.ID, task.Status)
+	d.say("Events (from /v1/dev/stream)")
+	err := followRun(ctx, cl, task.ID, func(ev streamEvent) error {
+		seen(ev)
+		if line, ok := summarize(ev.Name, ev.Payload); ok {
+			d.say("  %-14s %s", ev.Name, line)
+		}
+		return nil
+	})
+	if err != nil {
+		return task, fmt.Errorf("follow task %s: %w", task.ID, err)
+	}
+	final, err := getTask(ctx, cl, task.ID)
+	if err != nil {
+		return task, err
+	}
+	if final.Status != "done" {
+		return task, fmt.Errorf("task %s ended %s%s", task.ID, final.Status, errorSuffix(final.Error))
+	}
+	if final.Result != nil {
+		d.say("\nAnswer")
+		d.say("  %s", wrap(final.Result.OutputText, 88, "  "))
+	}
+	return task, nil
 }
 
 // cleanup stops what run started. On failure it shows the end of the
