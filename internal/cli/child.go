@@ -118,12 +118,7 @@ func (ch *daemonChild) stop(grace time.Duration) error {
 	select {
 	case <-ch.done:
 	default:
-		_ = ch.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-ch.done:
-		case <-time.After(grace):
-			_ = ch.cmd.Process.Kill()
-			<-ch.done
+		if ch.terminate(grace) {
 			return fmt.Errorf("daemon did not stop within %s of SIGTERM and was killed", grace)
 		}
 	}
@@ -131,6 +126,20 @@ func (ch *daemonChild) stop(grace time.Duration) error {
 		return fmt.Errorf("%s", ch.exited())
 	}
 	return nil
+}
+
+// terminate sends the child SIGTERM and waits up to grace for it to exit,
+// then kills it and waits for that. It reports whether it had to kill.
+func (ch *daemonChild) terminate(grace time.Duration) (killed bool) {
+	_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ch.done:
+		return false
+	case <-time.After(grace):
+		_ = ch.cmd.Process.Kill()
+		<-ch.done
+		return true
+	}
 }
 
 // freePort asks the kernel for a free loopback port. Another process could

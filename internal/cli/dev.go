@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -99,12 +98,7 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 		// Forward the shutdown. A terminal Ctrl-C has usually reached the
 		// child already (same process group); SIGTERM covers `kill <pid>`.
-		_ = ch.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-ch.done:
-		case <-time.After(stopGrace):
-			_ = ch.cmd.Process.Kill()
-			<-ch.done
+		if ch.terminate(stopGrace) {
 			return &ExitError{Code: 1, Err: fmt.Errorf("dev: daemon did not stop within %s and was killed", stopGrace)}
 		}
 	}

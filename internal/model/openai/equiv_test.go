@@ -344,22 +344,13 @@ func TestMemoMatchesSDK(t *testing.T) {
 	for _, base := range []string{directBase, routerBase} {
 		tr := &modeltest.Capture{}
 		c := New(Options{BaseURL: base, APIKey: "sk-equiv", HTTPClient: &http.Client{Transport: tr}, Headers: equivHeaders})
-		memo := &model.Memo{}
-		for _, st := range wiretest.MemoConversation(equivRequest()) {
-			if st.Fresh {
-				memo = &model.Memo{}
-			}
-			if st.Before != nil {
-				st.Before()
-			}
-			r := st.Req
-			r.Memo = memo
+		wiretest.PlayMemo(equivRequest(), func(st wiretest.MemoStep, r model.Request) {
 			_, _ = c.Complete(context.Background(), r, model.Stream{})
 			want := viaSDK(t, base, st.Req)
 			if !bytes.Equal(tr.Body, want.Body) {
 				t.Fatalf("%s, %s:\nmemo: %s\nsdk:  %s", base, st.Name, tr.Body, want.Body)
 			}
-		}
+		})
 	}
 }
 

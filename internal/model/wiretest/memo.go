@@ -76,13 +76,13 @@ func MemoConversation(base model.Request) []MemoStep {
 	return steps
 }
 
-// memoSameBytes: a client given a memo sends, on every call of
-// MemoConversation, the very body a client without one sends.
-func (w Wire) memoSameBytes(t *testing.T) {
-	withMemo, without := Start(t, nil), Start(t, nil)
-	a, b := w.client(withMemo), w.client(without)
+// PlayMemo walks MemoConversation(base) the way a run does: each step's
+// Before runs, then send gets the step and its request carrying the
+// conversation's memo (a fresh one where the step says so). st.Req is the
+// request without a memo.
+func PlayMemo(base model.Request, send func(st MemoStep, withMemo model.Request)) {
 	memo := &model.Memo{}
-	for i, st := range MemoConversation(w.Request()) {
+	for _, st := range MemoConversation(base) {
 		if st.Fresh {
 			memo = &model.Memo{}
 		}
@@ -91,6 +91,17 @@ func (w Wire) memoSameBytes(t *testing.T) {
 		}
 		r := st.Req
 		r.Memo = memo
+		send(st, r)
+	}
+}
+
+// memoSameBytes: a client given a memo sends, on every call of
+// MemoConversation, the very body a client without one sends.
+func (w Wire) memoSameBytes(t *testing.T) {
+	withMemo, without := Start(t, nil), Start(t, nil)
+	a, b := w.client(withMemo), w.client(without)
+	i := 0
+	PlayMemo(w.Request(), func(st MemoStep, r model.Request) {
 		if _, err := a.Complete(context.Background(), r, model.Stream{}); err != nil {
 			t.Fatalf("%s: with memo: %v", st.Name, err)
 		}
@@ -101,5 +112,6 @@ func (w Wire) memoSameBytes(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("%s: with a memo the body differs:\nmemo:  %s\nfresh: %s", st.Name, got, want)
 		}
-	}
+		i++
+	})
 }
