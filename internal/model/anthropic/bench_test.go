@@ -11,6 +11,13 @@ import (
 // history50 is the shared 50-message conversation on a Claude model.
 func history50() model.Request { return wiretest.History50("claude-sonnet-4-5", "toolu_", nil) }
 
+// parse reads a stream with the wire's accumulator.
+func parse(r *http.Response, s model.Stream) (model.Response, error) {
+	acc := newAccumulator(s)
+	err := acc.read(r)
+	return acc.response(), err
+}
+
 // BenchmarkWire runs the shared wire benchmarks on the Messages wire.
 func BenchmarkWire(b *testing.B) {
 	wiretest.RunBenchmarks(b, wiretest.Bench{
@@ -20,11 +27,7 @@ func BenchmarkWire(b *testing.B) {
 			return p.encode(), err
 		},
 		StreamFile: "testdata/stream_tools.sse", StreamCalls: 2,
-		Parse: func(r *http.Response) (model.Response, error) {
-			acc := newAccumulator(model.Stream{})
-			err := acc.read(r)
-			return acc.response(), err
-		},
-		New: func(url string) model.Provider { return New(Options{BaseURL: url, APIKey: "sk-bench"}) },
+		Parse: parse,
+		New:   func(url string) model.Provider { return New(Options{BaseURL: url, APIKey: "sk-bench"}) },
 	})
 }

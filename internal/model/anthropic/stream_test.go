@@ -11,22 +11,13 @@ import (
 )
 
 func TestRecordedStream(t *testing.T) {
-	body, err := os.ReadFile("testdata/stream_tools.sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text, reasoning strings.Builder
-	acc := newAccumulator(model.Stream{OnText: func(d string) { text.WriteString(d) }, OnReasoning: func(d string) { reasoning.WriteString(d) }})
-	if err := acc.read(wiretest.Recorded(body)); err != nil {
-		t.Fatal(err)
-	}
-	res := acc.response()
+	res, text, reasoning := wiretest.ParseRecorded(t, "testdata/stream_tools.sse", parse)
 	wantUsage := model.Usage{InputTokens: 4812, OutputTokens: 89, CacheReadTokens: 4000, CacheWriteTokens: 800}
 	if res.Usage != wantUsage {
 		t.Errorf("Usage = %+v, want %+v", res.Usage, wantUsage)
 	}
-	if res.Model != "claude-sonnet-4-5-20250929" || res.FinishReason != "tool_calls" || res.Text != "Reading both." || text.String() != "Reading both." || reasoning.String() != "Two files to read." {
-		t.Errorf("res = %+v reasoning %q", res, reasoning.String())
+	if res.Model != "claude-sonnet-4-5-20250929" || res.FinishReason != "tool_calls" || res.Text != "Reading both." || text != "Reading both." || reasoning != "Two files to read." {
+		t.Errorf("res = %+v reasoning %q", res, reasoning)
 	}
 	if len(res.ToolCalls) != 2 || string(res.ToolCalls[0].Arguments) != `{"path": "a.go"}` || res.ToolCalls[0].ID != "toolu_01A" ||
 		string(res.ToolCalls[1].Arguments) != "{}" || res.ToolCalls[1].Name != "list_files" {

@@ -1,9 +1,7 @@
 package openai
 
 import (
-	"bytes"
 	"net/http"
-	"os"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -12,6 +10,13 @@ import (
 
 // history50 is the shared 50-message conversation on a routed model.
 func history50() model.Request { return wiretest.History50("openai/gpt-5", "call_", nil) }
+
+// parse reads a stream with the wire's accumulator.
+func parse(r *http.Response, s model.Stream) (model.Response, error) {
+	acc := newAccumulator(s)
+	err := acc.read(r)
+	return acc.response(), err
+}
 
 // BenchmarkWire runs the shared wire benchmarks on the Chat Completions
 // wire, OpenRouter's lane.
@@ -23,33 +28,20 @@ func BenchmarkWire(b *testing.B) {
 			return p.encode(), err
 		},
 		StreamFile: "testdata/stream_tools.sse", StreamCalls: 2,
-		Parse: func(r *http.Response) (model.Response, error) {
-			acc := newAccumulator(model.Stream{})
-			err := acc.read(r)
-			return acc.response(), err
-		},
-		New: func(url string) model.Provider { return New(Options{BaseURL: url, APIKey: "sk-bench"}) },
+		Parse: parse,
+		New:   func(url string) model.Provider { return New(Options{BaseURL: url, APIKey: "sk-bench"}) },
 	})
 }
 
 // TestRecordedStream reads the recorded stream the benchmark parses.
 func TestRecordedStream(t *testing.T) {
-	body, err := os.ReadFile("testdata/stream_tools.sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text, reasoning bytes.Buffer
-	acc := newAccumulator(model.Stream{OnText: func(d string) { text.WriteString(d) }, OnReasoning: func(d string) { reasoning.WriteString(d) }})
-	if err := acc.read(wiretest.Recorded(body)); err != nil {
-		t.Fatal(err)
-	}
-	r := acc.response()
+	r, text, reasoning := wiretest.ParseRecorded(t, "testdata/stream_tools.sse", parse)
 	want := model.Usage{InputTokens: 4812, OutputTokens: 89, CacheReadTokens: 4000, CacheWriteTokens: 800, CostUSD: 0.0123, CostReported: true}
 	if r.Usage != want {
 		t.Errorf("Usage = %+v, want %+v", r.Usage, want)
 	}
-	if r.Model != "openai/gpt-5" || r.FinishReason != "tool_calls" || r.Text != "Reading both." || text.String() != r.Text || reasoning.String() != "Two files to read." {
-		t.Errorf("r = %+v, reasoning %q", r, reasoning.String())
+	if r.Model != "openai/gpt-5" || r.FinishReason != "tool_calls" || r.Text != "Reading both." || text != r.Text || reasoning != "Two files to read." {
+		t.Errorf("r = %+v, reasoning %q", r, reasoning)
 	}
 	if len(r.ToolCalls) != 2 || r.ToolCalls[0].ID != "call_01A" || string(r.ToolCalls[0].Arguments) != `{"path": "a.go"}` ||
 		r.ToolCalls[1].Name != "list_files" || string(r.ToolCalls[1].Arguments) != "{}" {

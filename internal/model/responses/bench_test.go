@@ -25,8 +25,8 @@ func BenchmarkWire(b *testing.B) {
 			return p.encode(), err
 		},
 		Stream: []byte(recordedStream), StreamCalls: 1,
-		Parse: func(r *http.Response) (model.Response, error) {
-			acc := newAccumulator(model.Stream{}, true)
+		Parse: func(r *http.Response, s model.Stream) (model.Response, error) {
+			acc := newAccumulator(s, true)
 			err := acc.read(r)
 			return acc.response(), err
 		},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"testing"
 
@@ -51,7 +50,7 @@ type Bench struct {
 	Stream      []byte
 	StreamFile  string
 	StreamCalls int
-	Parse       func(*http.Response) (model.Response, error)
+	Parse       Parse
 	// New builds the wire's client for a base URL.
 	New func(baseURL string) model.Provider
 }
@@ -87,7 +86,7 @@ func RunBenchmarks(b *testing.B, w Bench) {
 	b.Run("ParseStream", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r, err := w.Parse(Recorded(w.Stream))
+			r, err := w.Parse(Recorded(w.Stream), model.Stream{})
 			if err != nil {
 				b.Fatal(err)
 			}

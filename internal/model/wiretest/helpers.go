@@ -95,6 +95,27 @@ func Recorded(body []byte) *http.Response {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
 }
 
+// Parse is a wire's own stream parser: it reads r, handing text and
+// reasoning to s as they arrive, and assembles the response.
+type Parse func(r *http.Response, s model.Stream) (model.Response, error)
+
+// ParseRecorded reads the recorded event stream in the file at path with
+// parse, and returns the response with the text and the reasoning the
+// stream was handed.
+func ParseRecorded(t testing.TB, path string, parse Parse) (res model.Response, text, reasoning string) {
+	t.Helper()
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tb, rb strings.Builder
+	res, err = parse(Recorded(body), model.Stream{OnText: func(d string) { tb.WriteString(d) }, OnReasoning: func(d string) { rb.WriteString(d) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, tb.String(), rb.String()
+}
+
 // SHA256 is the hex digest the fake records for an image.
 func SHA256(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
 
