@@ -347,11 +347,7 @@ func healthz(port string) (int, error) {
 
 func TestDevSendBinary(t *testing.T) {
 	requireDaemon(t)
-	fake, err := modeltest.Start(modeltest.DemoScript())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := modeltest.Serve(t, modeltest.DemoScript())
 
 	bundle := filepath.Join(t.TempDir(), "agent")
 	if r := runBin(t, cleanEnv(), "init", bundle); r.code != 0 {

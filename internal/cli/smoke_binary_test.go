@@ -19,11 +19,7 @@ func smokeDaemon(t *testing.T, modelURL string) string {
 
 func TestSmokeBinary(t *testing.T) {
 	requireDaemon(t)
-	fake, err := modeltest.Start(modeltest.DemoScript())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := modeltest.Serve(t, modeltest.DemoScript())
 	url := smokeDaemon(t, fake.URL())
 	tokens := []string{"DELTA_URL=" + url, "DELTA_CONTROL_TOKEN=run-token", "DELTA_INSPECT_TOKEN=inspect-token"}
 

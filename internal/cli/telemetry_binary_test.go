@@ -178,11 +178,7 @@ func TestTelemetryEveryEventExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake, err := modeltest.Start(modeltest.DemoScript())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := modeltest.Serve(t, modeltest.DemoScript())
 
 	const token = "collector-secret-token"
 	colPort := testPort(t)

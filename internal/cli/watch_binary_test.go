@@ -127,11 +127,7 @@ func (s *serveProc) storedIDs() []int64 {
 // written while it was away (the run's resume) and those after.
 func TestWatchBinarySurvivesDaemonRestart(t *testing.T) {
 	requireDaemon(t)
-	fake, err := modeltest.Start(modeltest.DemoScript())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := modeltest.Serve(t, modeltest.DemoScript())
 	d := startServeProc(t, "watch-test", fake.URL())
 	port := d.port
 

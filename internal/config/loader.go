@@ -265,28 +265,28 @@ func (l *loader) steps(name string) *int {
 	return &n
 }
 
+// tokens is a budget in tokens: nil when unset or when not an integer ≥ 0.
 func (l *loader) tokens(name string) *int64 {
-	n, v, ok := l.integer(name)
+	return notNegative(l, name, l.integer, "want an integer ≥ 0")
+}
+
+// cost is a budget in dollars: nil when unset or when not a number ≥ 0.
+func (l *loader) cost(name string) *float64 {
+	return notNegative(l, name, l.number, "want dollars ≥ 0")
+}
+
+// notNegative is what read finds in name, or nil when it is unset or
+// unreadable, or below zero (a failure saying want).
+func notNegative[T int64 | float64](l *loader, name string, read func(string) (T, string, bool), want string) *T {
+	n, v, ok := read(name)
 	if !ok {
 		return nil
 	}
 	if n < 0 {
-		l.fail(name, v, "want an integer ≥ 0")
+		l.fail(name, v, want)
 		return nil
 	}
 	return &n
-}
-
-func (l *loader) cost(name string) *float64 {
-	f, v, ok := l.number(name)
-	if !ok {
-		return nil
-	}
-	if f < 0 {
-		l.fail(name, v, "want dollars ≥ 0")
-		return nil
-	}
-	return &f
 }
 
 func (l *loader) leaseHolder() string {

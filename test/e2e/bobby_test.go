@@ -217,17 +217,13 @@ func TestAgentShopsThroughBobby(t *testing.T) {
 			site := startShop(t)
 			question := fmt.Sprintf("Does it float? (check %08x)", rand.Uint32())
 			paddle := site.products[1]
-			fake, err := modeltest.Start(webAgent(shopPlan(), func(c convo) string {
+			fake := modeltest.Serve(t, webAgent(shopPlan(), func(c convo) string {
 				f, err := c.facts()
 				if err != nil {
 					return "stopped: " + err.Error()
 				}
 				return fmt.Sprintf("Wrote report.md: %s costs %s (SKU %s); the shop logged the question as ticket %s.", f.name, f.price, f.sku, f.ticket)
 			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { fake.Close() })
 			servers := bobbyServers(t, bin)
 			if tt.crowded {
 				big := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Tools: 300}))
@@ -425,17 +421,13 @@ func TestAgentRecoversFromBobbyError(t *testing.T) {
 		bobbyStep("again", "a11y_snapshot", nil),
 	)
 	plan[3].fails = true
-	fake, err := modeltest.Start(webAgent(plan, func(c convo) string {
+	fake := modeltest.Serve(t, webAgent(plan, func(c convo) string {
 		heading, err := c.find("again", "heading", `heading "([^"]+)" \[level=1\]`)
 		if err != nil {
 			return "stopped: " + err.Error()
 		}
 		return "The click failed (" + c.results["stale"] + "), so I took a new snapshot: the page is " + heading + "."
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+bobbyServers(t, bin))
 	paddle := site.products[1]
 	status, out, id := d.submitAndWait(shopTask(site.URL, paddle.Name, "unused"))
@@ -488,17 +480,13 @@ func TestAgentSwitchesBobbyPhase(t *testing.T) {
 		shopPlan()[2], // open: click the product link
 		bobbyStep("detail", "a11y_snapshot", nil),
 	)
-	fake, err := modeltest.Start(webAgent(plan, func(c convo) string {
+	fake := modeltest.Serve(t, webAgent(plan, func(c convo) string {
 		heading, err := c.find("detail", "heading", `heading "([^"]+)" \[level=1\]`)
 		if err != nil {
 			return "stopped: " + err.Error()
 		}
 		return "Switched to act and opened " + heading + "."
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
 	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+bobbyServersIn(t, bin, ""))
 	paddle := site.products[1]
 	status, out, id := d.submitAndWait(shopTask(site.URL, paddle.Name, "unused"))

@@ -127,11 +127,7 @@ func (d *daemon) waitStatus(id string, want ...string) map[string]any {
 // startScript serves script on loopback until the test ends.
 func startScript(t testing.TB, script modeltest.Script) *modeltest.Server {
 	t.Helper()
-	fake, err := modeltest.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Close() })
+	fake := modeltest.Serve(t, script)
 	return fake
 }
 

@@ -28,7 +28,7 @@ func basicRequest() model.Request {
 // TestHeaders: the key travels as x-api-key with an anthropic-version,
 // never as a bearer token, and static headers ride along.
 func TestHeaders(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	fake.RequireKey(testKey)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: testKey, Headers: map[string]string{"anthropic-beta": "context-1m-2025-08-07"}})
 	res, err := c.Complete(context.Background(), basicRequest(), model.Stream{})
@@ -49,7 +49,7 @@ func TestToolUseAssembledAndReplayed(t *testing.T) {
 		{ID: "toolu_a", Name: "write_file", Arguments: `{"path":"notes/brief.md","content":"Déjà vu — ünïcödé across fragment boundaries ✓"}`},
 		{ID: "toolu_b", Name: "list_files", Arguments: `{"path":"."}`},
 	}
-	fake := wiretest.Start(t, modeltest.Sequence(
+	fake := modeltest.Serve(t, modeltest.Sequence(
 		modeltest.Reply{Reasoning: "I should write the file first.", ToolCalls: calls},
 		modeltest.TextReply("Done."),
 	))
@@ -144,7 +144,7 @@ func TestBaseURLs(t *testing.T) {
 // TestAssistantFirstRefused: the Messages API opens with the user's turn;
 // a history that does not is refused before anything is sent.
 func TestAssistantFirstRefused(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	req := basicRequest()
 	req.Messages[0].Role = model.RoleAssistant
 	_, err := anthropic.New(anthropic.Options{BaseURL: fake.URL()}).Complete(context.Background(), req, model.Stream{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/anthropic"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
@@ -64,7 +65,7 @@ func TestGoldenRequests(t *testing.T) {
 	for name, req := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			fake := wiretest.Start(t, nil)
+			fake := modeltest.Serve(t, nil)
 			c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "sk-ant-golden"})
 			if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
 				t.Fatalf("Complete: %v", err)
@@ -83,7 +84,7 @@ func TestGoldenRequests(t *testing.T) {
 // blocks after the previous turn's last tool result, so its lookback
 // window reaches the previous request's cache write.
 func TestParallelCallsReachPreviousWrite(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	if _, err := anthropic.New(anthropic.Options{BaseURL: fake.URL()}).Complete(context.Background(), goldenCases()["parallel_12"], model.Stream{}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestParallelCallsReachPreviousWrite(t *testing.T) {
 func TestGoldenEffort(t *testing.T) {
 	models := []string{"claude-sonnet-4-5", "claude-3-7-sonnet-20250219", "claude-opus-4-6", "claude-sonnet-5", "anthropic/claude-haiku-4.5", "claude-future"}
 	efforts := []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max", " HIGH ", "weird"}
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL()})
 	var out bytes.Buffer
 	for _, m := range models {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/anthropic"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
@@ -20,7 +21,7 @@ var (
 // with a base64 source, after the message's text block; the text block
 // takes the rolling breakpoint, the image blocks never carry one.
 func TestImagesWire(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "sk-ant-test"})
 	req := basicRequest()
 	req.Messages = append(req.Messages,
@@ -57,7 +58,7 @@ func TestImagesWire(t *testing.T) {
 // TestImageWithoutText: a user message of images alone is image blocks
 // only (the API refuses an empty text block).
 func TestImageWithoutText(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL()})
 	req := basicRequest()
 	req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Images: []model.Image{{MIME: "image/png", Data: pngBytes}}})

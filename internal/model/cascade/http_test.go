@@ -15,16 +15,8 @@ import (
 // fake endpoints: the primary answers 503 to everything, so each of its two
 // models gets three wire attempts before the backup endpoint serves.
 func TestFailoverOverHTTP(t *testing.T) {
-	primary, err := modeltest.Start(modeltest.Sequence(modeltest.ErrorReply(503, "overloaded")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer primary.Close()
-	backup, err := modeltest.Start(modeltest.Sequence(modeltest.TextReply("served by the backup")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backup.Close()
+	primary := modeltest.Serve(t, modeltest.Sequence(modeltest.ErrorReply(503, "overloaded")))
+	backup := modeltest.Serve(t, modeltest.Sequence(modeltest.TextReply("served by the backup")))
 	backup.RequireKey("backup-key")
 
 	c, err := New(Options{
@@ -73,21 +65,13 @@ func TestFailoverOverHTTP(t *testing.T) {
 // TestClientErrorStaysOverHTTP: a 400 from the primary's only model is the
 // request's fault; the backup must not be asked.
 func TestClientErrorStaysOverHTTP(t *testing.T) {
-	primary, err := modeltest.Start(modeltest.Sequence(modeltest.ErrorReply(400, "messages: invalid")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer primary.Close()
-	backup, err := modeltest.Start(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backup.Close()
+	primary := modeltest.Serve(t, modeltest.Sequence(modeltest.ErrorReply(400, "messages: invalid")))
+	backup := modeltest.Serve(t, nil)
 	c, _ := New(Options{Endpoints: []Endpoint{
 		{Label: "primary", Kind: KindChat, Provider: openai.New(openai.Options{BaseURL: primary.URL()}), Models: []string{"m1"}},
 		{Label: "backup", Kind: KindChat, Provider: openai.New(openai.Options{BaseURL: backup.URL()}), Models: []string{"b1"}},
 	}})
-	_, err = c.Complete(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}, model.Stream{})
+	_, err := c.Complete(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}, model.Stream{})
 	var me *model.Error
 	if !errors.As(err, &me) || me.Status != 400 || primary.Calls() != 1 || backup.Calls() != 0 {
 		t.Fatalf("err %v, primary %d calls, backup %d; want the 400 after one call and no backup call", err, primary.Calls(), backup.Calls())

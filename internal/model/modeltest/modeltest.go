@@ -9,7 +9,11 @@
 // package out of the binary.
 package modeltest
 
-import "github.com/deltaharness/delta/internal/model/scripted"
+import (
+	"testing"
+
+	"github.com/deltaharness/delta/internal/model/scripted"
+)
 
 // The scripted endpoint's types, for tests.
 type (
@@ -29,6 +33,18 @@ const DefaultBriefPath = scripted.DefaultBriefPath
 
 // Start serves script on a fresh loopback port (scripted.Start).
 func Start(script Script) (*Server, error) { return scripted.Start(script) }
+
+// Serve serves script on a fresh loopback fake until t ends. A nil script
+// answers "ok" to everything.
+func Serve(t testing.TB, script Script) *Server {
+	t.Helper()
+	s, err := scripted.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // a close error after the test has no one to tell
+	return s
+}
 
 // DemoScript is the deterministic agent behind `delta demo` (scripted.DemoScript).
 func DemoScript() Script { return scripted.DemoScript() }

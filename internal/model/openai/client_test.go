@@ -22,7 +22,7 @@ func basicRequest() model.Request { return wire.Request() }
 // chunk, sends no reasoning fields unasked, and a plain endpoint reports
 // no cost.
 func TestChatSpecifics(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	res, err := openai.New(openai.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestUsageAndCost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			u := tt.usage
-			fake := wiretest.Start(t, modeltest.Sequence(modeltest.Reply{Text: "hi", Usage: &u, Model: "anthropic/claude-4.5-sonnet-20250929"}))
+			fake := modeltest.Serve(t, modeltest.Sequence(modeltest.Reply{Text: "hi", Usage: &u, Model: "anthropic/claude-4.5-sonnet-20250929"}))
 			res, err := openai.New(openai.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{})
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +82,7 @@ func redirectTo(addr string) *http.Client {
 }
 
 func TestReasoningEffortWire(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	addr := strings.TrimSuffix(strings.TrimPrefix(fake.URL(), "http://"), "/v1")
 	tests := []struct {
 		name, base, effort string
@@ -150,7 +150,7 @@ func TestBadBaseURL(t *testing.T) {
 }
 
 func TestBaseURLForms(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	for _, tt := range []struct{ base, wantPath string }{
 		{fake.URL(), "/v1/chat/completions"},
 		{fake.URL() + "/", "/v1/chat/completions"},

@@ -17,7 +17,7 @@ import (
 // TestEmptyErrorMessage: an error answer without a message is named by
 // its status.
 func TestEmptyErrorMessage(t *testing.T) {
-	fake := wiretest.Start(t, modeltest.Sequence(modeltest.ErrorReply(503, "")))
+	fake := modeltest.Serve(t, modeltest.Sequence(modeltest.ErrorReply(503, "")))
 	_, err := openai.New(openai.Options{BaseURL: fake.URL()}).Complete(context.Background(), basicRequest(), model.Stream{})
 	var me *model.Error
 	if !errors.As(err, &me) || me.Status != 503 || !me.Retriable || me.Message != "Service Unavailable" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/openai"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
@@ -30,7 +31,7 @@ func imagesRequest() model.Request {
 // first, then one image_url part per image carrying a base64 data: URL;
 // every other message keeps its plain string content.
 func TestImagesWire(t *testing.T) {
-	fake := wiretest.Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	c := openai.New(openai.Options{BaseURL: fake.URL()})
 	if _, err := c.Complete(context.Background(), imagesRequest(), model.Stream{}); err != nil {
 		t.Fatalf("Complete: %v", err)

@@ -44,7 +44,7 @@ func basicRequest() model.Request {
 }
 
 func TestCompleteTextAndUsage(t *testing.T) {
-	fake := wiretest.Start(t, modeltest.Sequence(modeltest.Reply{Text: "Hello there, in several deltas.", Reasoning: "Think briefly.",
+	fake := modeltest.Serve(t, modeltest.Sequence(modeltest.Reply{Text: "Hello there, in several deltas.", Reasoning: "Think briefly.",
 		Usage: &modeltest.Usage{PromptTokens: 900, CompletionTokens: 20, CachedTokens: 512}}))
 	fake.RequireKey(testKey)
 	var text, reasoning strings.Builder
@@ -84,7 +84,7 @@ func TestCompleteTextAndUsage(t *testing.T) {
 
 func TestNativeLaneReasoningCarry(t *testing.T) {
 	call := modeltest.ToolCall{ID: "call_1", Name: "write_file", Arguments: `{"path":"brief.md","content":"ünïcödé across fragments"}`}
-	fake := wiretest.Start(t, modeltest.Sequence(modeltest.Reply{Reasoning: "Write it.", Text: "Writing now.", ToolCalls: []modeltest.ToolCall{call}}, modeltest.TextReply("Done.")))
+	fake := modeltest.Serve(t, modeltest.Sequence(modeltest.Reply{Reasoning: "Write it.", Text: "Writing now.", ToolCalls: []modeltest.ToolCall{call}}, modeltest.TextReply("Done.")))
 	c := native(fake, responses.Options{TextVerbosity: "low", ReasoningSummary: "auto"})
 	req := basicRequest()
 	req.ReasoningEffort = "High"
@@ -148,7 +148,7 @@ func TestGoldenRequests(t *testing.T) {
 					continue
 				}
 				t.Run(laneName+"/"+name+"/"+effort, func(t *testing.T) {
-					fake := wiretest.Start(t, nil)
+					fake := modeltest.Serve(t, nil)
 					o := responses.Options{APIKey: "sk-golden", TextVerbosity: "medium", ReasoningSummary: "auto"}
 					c := responses.New(responses.Options{BaseURL: fake.URL(), APIKey: o.APIKey, TextVerbosity: o.TextVerbosity, ReasoningSummary: o.ReasoningSummary})
 					if laneName == "native" {

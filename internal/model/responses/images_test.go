@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/model/responses"
 	"github.com/deltaharness/delta/internal/model/wiretest"
 )
@@ -28,7 +29,7 @@ func TestImagesWire(t *testing.T) {
 		{"native", "gpt-5.6", 2}, // the opening request and the tool output
 	} {
 		t.Run(tt.lane, func(t *testing.T) {
-			fake := wiretest.Start(t, nil)
+			fake := modeltest.Serve(t, nil)
 			c := responses.New(responses.Options{BaseURL: fake.URL()})
 			if tt.lane == "native" {
 				c = native(fake, responses.Options{})

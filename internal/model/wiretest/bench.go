@@ -118,7 +118,7 @@ func benchBuild(b *testing.B, build func() ([]byte, error)) {
 // wire's client for the fake's base URL.
 func BenchComplete(b *testing.B, req model.Request, call modeltest.ToolCall, newClient func(baseURL string) model.Provider) {
 	b.Helper()
-	fake := Start(b, modeltest.Sequence(modeltest.ToolReply(call)))
+	fake := modeltest.Serve(b, modeltest.Sequence(modeltest.ToolReply(call)))
 	c := newClient(fake.URL())
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -36,18 +36,6 @@ import (
 // Golden rewrites the files instead of comparing.
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// Start serves script on a fresh loopback fake until t ends. A nil script
-// answers "ok" to everything.
-func Start(t testing.TB, script modeltest.Script) *modeltest.Server {
-	t.Helper()
-	s, err := modeltest.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() }) // a close error after the test has no one to tell
-	return s
-}
-
 // Recorder collects a call's stream deltas in order: "t:" text, "r:"
 // reasoning.
 type Recorder struct{ Events []string }

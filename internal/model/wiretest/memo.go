@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
 // MemoStep is one call of a memo conversation: the request, whether the
@@ -98,7 +99,7 @@ func PlayMemo(base model.Request, send func(st MemoStep, withMemo model.Request)
 // memoSameBytes: a client given a memo sends, on every call of
 // MemoConversation, the very body a client without one sends.
 func (w Wire) memoSameBytes(t *testing.T) {
-	withMemo, without := Start(t, nil), Start(t, nil)
+	withMemo, without := modeltest.Serve(t, nil), modeltest.Serve(t, nil)
 	a, b := w.client(withMemo), w.client(without)
 	i := 0
 	PlayMemo(w.Request(), func(st MemoStep, r model.Request) {

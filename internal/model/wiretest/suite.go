@@ -120,7 +120,7 @@ func (w Wire) environmentIgnored(t *testing.T) {
 	for k, v := range w.Env {
 		t.Setenv(k, v)
 	}
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	for _, key := range []string{Key, ""} {
 		before := fake.Calls()
 		if _, err := w.New(Options{BaseURL: fake.URL(), APIKey: key}).Complete(context.Background(), w.Request(), model.Stream{}); err != nil {
@@ -144,7 +144,7 @@ func (w Wire) environmentIgnored(t *testing.T) {
 
 func (w Wire) textStreams(t *testing.T) {
 	want := "Hello there, this answer arrives in several deltas."
-	fake := Start(t, modeltest.Sequence(modeltest.Reply{Text: want, Usage: &modeltest.Usage{PromptTokens: 1200, CompletionTokens: 30, CachedTokens: 1000}}))
+	fake := modeltest.Serve(t, modeltest.Sequence(modeltest.Reply{Text: want, Usage: &modeltest.Usage{PromptTokens: 1200, CompletionTokens: 30, CachedTokens: 1000}}))
 	fake.RequireKey(Key)
 	var rec Recorder
 	res, err := w.New(Options{BaseURL: fake.URL(), APIKey: Key}).Complete(context.Background(), w.Request(), rec.Stream())
@@ -203,7 +203,7 @@ func (w Wire) toolCalls(t *testing.T) {
 		{ID: "call_a", Name: "write_file", Arguments: `{"path":"notes/brief.md","content":"# Brief\n\nDéjà vu — ünïcödé across fragment boundaries ✓"}`},
 		{ID: "call_b", Name: "list_files", Arguments: `{"path":"."}`},
 	}
-	fake := Start(t, modeltest.Sequence(modeltest.ToolReply(calls...)))
+	fake := modeltest.Serve(t, modeltest.Sequence(modeltest.ToolReply(calls...)))
 	var rec Recorder
 	res, err := w.client(fake).Complete(context.Background(), w.Request(), rec.Stream())
 	if err != nil {
@@ -224,7 +224,7 @@ func (w Wire) toolCalls(t *testing.T) {
 }
 
 func (w Wire) reasoning(t *testing.T) {
-	fake := Start(t, modeltest.Sequence(modeltest.Reply{Reasoning: "First I think about the request.", Text: "Answer."}))
+	fake := modeltest.Serve(t, modeltest.Sequence(modeltest.Reply{Reasoning: "First I think about the request.", Text: "Answer."}))
 	req := w.Request()
 	req.ReasoningEffort = "low"
 	var rec Recorder
@@ -247,7 +247,7 @@ func (w Wire) reasoning(t *testing.T) {
 // it: the assistant's calls (no arguments sent as {}), then each result
 // under its call's id, then the later turns.
 func (w Wire) history(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	req := w.Request()
 	req.Messages = append(req.Messages,
 		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
@@ -278,7 +278,7 @@ func (w Wire) history(t *testing.T) {
 }
 
 func (w Wire) staticHeaders(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	c := w.New(Options{BaseURL: fake.URL(), Headers: map[string]string{"X-Title": "Delta", "HTTP-Referer": "https://example.test"}})
 	if _, err := c.Complete(context.Background(), w.Request(), model.Stream{}); err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func (w Wire) staticHeaders(t *testing.T) {
 }
 
 func (w Wire) badRequests(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	c := w.client(fake)
 	for _, tt := range []struct {
 		name string
@@ -324,7 +324,7 @@ func (w Wire) badRequests(t *testing.T) {
 // (a conversation that moved between providers); only this wire's own
 // member may reach this wire's server.
 func (w Wire) foreignExtra(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	foreign := map[string]string{
 		"anthropic": `{"thinking":[{"type":"thinking","thinking":"SEALED","signature":"SEALED"}]}`,
 		"responses": `{"items":[{"type":"reasoning","encrypted_content":"SEALED"}],"phase":"SEALED"}`,
@@ -358,7 +358,7 @@ var (
 // intact, on that message; images on another role are not sent (the
 // contract is a user message).
 func (w Wire) images(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	req := w.Request()
 	req.Messages = append(req.Messages,
 		model.Message{Role: model.RoleAssistant, Content: "Looking.", Images: []model.Image{{MIME: "image/png", Data: PNG}}},
@@ -380,7 +380,7 @@ func (w Wire) images(t *testing.T) {
 
 // demo: the demo agent's script works unchanged on this wire.
 func (w Wire) demo(t *testing.T) {
-	fake := Start(t, modeltest.DemoScript())
+	fake := modeltest.Serve(t, modeltest.DemoScript())
 	c := w.client(fake)
 	req := w.Request()
 	req.Messages[0].Content = "Write notes.md about the launch"
@@ -417,7 +417,7 @@ func (w Wire) statusErrors(t *testing.T) {
 	for _, tt := range append(tests, w.Errors...) {
 		t.Run(http.StatusText(tt.Status)+"/"+tt.Message[:min(len(tt.Message), 40)], func(t *testing.T) {
 			t.Parallel()
-			fake := Start(t, modeltest.Sequence(modeltest.ErrorReply(tt.Status, tt.Message)))
+			fake := modeltest.Serve(t, modeltest.Sequence(modeltest.ErrorReply(tt.Status, tt.Message)))
 			_, err := w.New(Options{BaseURL: fake.URL(), APIKey: Key}).Complete(context.Background(), w.Request(), model.Stream{})
 			var me *model.Error
 			if !errors.As(err, &me) {
@@ -442,7 +442,7 @@ func (w Wire) statusErrors(t *testing.T) {
 }
 
 func (w Wire) unauthorized(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	fake.RequireKey("sk-the-right-key")
 	_, err := w.New(Options{BaseURL: fake.URL(), APIKey: Key}).Complete(context.Background(), w.Request(), model.Stream{})
 	var me *model.Error
@@ -466,7 +466,7 @@ func (w Wire) cutStreams(t *testing.T) {
 		{"tool call cut", modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"a.md","content":"long enough to split"}`}}, EndEarly: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := Start(t, modeltest.Sequence(tt.reply))
+			fake := modeltest.Serve(t, modeltest.Sequence(tt.reply))
 			var rec Recorder
 			res, err := w.client(fake).Complete(context.Background(), w.Request(), rec.Stream())
 			var me *model.Error
@@ -483,7 +483,7 @@ func (w Wire) cutStreams(t *testing.T) {
 }
 
 func (w Wire) timeout(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	fake.Hold()
 	defer fake.Release()
 	_, err := w.New(Options{BaseURL: fake.URL(), Timeout: 50 * time.Millisecond}).Complete(context.Background(), w.Request(), model.Stream{})
@@ -494,7 +494,7 @@ func (w Wire) timeout(t *testing.T) {
 }
 
 func (w Wire) cancel(t *testing.T) {
-	fake := Start(t, nil)
+	fake := modeltest.Serve(t, nil)
 	fake.Hold()
 	defer fake.Release()
 	ctx, cancel := context.WithCancel(context.Background())
