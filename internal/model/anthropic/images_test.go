@@ -3,7 +3,6 @@ package anthropic_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -23,15 +22,8 @@ var (
 func TestImagesWire(t *testing.T) {
 	fake := modeltest.Serve(t, nil)
 	c := anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "sk-ant-test"})
-	req := basicRequest()
-	req.Messages = append(req.Messages,
-		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "toolu_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.png"}`)}}},
-		model.Message{Role: model.RoleTool, ToolCallID: "toolu_1", Name: "read_file", Content: "[image: a.png (image/png, 29 bytes)]"},
-		model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"},
-		model.Message{Role: model.RoleUser, Content: "<delta:images>\na.png\nb.webp\n</delta:images>", Images: []model.Image{
-			{MIME: "image/png", Data: pngBytes}, {MIME: "image/webp", Data: webpBytes},
-		}},
-	)
+	req := wiretest.ImageRead(basicRequest(), "toolu_1", "a.png", []string{"a.png", "b.webp"},
+		model.Image{MIME: "image/png", Data: pngBytes}, model.Image{MIME: "image/webp", Data: webpBytes})
 	if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}

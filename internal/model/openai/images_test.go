@@ -3,7 +3,6 @@ package openai_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -15,16 +14,8 @@ import (
 var pngBytes, jpegBytes = wiretest.PNG, wiretest.JPEG
 
 func imagesRequest() model.Request {
-	req := basicRequest()
-	req.Messages = append(req.Messages,
-		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"inbox/cat.png"}`)}}},
-		model.Message{Role: model.RoleTool, ToolCallID: "call_1", Name: "read_file", Content: "[image: inbox/cat.png (image/png, 29 bytes)]"},
-		model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"},
-		model.Message{Role: model.RoleUser, Content: "<delta:images>\ninbox/cat.png\n</delta:images>", Images: []model.Image{
-			{MIME: "image/png", Data: pngBytes}, {MIME: "image/jpeg", Data: jpegBytes},
-		}},
-	)
-	return req
+	return wiretest.ImageRead(basicRequest(), "call_1", "inbox/cat.png", []string{"inbox/cat.png"},
+		model.Image{MIME: "image/png", Data: pngBytes}, model.Image{MIME: "image/jpeg", Data: jpegBytes})
 }
 
 // TestImagesWire: a user message with images is sent as content parts, text

@@ -3,7 +3,6 @@ package responses_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -34,14 +33,8 @@ func TestImagesWire(t *testing.T) {
 			if tt.lane == "native" {
 				c = native(fake, responses.Options{})
 			}
-			req := basicRequest()
+			req := wiretest.ImageRead(basicRequest(), "call_1", "spin.gif", []string{"spin.gif"}, model.Image{MIME: "image/gif", Data: gifBytes})
 			req.Model = tt.model
-			req.Messages = append(req.Messages,
-				model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"spin.gif"}`)}}},
-				model.Message{Role: model.RoleTool, ToolCallID: "call_1", Name: "read_file", Content: "[image: spin.gif (image/gif, 43 bytes)]"},
-				model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"},
-				model.Message{Role: model.RoleUser, Content: "<delta:images>\nspin.gif\n</delta:images>", Images: []model.Image{{MIME: "image/gif", Data: gifBytes}}},
-			)
 			if _, err := c.Complete(context.Background(), req, model.Stream{}); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}

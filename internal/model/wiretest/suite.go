@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -353,6 +354,20 @@ var (
 	PNG  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
 	JPEG = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
 )
+
+// ImageRead appends to req the turns a read of an image ends with, as the
+// harness sends them: the assistant's read_file call id on path, its
+// result naming the first image, the per-turn block, and the user message
+// listing names that carries images.
+func ImageRead(req model.Request, id, path string, names []string, images ...model.Image) model.Request {
+	req.Messages = append(req.Messages,
+		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: id, Name: "read_file", Arguments: json.RawMessage(`{"path":"` + path + `"}`)}}},
+		model.Message{Role: model.RoleTool, ToolCallID: id, Name: "read_file", Content: fmt.Sprintf("[image: %s (%s, %d bytes)]", path, images[0].MIME, len(images[0].Data))},
+		model.Message{Role: model.RoleUser, Content: "<delta:turn step=2/>"},
+		model.Message{Role: model.RoleUser, Content: "<delta:images>\n" + strings.Join(names, "\n") + "\n</delta:images>", Images: images},
+	)
+	return req
+}
 
 // images: a user message's images reach the server in order, bytes
 // intact, on that message; images on another role are not sent (the
