@@ -245,17 +245,25 @@ func TestTaskLifecycle(t *testing.T) {
 	}
 }
 
-func TestCancelRunningTask(t *testing.T) {
+// heldTask starts a daemon on a fake that holds every model call, sends
+// input as a task and returns once the task's first model call is held.
+func heldTask(t *testing.T, input string) (*modeltest.Server, *daemon, string) {
+	t.Helper()
 	fake := startFake(t)
 	fake.Hold()
 	d := newDaemon(t, fake)
-	_, ack := d.call("POST", "/v1/tasks", `{"input":"Write a brief that never comes."}`)
+	_, ack := d.call("POST", "/v1/tasks", `{"input":"`+input+`"}`)
 	id := ack["id"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := fake.WaitCalls(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	return fake, d, id
+}
+
+func TestCancelRunningTask(t *testing.T) {
+	fake, d, id := heldTask(t, "Write a brief that never comes.")
 	if v := d.waitStatus(id, "running"); v["started_at"] == nil {
 		t.Fatalf("running task has no started_at: %v", v)
 	}
@@ -277,16 +285,7 @@ func TestCancelRunningTask(t *testing.T) {
 // flight; after a restart the acknowledged task finishes, once, and the
 // artifact is written once.
 func TestKillNineDuringModelCall(t *testing.T) {
-	fake := startFake(t)
-	fake.Hold()
-	d := newDaemon(t, fake)
-	_, ack := d.call("POST", "/v1/tasks", `{"input":"Write a brief about crash recovery."}`)
-	id := ack["id"].(string)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := fake.WaitCalls(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	fake, d, id := heldTask(t, "Write a brief about crash recovery.")
 	d.kill9()
 	fake.Release()
 	d.start()

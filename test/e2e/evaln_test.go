@@ -106,19 +106,7 @@ func TestEvalNThroughDeltaRun(t *testing.T) {
 		t.Errorf("the winner did not come back to the parent; stdout:\n%s", out)
 	}
 
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	payload, ok := strings.CutPrefix(lines[len(lines)-1], "DELTA_USAGE ")
-	if !ok {
-		t.Fatalf("last stdout line is not the usage marker:\n%s", out)
-	}
-	var got struct {
-		Input  int64   `json:"input_tokens"`
-		Output int64   `json:"output_tokens"`
-		Cost   float64 `json:"cost_usd"`
-	}
-	if err := json.Unmarshal([]byte(payload), &got); err != nil {
-		t.Fatalf("marker payload %q: %v", payload, err)
-	}
+	got := usageMarker(t, out)
 	// Two parent calls (100/10/$0.001 each), two variants (1000/200/$0.01
 	// each) and the judge (300/30/$0.003).
 	if got.Input != 2500 || got.Output != 450 || got.Cost < 0.0249 || got.Cost > 0.0251 {

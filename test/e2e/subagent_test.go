@@ -74,21 +74,7 @@ func TestSubagentThroughDeltaRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delta run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	last := lines[len(lines)-1]
-	payload, ok := strings.CutPrefix(last, "DELTA_USAGE ")
-	if !ok {
-		t.Fatalf("last stdout line is not the usage marker: %q\nstdout:\n%s", last, out)
-	}
-	var got struct {
-		Input  int64   `json:"input_tokens"`
-		Output int64   `json:"output_tokens"`
-		Cache  int64   `json:"cache_read_tokens"`
-		Cost   float64 `json:"cost_usd"`
-	}
-	if err := json.Unmarshal([]byte(payload), &got); err != nil {
-		t.Fatalf("marker payload %q: %v", payload, err)
-	}
+	got := usageMarker(t, out)
 	// Two parent calls (100 in / 10 out / $0.001 each) plus the child's one
 	// (1000 / 200 / $0.01).
 	if got.Input != 1200 || got.Output != 220 || got.Cost < 0.0119 || got.Cost > 0.0121 {
@@ -143,20 +129,35 @@ func TestSubagentUsageBoundByParentBudget(t *testing.T) {
 		"DELTA_MAX_COST_USD=0.005",
 	}
 	out, _ := cmd.Output() // the parent may end over budget; the marker is printed either way
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	payload, ok := strings.CutPrefix(lines[len(lines)-1], "DELTA_USAGE ")
-	if !ok {
-		t.Fatalf("last stdout line is not the usage marker:\n%s", out)
-	}
-	var got struct {
-		Cost float64 `json:"cost_usd"`
-	}
-	if err := json.Unmarshal([]byte(payload), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := usageMarker(t, out)
 	// The parent had $0.004 left after its first call; the child reported
 	// $0.01. Charged: 0.001 + 0.004 (+ at most the parent's closing call).
 	if got.Cost > 0.0061 || got.Cost < 0.0049 {
 		t.Errorf("parent cost = $%.4f, want the child's $0.01 bounded to the $0.004 left", got.Cost)
 	}
+}
+
+// runUsage is the usage `delta run` reports in its DELTA_USAGE marker.
+type runUsage struct {
+	Input  int64   `json:"input_tokens"`
+	Output int64   `json:"output_tokens"`
+	Cache  int64   `json:"cache_read_tokens"`
+	Cost   float64 `json:"cost_usd"`
+}
+
+// usageMarker reads the DELTA_USAGE marker that must be the last line of
+// a `delta run`'s stdout.
+func usageMarker(t *testing.T, out []byte) runUsage {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	last := lines[len(lines)-1]
+	payload, ok := strings.CutPrefix(last, "DELTA_USAGE ")
+	if !ok {
+		t.Fatalf("last stdout line is not the usage marker: %q\nstdout:\n%s", last, out)
+	}
+	var u runUsage
+	if err := json.Unmarshal([]byte(payload), &u); err != nil {
+		t.Fatalf("marker payload %q: %v", payload, err)
+	}
+	return u
 }
