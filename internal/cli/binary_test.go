@@ -33,15 +33,7 @@ func TestMain(m *testing.M) {
 // cleanEnv is the test process environment without anything that would
 // change what delta does: model credentials and every DELTA_/MODEL_ variable.
 func cleanEnv(extra ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "DELTA_") || strings.HasPrefix(k, "MODEL_") || k == "OPENROUTER_API_KEY" || k == "PORT" {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, extra...)
+	return append(daemontest.HostEnv("PORT"), extra...)
 }
 
 type result struct {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,6 +112,21 @@ func Env(dir string, port int, modelURL, token string) []string {
 		"DELTA_MODEL_PRIMARY=scripted/demo",
 		"DELTA_CONTROL_TOKEN=" + token,
 	}
+}
+
+// HostEnv is the test process's environment without what would change
+// what delta does: every DELTA_ and MODEL_ variable, the OpenRouter key
+// and the variables named in drop.
+func HostEnv(drop ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "DELTA_") || strings.HasPrefix(k, "MODEL_") || k == "OPENROUTER_API_KEY" || slices.Contains(drop, k) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // OpenLog opens the log file at path for a Process: appended to, or

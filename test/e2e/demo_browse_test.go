@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // TestDemoBrowse runs `delta demo --browse` as a user would, as a real
@@ -22,14 +24,7 @@ import (
 func TestDemoBrowse(t *testing.T) {
 	needBobby(t) // builds bobby next to deltaBin, where the demo looks first
 	dir := filepath.Join(t.TempDir(), "demo")
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "DELTA_") || strings.HasPrefix(k, "MODEL_") || k == "OPENROUTER_API_KEY" || k == "BOBBY_CONFIG" {
-			continue
-		}
-		env = append(env, kv)
-	}
+	env := daemontest.HostEnv("BOBBY_CONFIG")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, deltaBin, "demo", "--browse", "--dir", dir)
