@@ -326,6 +326,16 @@ type Member struct {
 // endpoints refuse a function without a parameters object.
 var emptySchema = []Member{{Name: "properties", Value: json.RawMessage(`{}`)}, {Name: "type", Value: json.RawMessage(`"object"`)}}
 
+// ToolMembers is what every wire builds a tool's definition from: the
+// top-level members of its parameter schema (ToolSchema). A tool without
+// a name is refused.
+func ToolMembers(t ToolSpec) ([]Member, error) {
+	if t.Name == "" {
+		return nil, errors.New("tool name is required")
+	}
+	return ToolSchema(t.Parameters)
+}
+
 // ToolSchema splits a tool's parameters, which must be a JSON object, into
 // its top-level members sorted by name, the order encoding/json gives a
 // map's keys (a repeated name keeps its last value, as in a map). Each

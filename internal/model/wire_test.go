@@ -48,6 +48,18 @@ var stringCases = []string{
 	"\xe2\x80",
 }
 
+// TestToolMembers: a tool's definition is its schema's members; a tool
+// without a name has none.
+func TestToolMembers(t *testing.T) {
+	if _, err := model.ToolMembers(model.ToolSpec{Parameters: json.RawMessage(`{}`)}); err == nil || err.Error() != "tool name is required" {
+		t.Errorf("nameless tool: err = %v", err)
+	}
+	members, err := model.ToolMembers(model.ToolSpec{Name: "t", Parameters: json.RawMessage(`{"b":1,"a":2}`)})
+	if got := string(model.AppendObject(nil, members, false, true)); err != nil || got != `{"a":2,"b":1}` {
+		t.Errorf("ToolMembers = %s, %v", got, err)
+	}
+}
+
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 	for _, s := range stringCases {
 		for _, esc := range []bool{true, false} {

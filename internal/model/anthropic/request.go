@@ -330,10 +330,7 @@ func appendTool(dst []byte, t model.ToolSpec) ([]byte, error) {
 }
 
 func buildTool(t model.ToolSpec) (tool, error) {
-	if t.Name == "" {
-		return tool{}, fmt.Errorf("tool name is required")
-	}
-	members, err := model.ToolSchema(t.Parameters)
+	members, err := model.ToolMembers(t)
 	if err != nil {
 		return tool{}, err
 	}

@@ -201,13 +201,10 @@ func appendCompactTool(dst []byte, t model.ToolSpec) ([]byte, error) {
 }
 
 func buildTool(t model.ToolSpec) (tool, error) {
-	if t.Name == "" {
-		return tool{}, fmt.Errorf("tool name is required")
-	}
 	// Keep each top-level value as raw JSON: the schema reaches the wire
 	// byte for byte below the top level (numbers, nested key order), and
 	// the top level is sorted, so a tool's bytes are stable across calls.
-	params, err := model.ToolSchema(t.Parameters)
+	params, err := model.ToolMembers(t)
 	if err != nil {
 		return tool{}, err
 	}

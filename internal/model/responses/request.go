@@ -179,10 +179,7 @@ func appendTool(dst []byte, t model.ToolSpec) ([]byte, error) {
 // so a tool's bytes are stable across calls. It is sent with strict:false:
 // Delta's schemas mark optional fields optional, which strict mode forbids.
 func buildTool(t model.ToolSpec) (tool, error) {
-	if t.Name == "" {
-		return tool{}, fmt.Errorf("tool name is required")
-	}
-	params, err := model.ToolSchema(t.Parameters)
+	params, err := model.ToolMembers(t)
 	if err != nil {
 		return tool{}, err
 	}
