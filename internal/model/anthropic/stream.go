@@ -159,9 +159,9 @@ func (a *accumulator) event(data []byte) error {
 		a.blocks = append(a.blocks, b)
 		switch cb.Type {
 		case "text":
-			a.text(b, cb.Text)
+			grow(b, cb.Text, a.s.OnText)
 		case "thinking":
-			a.thinking(b, cb.Thinking)
+			grow(b, cb.Thinking, a.s.OnReasoning)
 		}
 	case "content_block_delta":
 		b := a.byIndex[e.Index]
@@ -170,11 +170,11 @@ func (a *accumulator) event(data []byte) error {
 		}
 		switch e.Delta.Type {
 		case "text_delta":
-			a.text(b, e.Delta.Text)
+			grow(b, e.Delta.Text, a.s.OnText)
 		case "input_json_delta":
 			b.text.WriteString(e.Delta.PartialJSON)
 		case "thinking_delta":
-			a.thinking(b, e.Delta.Thinking)
+			grow(b, e.Delta.Thinking, a.s.OnReasoning)
 		case "signature_delta":
 			b.signature += e.Delta.Signature
 		}
@@ -190,23 +190,15 @@ func (a *accumulator) event(data []byte) error {
 	return nil
 }
 
-func (a *accumulator) text(b *blockBuilder, d string) {
+// grow appends the delta d to b's text and hands it to on, the stream's
+// text or reasoning callback (nil when no one listens).
+func grow(b *blockBuilder, d string, on func(string)) {
 	if d == "" {
 		return
 	}
 	b.text.WriteString(d)
-	if a.s.OnText != nil {
-		a.s.OnText(d)
-	}
-}
-
-func (a *accumulator) thinking(b *blockBuilder, d string) {
-	if d == "" {
-		return
-	}
-	b.text.WriteString(d)
-	if a.s.OnReasoning != nil {
-		a.s.OnReasoning(d)
+	if on != nil {
+		on(d)
 	}
 }
 
