@@ -265,6 +265,20 @@ func parse(fs *flag.FlagSet, e env, synopsis string, args []string) ([]string, e
 	}
 }
 
+// parseFlags is parse for a command that takes flags only: an argument is
+// a usage error, its message followed by why ("" or a reason in
+// parentheses after a space).
+func parseFlags(fs *flag.FlagSet, e env, synopsis string, args []string, why string) error {
+	pos, err := parse(fs, e, synopsis, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageFor(e, fs, synopsis, "unexpected argument %q"+why, pos[0])
+	}
+	return nil
+}
+
 // errHelp reports that -h was handled; commands return nil for it.
 var errHelp = errors.New("help requested")
 

@@ -22,12 +22,8 @@ func (c *collectorCommand) Run(ctx context.Context, args []string) error {
 	database := fs.String("database", "", "PostgreSQL connection URL (postgres://user:pass@host:5432/db)")
 	listen := fs.String("listen", defaultCollectorListen, "listen address; a non-loopback address requires DELTA_COLLECTOR_TOKEN")
 	const synopsis = "--database <postgres URL> [--listen 127.0.0.1:8090]"
-	pos, err := parse(fs, c.env, synopsis, args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
 	}
 	if *database == "" {
 		return usageFor(c.env, fs, synopsis, "--database is required")

@@ -52,12 +52,8 @@ func (c *demoCommand) Run(ctx context.Context, args []string) error {
 	dirFlag := fs.String("dir", "", "use (and keep) this bundle `directory` instead of a temporary one")
 	browse := fs.Bool("browse", false, "run the browsing agent: bobby (next to delta or on PATH) as delta's MCP server, against a local shop")
 	const synopsis = "[--keep] [--dir D] [--browse]"
-	pos, err := parse(fs, c.env, synopsis, args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)

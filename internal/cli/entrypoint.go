@@ -43,12 +43,8 @@ var ErrEmptyReplica = errors.New("the replica holds no backup")
 
 func (c *entrypointCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("entrypoint")
-	pos, err := parse(fs, c.env, "", args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, "", args, " (configuration comes from the environment)"); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, "", "unexpected argument %q (configuration comes from the environment)", pos[0])
 	}
 	ec, err := config.LoadEntrypoint(c.lookup)
 	if err != nil {

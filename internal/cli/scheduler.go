@@ -29,12 +29,8 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	listen := fs.String("listen", cfg.Listen, "listen address (DELTA_SCHEDULER_LISTEN); a non-loopback address requires DELTA_CONTROL_TOKEN")
 	daemonURL := fs.String("daemon-url", cfg.DaemonURL, "the daemon firings are posted to, as POST /v1/tasks (DELTA_URL)")
 	poll := fs.Duration("poll", scheduler.DefaultPoll, "how often due schedules are looked for")
-	pos, err := parse(fs, c.env, schedulerSynopsis, args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, schedulerSynopsis, args, ""); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, schedulerSynopsis, "unexpected argument %q", pos[0])
 	}
 	if *poll <= 0 {
 		return usageFor(c.env, fs, schedulerSynopsis, "--poll must be positive")

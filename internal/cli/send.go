@@ -325,12 +325,8 @@ func (c *watchCommand) Run(ctx context.Context, args []string) error {
 	host := fs.String("host", defaultHost, "loopback `address` of the daemon (127.0.0.1, ::1 or localhost)")
 	since := fs.Int64("since", -1, "replay from after this event `id` (default: the daemon's choice)")
 	const synopsis = "[--port N] [--host 127.0.0.1] [--since ID]"
-	pos, err := parse(fs, c.env, synopsis, args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
 	}
 	if err := checkPort(*port, false); err != nil {
 		return usageFor(c.env, fs, synopsis, "%v", err)

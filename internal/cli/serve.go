@@ -18,12 +18,8 @@ type serveCommand struct{ env }
 
 func (c *serveCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("serve")
-	pos, err := parse(fs, c.env, "", args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, "", args, " (configuration comes from the environment)"); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, "", "unexpected argument %q (configuration comes from the environment)", pos[0])
 	}
 	cfg, err := loadConfig(c.lookup)
 	if err != nil {

@@ -40,12 +40,8 @@ func (c *smokeCommand) Run(ctx context.Context, args []string) error {
 	const synopsis = "[--url URL] [--timeout D]   (DELTA_URL, DELTA_CONTROL_TOKEN, DELTA_INSPECT_TOKEN, SMOKE_INPUT, SMOKE_TOOL)"
 	urlFlag := fs.String("url", "", "daemon base URL (default DELTA_URL)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole check, the run included")
-	pos, err := parse(fs, c.env, synopsis, args)
-	if err != nil {
+	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
 		return helpOK(err)
-	}
-	if len(pos) > 0 {
-		return usageFor(c.env, fs, synopsis, "unexpected argument %q", pos[0])
 	}
 	sc, err := config.LoadSmoke(c.lookup)
 	if err != nil {
