@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -54,22 +51,7 @@ func TestEvalNThroughDeltaRun(t *testing.T) {
 	}
 	fake := startScript(t, script)
 	fake.RequireKey("fake-key")
-	dir := t.TempDir()
-	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
-	cmd := exec.Command(deltaBin, "run", "compare two slogans")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
-		"MODEL_BASE_URL=" + fake.URL(), "MODEL_API_KEY=fake-key", "DELTA_MODEL_PRIMARY=scripted/demo",
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("delta run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
+	out, stderr := runOK(t, deltaRun(t, fake, "compare two slogans"))
 
 	var judges, children int
 	var judgePrompt string
@@ -91,7 +73,7 @@ func TestEvalNThroughDeltaRun(t *testing.T) {
 		}
 	}
 	if judges != 1 || children != 2 {
-		t.Fatalf("judge calls = %d, variant calls = %d; want 1 and 2\nstderr:\n%s", judges, children, stderr.String())
+		t.Fatalf("judge calls = %d, variant calls = %d; want 1 and 2\nstderr:\n%s", judges, children, stderr)
 	}
 	if !strings.Contains(judgePrompt, "short and memorable") {
 		t.Errorf("the judge did not get the criteria:\n%s", judgePrompt)

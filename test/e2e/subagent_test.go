@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model/modeltest"
+	"github.com/deltaharness/delta/test/daemontest"
 )
 
 // childTask marks the subagent's task, so one script can play both models.
@@ -42,10 +43,6 @@ func subagentScript(req modeltest.ChatRequest) modeltest.Reply {
 
 func TestSubagentThroughDeltaRun(t *testing.T) {
 	fake := startScript(t, subagentScript)
-	dir := t.TempDir()
-	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
 	canaries := map[string]string{
 		"DELTA_CONTROL_TOKEN": "canary-control-token",
 		"DELTA_INSPECT_TOKEN": "canary-inspect-token",
@@ -56,24 +53,11 @@ func TestSubagentThroughDeltaRun(t *testing.T) {
 		"DELTA_MCP_SERVERS":   `[{"name":"canary-mcp","command":["canary-mcp-binary"]}]`,
 		"MODEL_HEADERS":       `{"X-Canary":"canary-header-value"}`,
 	}
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
-		"MODEL_BASE_URL=" + fake.URL(),
-		"MODEL_API_KEY=fake-key",
-		"DELTA_MODEL_PRIMARY=scripted/demo",
-	}
+	var env []string
 	for k, v := range canaries {
 		env = append(env, k+"="+v)
 	}
-	cmd := exec.Command(deltaBin, "run", "delegate the question")
-	cmd.Env = env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("delta run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
+	out, _ := runOK(t, deltaRun(t, fake, "delegate the question", env...))
 	got := usageMarker(t, out)
 	// Two parent calls (100 in / 10 out / $0.001 each) plus the child's one
 	// (1000 / 200 / $0.01).
@@ -117,18 +101,7 @@ func TestSubagentThroughDeltaRun(t *testing.T) {
 // only up to what the parent had left when it spawned the child.
 func TestSubagentUsageBoundByParentBudget(t *testing.T) {
 	fake := startScript(t, subagentScript)
-	dir := t.TempDir()
-	if out, err := exec.Command(deltaBin, "init", filepath.Join(dir, "ws")).CombinedOutput(); err != nil {
-		t.Fatalf("delta init: %v\n%s", err, out)
-	}
-	cmd := exec.Command(deltaBin, "run", "delegate the question")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
-		"MODEL_BASE_URL=" + fake.URL(), "MODEL_API_KEY=fake-key", "DELTA_MODEL_PRIMARY=scripted/demo",
-		"DELTA_MAX_COST_USD=0.005",
-	}
-	out, _ := cmd.Output() // the parent may end over budget; the marker is printed either way
+	out, _ := deltaRun(t, fake, "delegate the question", "DELTA_MAX_COST_USD=0.005").Output() // the parent may end over budget; the marker is printed either way
 	got := usageMarker(t, out)
 	// The parent had $0.004 left after its first call; the child reported
 	// $0.01. Charged: 0.001 + 0.004 (+ at most the parent's closing call).
@@ -160,4 +133,33 @@ func usageMarker(t *testing.T, out []byte) runUsage {
 		t.Fatalf("marker payload %q: %v", payload, err)
 	}
 	return u
+}
+
+// deltaRun is `delta run input` in a fresh bundle's workspace, its model
+// the scripted fake, with extra set; nothing else of the test's
+// environment reaches it.
+func deltaRun(t *testing.T, fake *modeltest.Server, input string, extra ...string) *exec.Cmd {
+	t.Helper()
+	dir := t.TempDir()
+	daemontest.Init(t, deltaBin, filepath.Join(dir, "ws"))
+	cmd := exec.Command(deltaBin, "run", input)
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		"DELTA_WORKSPACE=" + filepath.Join(dir, "ws"),
+		"MODEL_BASE_URL=" + fake.URL(), "MODEL_API_KEY=fake-key", "DELTA_MODEL_PRIMARY=scripted/demo",
+	}, extra...)
+	return cmd
+}
+
+// runOK runs cmd and returns its stdout and stderr, failing the test with
+// both when it does not exit 0.
+func runOK(t *testing.T, cmd *exec.Cmd) ([]byte, string) {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("delta run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	return out, stderr.String()
 }
