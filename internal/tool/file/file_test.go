@@ -80,6 +80,17 @@ func (e *env) content(t *testing.T, rel string) string {
 	return string(b)
 }
 
+// expectContents checks each file's text (path → content, "<missing>"
+// for an absent file).
+func (e *env) expectContents(t *testing.T, want map[string]string) {
+	t.Helper()
+	for p, w := range want {
+		if got := e.content(t, p); got != w {
+			t.Errorf("%s = %q, want %q", p, got, w)
+		}
+	}
+}
+
 // call runs a tool with args as the model would send them. A Go error fails
 // the test: model mistakes must come back as results.
 func call(t *testing.T, tl tool.Tool, args any) tool.Result {

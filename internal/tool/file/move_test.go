@@ -49,11 +49,7 @@ func TestMove(t *testing.T) {
 			if strings.Count(res.Text, "cannot move") > 1 {
 				t.Errorf("reason repeats itself: %q", res.Text)
 			}
-			for p, want := range tt.check {
-				if got := e.content(t, p); got != want {
-					t.Errorf("%s = %q, want %q", p, got, want)
-				}
-			}
+			e.expectContents(t, tt.check)
 		})
 	}
 }

@@ -49,11 +49,7 @@ func TestWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			expect(t, call(t, Write(e.ws), tt.args), tt.isErr, tt.want...)
-			for p, want := range tt.check {
-				if got := e.content(t, p); got != want {
-					t.Errorf("%s = %q, want %q", p, got, want)
-				}
-			}
+			e.expectContents(t, tt.check)
 			if got := e.content(t, "../outside/secret.txt"); got != "secret" {
 				t.Errorf("outside file = %q", got)
 			}
