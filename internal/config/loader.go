@@ -45,14 +45,25 @@ func (l *loader) str(name, def string) string {
 }
 
 func (l *loader) integer(name string) (int64, string, bool) {
+	return parsed(l, name, "want an integer", func(v string) (int64, bool) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	})
+}
+
+// parsed is name's value read by parse, with the text it was read from;
+// ok is false when name is unset, or when parse refuses the text (a
+// failure saying want).
+func parsed[T any](l *loader, name, want string, parse func(string) (T, bool)) (_ T, text string, ok bool) {
+	var zero T
 	v, ok := l.get(name)
 	if !ok {
-		return 0, "", false
+		return zero, "", false
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		l.fail(name, v, "want an integer")
-		return 0, v, false
+	n, ok := parse(v)
+	if !ok {
+		l.fail(name, v, "%s", want)
+		return zero, v, false
 	}
 	return n, v, true
 }
@@ -242,16 +253,10 @@ func (l *loader) profile(name string) string {
 }
 
 func (l *loader) number(name string) (float64, string, bool) {
-	v, ok := l.get(name)
-	if !ok {
-		return 0, "", false
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		l.fail(name, v, "want a number")
-		return 0, v, false
-	}
-	return f, v, true
+	return parsed(l, name, "want a number", func(v string) (float64, bool) {
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+	})
 }
 
 func (l *loader) steps(name string) *int {
@@ -283,7 +288,7 @@ func notNegative[T int64 | float64](l *loader, name string, read func(string) (T
 		return nil
 	}
 	if n < 0 {
-		l.fail(name, v, want)
+		l.fail(name, v, "%s", want)
 		return nil
 	}
 	return &n
