@@ -110,7 +110,7 @@ func viaClient(t testing.TB, req model.Request) wiretest.Sent {
 
 func viaSDK(t testing.TB, req model.Request) wiretest.Sent {
 	t.Helper()
-	p, err := buildParams(req, DefaultMaxTokens)
+	p, err := build(req, DefaultMaxTokens, nil)
 	if err != nil {
 		return wiretest.Sent{}
 	}

@@ -103,12 +103,8 @@ type turn struct {
 	blocks []block
 }
 
-// buildParams maps a neutral request onto the Messages body.
-func buildParams(req model.Request, maxTokens int64) (request, error) {
-	return build(req, maxTokens, nil)
-}
-
-// build is buildParams with the client's memo of tool definitions.
+// build maps a neutral request onto the Messages body; defs is the
+// client's memo of tool definitions (nil for none).
 func build(req model.Request, maxTokens int64, defs *model.ToolDefs) (request, error) {
 	if req.Model == "" {
 		return request{}, fmt.Errorf("build messages request: model is required")

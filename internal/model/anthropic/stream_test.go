@@ -28,10 +28,10 @@ func TestRecordedStream(t *testing.T) {
 		t.Errorf("Extra = %s", res.Extra)
 	}
 	// The stored blocks replay as the first blocks of the assistant turn.
-	p, err := buildParams(model.Request{Model: "claude-sonnet-4-5", Messages: []model.Message{
+	p, err := build(model.Request{Model: "claude-sonnet-4-5", Messages: []model.Message{
 		{Role: model.RoleUser, Content: "go"},
 		{Role: model.RoleAssistant, Content: res.Text, ToolCalls: res.ToolCalls, Extra: res.Extra},
-	}}, 1024)
+	}}, 1024, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func viaClient(t testing.TB, base string, req model.Request) wiretest.Sent {
 
 func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
-	p, err := buildParams(req, New(Options{BaseURL: base}).openRouter)
+	p, err := build(req, New(Options{BaseURL: base}).openRouter, nil)
 	if err != nil {
 		return wiretest.Sent{}
 	}

@@ -49,16 +49,12 @@ type tool struct {
 	Parameters  []model.Member
 }
 
-// buildParams maps a neutral request onto the Chat Completions body.
+// build maps a neutral request onto the Chat Completions body; defs is
+// the client's memo of tool definitions (nil for none).
 //
 // System blocks become one system message each, in order: keeping them
 // apart leaves each block's bytes untouched, which is what prefix caches
 // key on. openRouter selects the reasoning wire.
-func buildParams(req model.Request, openRouter bool) (request, error) {
-	return build(req, openRouter, nil)
-}
-
-// build is buildParams with the client's memo of tool definitions.
 func build(req model.Request, openRouter bool, defs *model.ToolDefs) (request, error) {
 	return buildAfter(req, openRouter, defs, nil)
 }

@@ -35,7 +35,7 @@ func TestExplicitCacheBreakpoints(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := req
 			r.Model = tt.model
-			p, err := buildParams(r, lane{native: tt.native})
+			p, err := build(r, lane{native: tt.native}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -124,7 +124,7 @@ func viaSDK(t testing.TB, base string, req model.Request) wiretest.Sent {
 	t.Helper()
 	tr := &modeltest.Capture{}
 	o := equivOptions(base, tr)
-	p, err := buildParams(req, New(o).lane)
+	p, err := build(req, New(o).lane, nil)
 	if err != nil {
 		return wiretest.Sent{}
 	}

@@ -70,14 +70,10 @@ type tool struct {
 	parameters  []model.Member
 }
 
-// buildParams maps a neutral request onto the Responses body. System
-// blocks become instructions (joined by blank lines); the conversation is
-// sent in full every call (store:false), never by previous_response_id.
-func buildParams(req model.Request, ln lane) (request, error) {
-	return build(req, ln, nil)
-}
-
-// build is buildParams with the client's memo of tool definitions.
+// build maps a neutral request onto the Responses body; defs is the
+// client's memo of tool definitions (nil for none). System blocks become
+// instructions (joined by blank lines); the conversation is sent in full
+// every call (store:false), never by previous_response_id.
 func build(req model.Request, ln lane, defs *model.ToolDefs) (request, error) {
 	if req.Model == "" {
 		return request{}, fmt.Errorf("build responses request: model is required")
