@@ -104,17 +104,25 @@ func do(t *testing.T, method, url, body string, hdr map[string]string) (int, map
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	resp, b := roundTrip(t, req)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s %s: body is not a JSON object: %q", method, url, b)
+	}
+	return resp.StatusCode, m
+}
+
+// roundTrip sends req and returns the response with its whole body read
+// (and closed).
+func roundTrip(t *testing.T, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var m map[string]any
 	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s %s: body is not a JSON object: %q", method, url, b)
-	}
-	return resp.StatusCode, m
+	return resp, b
 }
 
 func errMessage(m map[string]any) string {

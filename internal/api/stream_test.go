@@ -165,25 +165,19 @@ func TestStreamRespectsAccept(t *testing.T) {
 			if tt.accept != "" {
 				req.Header.Set("Accept", tt.accept)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(resp.Body)
+			resp, body := roundTrip(t, req)
 			if resp.StatusCode != tt.status {
-				t.Fatalf("status %d (%s), want %d", resp.StatusCode, buf.String(), tt.status)
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, body, tt.status)
 			}
 			if tt.status == http.StatusOK {
-				if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || !strings.Contains(buf.String(), "response.completed") {
-					t.Fatalf("content type %q body %q", ct, buf.String())
+				if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || !strings.Contains(string(body), "response.completed") {
+					t.Fatalf("content type %q body %q", ct, body)
 				}
 				return
 			}
 			var m map[string]any
-			if err := json.Unmarshal(buf.Bytes(), &m); err != nil || !strings.Contains(errMessage(m), "text/event-stream") {
-				t.Fatalf("406 body %q, want an error envelope naming text/event-stream", buf.String())
+			if err := json.Unmarshal(body, &m); err != nil || !strings.Contains(errMessage(m), "text/event-stream") {
+				t.Fatalf("406 body %q, want an error envelope naming text/event-stream", body)
 			}
 		})
 	}

@@ -239,15 +239,11 @@ func TestUploadRequestErrors(t *testing.T) {
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			resp, raw := roundTrip(t, req)
 			var body struct {
 				Error struct{ Message string } `json:"error"`
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error.Message == "" {
+			if err := json.Unmarshal(raw, &body); err != nil || body.Error.Message == "" {
 				t.Fatalf("not an error envelope: %v", err)
 			}
 			if resp.StatusCode != tc.status {
