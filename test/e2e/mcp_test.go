@@ -32,6 +32,26 @@ func echoAgent(toolName, args string) modeltest.Script {
 	}
 }
 
+// runWithMCP starts a daemon on fake with one MCP server (its
+// DELTA_MCP_SERVERS entry), sends input as a response and fails the test
+// unless the run completes with each of want in its answer.
+func runWithMCP(t *testing.T, fake *modeltest.Server, server map[string]any, input string, want ...string) *daemon {
+	t.Helper()
+	servers, _ := json.Marshal([]map[string]any{server})
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+	body, _ := json.Marshal(map[string]string{"input": input})
+	s, resp := d.call("POST", "/v1/responses", string(body))
+	out, _ := resp["output_text"].(string)
+	ok := s == 200 && resp["status"] == "completed"
+	for _, w := range want {
+		ok = ok && strings.Contains(out, w)
+	}
+	if !ok {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
+	}
+	return d
+}
+
 // TestMCPReferenceServerThroughAgentRun connects the reference
 // server-everything over stdio and has the agent call its echo tool.
 func TestMCPReferenceServerThroughAgentRun(t *testing.T) {
@@ -44,13 +64,8 @@ func TestMCPReferenceServerThroughAgentRun(t *testing.T) {
 		t.Skip("server-everything not installed (run ./scripts/test)")
 	}
 	fake := startScript(t, echoAgent("everything__echo", `{"message":"hello from the agent"}`))
-	servers, _ := json.Marshal([]map[string]any{{"name": "everything", "command": []string{bin, "stdio"}}})
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
-	s, resp := d.call("POST", "/v1/responses", `{"input":"echo something"}`)
-	out, _ := resp["output_text"].(string)
-	if s != 200 || resp["status"] != "completed" || !strings.Contains(out, "hello from the agent") || !strings.Contains(out, "untrusted data") {
-		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
-	}
+	d := runWithMCP(t, fake, map[string]any{"name": "everything", "command": []string{bin, "stdio"}}, "echo something",
+		"hello from the agent", "untrusted data")
 	_, st := d.call("GET", "/v1/status", "")
 	b, _ := json.Marshal(st["mcp_servers"])
 	if !strings.Contains(string(b), `"connected":true`) {
@@ -108,13 +123,7 @@ func TestFilesystemReferenceServerThroughAgentRun(t *testing.T) {
 	}
 	args, _ := json.Marshal(map[string]string{"path": note})
 	fake := startScript(t, echoAgent("fs__read_text_file", string(args)))
-	servers, _ := json.Marshal([]map[string]any{{"name": "fs", "command": []string{bin, dir}}})
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
-	s, resp := d.call("POST", "/v1/responses", `{"input":"read the note"}`)
-	out, _ := resp["output_text"].(string)
-	if s != 200 || resp["status"] != "completed" || !strings.Contains(out, "the launch is on Tuesday") {
-		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
-	}
+	runWithMCP(t, fake, map[string]any{"name": "fs", "command": []string{bin, dir}}, "read the note", "the launch is on Tuesday")
 }
 
 // TestProgressiveLoadingWith300MCPTools: a 300-tool MCP server is connected;
@@ -122,7 +131,7 @@ func TestFilesystemReferenceServerThroughAgentRun(t *testing.T) {
 // needs, and the next turn can call it.
 func TestProgressiveLoadingWith300MCPTools(t *testing.T) {
 	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{Tools: 300}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	var offeredFirst int
 	script := func(req modeltest.ChatRequest) modeltest.Reply {
 		for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -147,14 +156,8 @@ func TestProgressiveLoadingWith300MCPTools(t *testing.T) {
 		}
 		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: "search_tools", Arguments: `{"query":"gen 123"}`})
 	}
-	fake := startScript(t, script)
-	servers, _ := json.Marshal([]map[string]any{{"name": "big", "url": srv.URL}})
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
-	s, resp := d.call("POST", "/v1/responses", `{"input":"use generated tool 123"}`)
-	out, _ := resp["output_text"].(string)
-	if s != 200 || !strings.Contains(out, "gen_123") || !strings.Contains(out, "MCP result from server big") {
-		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
-	}
+	runWithMCP(t, startScript(t, script), map[string]any{"name": "big", "url": srv.URL}, "use generated tool 123",
+		"gen_123", "MCP result from server big")
 	if offeredFirst == 0 || offeredFirst > 60 {
 		t.Fatalf("first turn offered %d tools; want the resident set only", offeredFirst)
 	}
@@ -166,7 +169,7 @@ func TestProgressiveLoadingWith300MCPTools(t *testing.T) {
 func TestGuessedToolOutsideResidentSetIsRefused(t *testing.T) {
 	h := mcptest.NewHTTP(mcptest.Options{Tools: 300})
 	srv := httptest.NewServer(h)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	script := func(req modeltest.ChatRequest) modeltest.Reply {
 		for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != "assistant"; i-- {
 			if m := req.Messages[i]; m.Role == "tool" {
@@ -178,14 +181,7 @@ func TestGuessedToolOutsideResidentSetIsRefused(t *testing.T) {
 		}
 		return modeltest.ToolReply(modeltest.ToolCall{ID: "call_1", Name: "big__create_note", Arguments: `{"text":"x"}`})
 	}
-	fake := startScript(t, script)
-	servers, _ := json.Marshal([]map[string]any{{"name": "big", "url": srv.URL}})
-	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
-	s, resp := d.call("POST", "/v1/responses", `{"input":"make a note"}`)
-	out, _ := resp["output_text"].(string)
-	if s != 200 || !strings.Contains(out, "search_tools") || !strings.Contains(out, "did not run") {
-		t.Fatalf("run: %d %v\nlog:\n%s", s, resp, d.logText())
-	}
+	runWithMCP(t, startScript(t, script), map[string]any{"name": "big", "url": srv.URL}, "make a note", "search_tools", "did not run")
 	if n := h.Counters.Get("create_note"); n != 0 {
 		t.Fatalf("the MCP server ran create_note %d times; a tool outside the resident set must not run", n)
 	}
@@ -202,13 +198,9 @@ func TestReviewPolicyFollowsConnectedWriteTool(t *testing.T) {
 	}{{"with propose_change", true}, {"without", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{ProposeChange: tc.propose}))
-			defer srv.Close()
+			t.Cleanup(srv.Close)
 			fake := startScript(t, modeltest.Sequence(modeltest.TextReply("ok")))
-			servers, _ := json.Marshal([]map[string]any{{"name": "crm", "url": srv.URL}})
-			d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
-			if s, resp := d.call("POST", "/v1/responses", `{"input":"hello"}`); s != 200 {
-				t.Fatalf("run: %d %v", s, resp)
-			}
+			runWithMCP(t, fake, map[string]any{"name": "crm", "url": srv.URL}, "hello")
 			reqs := fake.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("%d model requests, want 1", len(reqs))
