@@ -335,16 +335,10 @@ func TestRestartWithTokenAndBadInput(t *testing.T) {
 }
 
 func TestOfficialOpenAIClient(t *testing.T) {
-	peers, _ := filepath.Abs("../peers")
-	if _, err := os.Stat(filepath.Join(peers, "node_modules", "openai")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the openai npm client is not installed in %s: ./scripts/test installs it", peers)
-		}
-		t.Skipf("openai npm client not installed (run ./scripts/test, which installs it into %s)", peers)
-	}
+	peer(t, "openai", "the openai npm client")
 	fake := startFake(t)
 	d := newDaemon(t, fake)
-	cmd := exec.Command("node", filepath.Join(peers, "responses.mjs"))
+	cmd := exec.Command("node", filepath.Join(peersDir(), "responses.mjs"))
 	cmd.Env = append(os.Environ(), "DELTA_URL="+d.url, "DELTA_CONTROL_TOKEN="+d.token)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -439,4 +433,26 @@ func TestSecondDaemonOnSameDatabaseRefused(t *testing.T) {
 	if s, _ := d.call("GET", "/v1/busy", ""); s != 200 {
 		t.Fatalf("first daemon disturbed: %d", s)
 	}
+}
+
+// peer is the file at rel under test/peers/node_modules, where
+// ./scripts/test installs the npm peers (what names it in the messages).
+// Without it the test is skipped, or fails under CI.
+func peer(t *testing.T, rel, what string) string {
+	t.Helper()
+	peers := peersDir()
+	p := filepath.Join(peers, "node_modules", rel)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed in %s: ./scripts/test installs it", what, peers)
+		}
+		t.Skipf("%s is not installed (run ./scripts/test, which installs it into %s)", what, peers)
+	}
+	return p
+}
+
+// peersDir is test/peers, the npm project of the peers.
+func peersDir() string {
+	d, _ := filepath.Abs("../peers")
+	return d
 }

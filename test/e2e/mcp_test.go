@@ -55,14 +55,7 @@ func runWithMCP(t *testing.T, fake *modeltest.Server, server map[string]any, inp
 // TestMCPReferenceServerThroughAgentRun connects the reference
 // server-everything over stdio and has the agent call its echo tool.
 func TestMCPReferenceServerThroughAgentRun(t *testing.T) {
-	peers, _ := filepath.Abs("../peers")
-	bin := filepath.Join(peers, "node_modules", ".bin", "mcp-server-everything")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("server-everything not installed in %s: ./scripts/test installs it", peers)
-		}
-		t.Skip("server-everything not installed (run ./scripts/test)")
-	}
+	bin := peer(t, ".bin/mcp-server-everything", "server-everything")
 	fake := startScript(t, echoAgent("everything__echo", `{"message":"hello from the agent"}`))
 	d := runWithMCP(t, fake, map[string]any{"name": "everything", "command": []string{bin, "stdio"}}, "echo something",
 		"hello from the agent", "untrusted data")
@@ -108,14 +101,7 @@ func TestVaultRoutesAndRedaction(t *testing.T) {
 // TestFilesystemReferenceServerThroughAgentRun: the agent reads a workspace
 // file through the reference server-filesystem over stdio.
 func TestFilesystemReferenceServerThroughAgentRun(t *testing.T) {
-	peers, _ := filepath.Abs("../peers")
-	bin := filepath.Join(peers, "node_modules", ".bin", "mcp-server-filesystem")
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("server-filesystem not installed in %s: ./scripts/test installs it", peers)
-		}
-		t.Skip("server-filesystem not installed (run ./scripts/test)")
-	}
+	bin := peer(t, ".bin/mcp-server-filesystem", "server-filesystem")
 	dir := t.TempDir()
 	note := filepath.Join(dir, "note.txt")
 	if err := os.WriteFile(note, []byte("the launch is on Tuesday"), 0o644); err != nil {
