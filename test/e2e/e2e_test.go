@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/test/daemontest"
@@ -79,6 +80,23 @@ func (d *daemon) openStore() *store.Store {
 	}
 	d.t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// countEvents counts the events stored in st by key (an event whose key
+// is "" is not counted).
+func countEvents(t *testing.T, st *store.Store, key func(event.Event) string) map[string]int {
+	t.Helper()
+	evs, err := st.Events(context.Background(), store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, e := range evs {
+		if k := key(e); k != "" {
+			n[k]++
+		}
+	}
+	return n
 }
 
 func (d *daemon) kill9() { d.proc.Kill9() }

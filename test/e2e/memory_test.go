@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -221,19 +222,14 @@ func TestReflectionLearnsAndTheSixthJobRecallsIt(t *testing.T) {
 	if p := listed["provenance"].([]any); len(p) != 2 || p[0].(map[string]any)["run_id"] != first["id"] || p[1].(map[string]any)["rubric"] != "correction" {
 		t.Fatalf("listed provenance %v", p)
 	}
-	evs, err := st.Events(context.Background(), store.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reasons := map[string]int{}
-	for _, e := range evs {
+	reasons := countEvents(t, st, func(e event.Event) string {
 		if e.Name != "memory.refused" {
-			continue
+			return ""
 		}
 		var data map[string]any
 		_ = json.Unmarshal(e.Data, &data)
-		reasons[fmt.Sprint(data["reason"])]++
-	}
+		return fmt.Sprint(data["reason"])
+	})
 	if reasons["low_confidence"] != 1 || reasons["too_long"] != 1 || reasons["widen_unauthorized"] != 3 {
 		t.Fatalf("refusals %v", reasons)
 	}

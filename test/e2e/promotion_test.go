@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/mcp/mcptest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/store"
@@ -213,14 +214,7 @@ func TestLearningRailPromotesARecurringLessonOnce(t *testing.T) {
 	if p := l["memory"].(map[string]any)["promotion"].(map[string]any); p["curated_tool"] != "product__learning_write" || p["skill_registry"] != "product" || p["min_runs"] != float64(2) {
 		t.Fatalf("promotion status %v", p)
 	}
-	evs, err := st.Events(context.Background(), store.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]int{}
-	for _, e := range evs {
-		names[e.Name]++
-	}
+	names := countEvents(t, st, func(e event.Event) string { return e.Name })
 	if names["promotion.staged"] != 2 || names["promotion.sent"] != 2 || names["promotion.failed"] != 0 {
 		t.Fatalf("promotion events %v", names)
 	}
