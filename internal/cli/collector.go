@@ -17,21 +17,23 @@ type collectorCommand struct{ env }
 // defaultCollectorListen keeps the collector on loopback unless asked.
 const defaultCollectorListen = "127.0.0.1:8090"
 
+// collectorSynopsis is the argument synopsis `delta collector` shows in help and usage errors.
+const collectorSynopsis = "--database <postgres URL> [--listen 127.0.0.1:8090]"
+
 func (c *collectorCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("collector")
 	database := fs.String("database", "", "PostgreSQL connection URL (postgres://user:pass@host:5432/db)")
 	listen := fs.String("listen", defaultCollectorListen, "listen address; a non-loopback address requires DELTA_COLLECTOR_TOKEN")
-	const synopsis = "--database <postgres URL> [--listen 127.0.0.1:8090]"
-	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
+	if err := parseFlags(fs, c.env, collectorSynopsis, args, ""); err != nil {
 		return helpOK(err)
 	}
 	if *database == "" {
-		return usageFor(c.env, fs, synopsis, "--database is required")
+		return usageFor(c.env, fs, collectorSynopsis, "--database is required")
 	}
 	token := config.CollectorToken(c.lookup)
 	host, _, err := net.SplitHostPort(*listen)
 	if err != nil {
-		return usageFor(c.env, fs, synopsis, "--listen %q: %v", *listen, err)
+		return usageFor(c.env, fs, collectorSynopsis, "--listen %q: %v", *listen, err)
 	}
 	if token == "" && !isLoopbackHost(host) {
 		return fmt.Errorf("collector: --listen %s is not loopback: set DELTA_COLLECTOR_TOKEN so only exporters holding it can write", *listen)

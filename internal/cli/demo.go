@@ -46,13 +46,15 @@ const maxArtifactLines = 60
 // conversation once, stop the daemon. It exits 0 only if every step worked.
 type demoCommand struct{ env }
 
+// demoSynopsis is the argument synopsis `delta demo` shows in help and usage errors.
+const demoSynopsis = "[--keep] [--dir D] [--browse]"
+
 func (c *demoCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("demo")
 	keep := fs.Bool("keep", false, "keep the temporary bundle directory afterwards")
 	dirFlag := fs.String("dir", "", "use (and keep) this bundle `directory` instead of a temporary one")
 	browse := fs.Bool("browse", false, "run the browsing agent: bobby (next to delta or on PATH) as delta's MCP server, against a local shop")
-	const synopsis = "[--keep] [--dir D] [--browse]"
-	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
+	if err := parseFlags(fs, c.env, demoSynopsis, args, ""); err != nil {
 		return helpOK(err)
 	}
 	parent := ctx

@@ -25,24 +25,26 @@ type devCommand struct{ env }
 // before killing it.
 const stopGrace = 30 * time.Second
 
+// devSynopsis is the argument synopsis `delta dev` shows in help and usage errors.
+const devSynopsis = "<bundle> [--port N] [--no-open] [--scripted]"
+
 func (c *devCommand) Run(ctx context.Context, args []string) error {
 	fset := newFlagSet("dev")
 	port := fset.Int("port", 0, "`port` for the daemon (default: a free port)")
 	noOpen := fset.Bool("no-open", false, "do not open the Cockpit in a browser")
 	useScripted := fset.Bool("scripted", false, "use the built-in scripted provider (the one `delta demo` uses) instead of a real model")
-	const synopsis = "<bundle> [--port N] [--no-open] [--scripted]"
-	pos, err := parse(fset, c.env, synopsis, args)
+	pos, err := parse(fset, c.env, devSynopsis, args)
 	if err != nil {
 		return helpOK(err)
 	}
 	switch {
 	case len(pos) == 0:
-		return usageFor(c.env, fset, synopsis, "missing the bundle directory")
+		return usageFor(c.env, fset, devSynopsis, "missing the bundle directory")
 	case len(pos) > 1:
-		return usageFor(c.env, fset, synopsis, "takes one bundle directory, got %d arguments", len(pos))
+		return usageFor(c.env, fset, devSynopsis, "takes one bundle directory, got %d arguments", len(pos))
 	}
 	if err := checkPort(*port, true); err != nil {
-		return usageFor(c.env, fset, synopsis, "%v", err)
+		return usageFor(c.env, fset, devSynopsis, "%v", err)
 	}
 	dir, err := bundleDir(pos[0])
 	if err != nil {

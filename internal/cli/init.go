@@ -16,20 +16,22 @@ var bundleFiles = []string{"delta.env", "vocab.json", "DELTA.md", "POLICY.md", "
 // creates each file exclusively, so existing files are reported as skipped.
 type initCommand struct{ env }
 
+// initSynopsis is the argument synopsis `delta init` shows in help and usage errors.
+const initSynopsis = "<dir>"
+
 func (c *initCommand) Run(_ context.Context, args []string) error {
 	fs := newFlagSet("init")
-	const synopsis = "<dir>"
-	pos, err := parse(fs, c.env, synopsis, args)
+	pos, err := parse(fs, c.env, initSynopsis, args)
 	if err != nil {
 		return helpOK(err)
 	}
 	switch {
 	case len(pos) == 0:
-		return usageFor(c.env, fs, synopsis, "missing the bundle directory")
+		return usageFor(c.env, fs, initSynopsis, "missing the bundle directory")
 	case len(pos) > 1:
-		return usageFor(c.env, fs, synopsis, "takes one directory, got %d arguments", len(pos))
+		return usageFor(c.env, fs, initSynopsis, "takes one directory, got %d arguments", len(pos))
 	case pos[0] == "":
-		return usageFor(c.env, fs, synopsis, "the bundle directory is empty")
+		return usageFor(c.env, fs, initSynopsis, "the bundle directory is empty")
 	}
 	dir := pos[0]
 	created, err := bundle.Scaffold(dir)

@@ -47,26 +47,28 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// sendSynopsis is the argument synopsis `delta send` shows in help and usage errors.
+const sendSynopsis = "[--port N] [--host 127.0.0.1] [--json | --jsonl] <text>"
+
 func (c *sendCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("send")
 	port := fs.Int("port", defaultPort, "daemon `port` on this machine")
 	host := fs.String("host", defaultHost, "loopback `address` of the daemon (127.0.0.1, ::1 or localhost)")
 	sync := fs.Bool("json", false, "synchronous: wait for the answer and print only its output_text")
 	jsonl := fs.Bool("jsonl", false, "print the events as JSON Lines even on a terminal")
-	const synopsis = "[--port N] [--host 127.0.0.1] [--json | --jsonl] <text>"
-	pos, err := parse(fs, c.env, synopsis, args)
+	pos, err := parse(fs, c.env, sendSynopsis, args)
 	if err != nil {
 		return helpOK(err)
 	}
 	if err := checkPort(*port, false); err != nil {
-		return usageFor(c.env, fs, synopsis, "%v", err)
+		return usageFor(c.env, fs, sendSynopsis, "%v", err)
 	}
 	if err := checkLoopback(*host); err != nil {
-		return usageFor(c.env, fs, synopsis, "%v", err)
+		return usageFor(c.env, fs, sendSynopsis, "%v", err)
 	}
 	text := strings.Join(pos, " ")
 	if strings.TrimSpace(text) == "" {
-		return usageFor(c.env, fs, synopsis, "missing the task text")
+		return usageFor(c.env, fs, sendSynopsis, "missing the task text")
 	}
 	control, inspect := config.ClientTokens(c.lookup)
 	cl := newDaemonClient(*host, *port, control, inspect)
@@ -319,20 +321,22 @@ const (
 	watchRetryMax = 5 * time.Second
 )
 
+// watchSynopsis is the argument synopsis `delta watch` shows in help and usage errors.
+const watchSynopsis = "[--port N] [--host 127.0.0.1] [--since ID]"
+
 func (c *watchCommand) Run(ctx context.Context, args []string) error {
 	fs := newFlagSet("watch")
 	port := fs.Int("port", defaultPort, "daemon `port` on this machine")
 	host := fs.String("host", defaultHost, "loopback `address` of the daemon (127.0.0.1, ::1 or localhost)")
 	since := fs.Int64("since", -1, "replay from after this event `id` (default: the daemon's choice)")
-	const synopsis = "[--port N] [--host 127.0.0.1] [--since ID]"
-	if err := parseFlags(fs, c.env, synopsis, args, ""); err != nil {
+	if err := parseFlags(fs, c.env, watchSynopsis, args, ""); err != nil {
 		return helpOK(err)
 	}
 	if err := checkPort(*port, false); err != nil {
-		return usageFor(c.env, fs, synopsis, "%v", err)
+		return usageFor(c.env, fs, watchSynopsis, "%v", err)
 	}
 	if err := checkLoopback(*host); err != nil {
-		return usageFor(c.env, fs, synopsis, "%v", err)
+		return usageFor(c.env, fs, watchSynopsis, "%v", err)
 	}
 	control, inspect := config.ClientTokens(c.lookup)
 	if err := c.follow(ctx, newDaemonClient(*host, *port, control, inspect), *since); err != nil {
