@@ -326,6 +326,16 @@ type Member struct {
 // endpoints refuse a function without a parameters object.
 var emptySchema = []Member{{Name: "properties", Value: json.RawMessage(`{}`)}, {Name: "type", Value: json.RawMessage(`"object"`)}}
 
+// ArgumentsText is a tool call's arguments as the Chat Completions and
+// Responses wires echo them back to the model: as given, or "{}" when
+// blank, because strict endpoints reject an empty string.
+func ArgumentsText(raw json.RawMessage) string {
+	if strings.TrimSpace(string(raw)) == "" {
+		return "{}"
+	}
+	return string(raw)
+}
+
 // ToolMembers is what every wire builds a tool's definition from: the
 // top-level members of its parameter schema (ToolSchema). A tool without
 // a name is refused.

@@ -48,6 +48,16 @@ var stringCases = []string{
 	"\xe2\x80",
 }
 
+// TestArgumentsText: blank arguments are echoed as an empty object, any
+// others as given.
+func TestArgumentsText(t *testing.T) {
+	for raw, want := range map[string]string{"": "{}", " \n\t": "{}", `{"a":1}`: `{"a":1}`, ` {"a":1} `: ` {"a":1} `, "not json": "not json"} {
+		if got := model.ArgumentsText(json.RawMessage(raw)); got != want {
+			t.Errorf("ArgumentsText(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
 // TestToolMembers: a tool's definition is its schema's members; a tool
 // without a name has none.
 func TestToolMembers(t *testing.T) {

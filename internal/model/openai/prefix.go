@@ -31,7 +31,7 @@ type elemKey struct {
 }
 
 type callKey struct {
-	id, name, args string // args as given, before argumentsText
+	id, name, args string // args as given, before model.ArgumentsText
 }
 
 func systemKey(block string) elemKey { return elemKey{role: model.RoleSystem, content: block} }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -161,21 +160,12 @@ func buildMessage(m model.Message) (message, error) {
 	case model.RoleAssistant:
 		a := message{Role: model.RoleAssistant, Content: m.Content, HasContent: m.Content != "" || len(m.ToolCalls) == 0}
 		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, toolCall{ID: tc.ID, Name: tc.Name, Arguments: argumentsText(tc.Arguments)})
+			a.ToolCalls = append(a.ToolCalls, toolCall{ID: tc.ID, Name: tc.Name, Arguments: model.ArgumentsText(tc.Arguments)})
 		}
 		return a, nil
 	default:
 		return message{}, fmt.Errorf("unknown role %q", m.Role)
 	}
-}
-
-// argumentsText is the arguments string echoed back to the model. Blank
-// arguments become "{}" because strict endpoints reject an empty string.
-func argumentsText(raw json.RawMessage) string {
-	if strings.TrimSpace(string(raw)) == "" {
-		return "{}"
-	}
-	return string(raw)
 }
 
 // appendTool appends t's definition as encode.go writes it.

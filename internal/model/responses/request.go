@@ -115,7 +115,7 @@ func build(req model.Request, ln lane, defs *model.ToolDefs) (request, error) {
 				if tc.ID == "" || tc.Name == "" {
 					return request{}, fmt.Errorf("build responses request: message %d: tool call without id or name", i)
 				}
-				items = append(items, inputItem{kind: kindFunctionCall, arguments: argumentsText(tc.Arguments), callID: tc.ID, name: tc.Name})
+				items = append(items, inputItem{kind: kindFunctionCall, arguments: model.ArgumentsText(tc.Arguments), callID: tc.ID, name: tc.Name})
 			}
 		default:
 			return request{}, fmt.Errorf("build responses request: message %d: unknown role %q", i, m.Role)
@@ -152,14 +152,6 @@ func reasoningModel(id string) bool {
 		}
 	}
 	return false
-}
-
-// argumentsText is the arguments string echoed back; blank becomes "{}".
-func argumentsText(raw json.RawMessage) string {
-	if strings.TrimSpace(string(raw)) == "" {
-		return "{}"
-	}
-	return string(raw)
 }
 
 // appendTool appends t's definition as encode.go writes it.
