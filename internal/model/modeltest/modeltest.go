@@ -1,6 +1,7 @@
 // Package modeltest holds test helpers for the model wires: Capture (a
-// RoundTripper that records the exact request bytes and sends nothing) and
-// Tools50 (the wire benchmarks' tool set). It also re-exports the scripted
+// RoundTripper that records the exact request bytes and sends nothing),
+// Tools50 (the wire benchmarks' tool set) and Serve (a scripted fake for
+// the life of one test). It also re-exports the scripted
 // endpoint of model/scripted under the names tests have always used, so a
 // test needs one import for both.
 //
