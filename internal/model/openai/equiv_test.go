@@ -146,10 +146,6 @@ func TestEncoderMatchesSDK(t *testing.T) {
 		"arguments with space": with(func(r *model.Request) { toolRound(r, " {\n  \"path\" : \"a b.md\" }\n") }),
 		"arguments invalid":    with(func(r *model.Request) { toolRound(r, `{"path":`) }),
 		"arguments blank":      with(func(r *model.Request) { toolRound(r, " \n") }),
-		"assistant empty":      with(func(r *model.Request) { r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant}) }),
-		"system in history": with(func(r *model.Request) {
-			r.Messages = append(r.Messages, model.Message{Role: model.RoleSystem, Content: ""})
-		}),
 		"images on assistant": with(func(r *model.Request) {
 			r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant, Content: "x", Images: []model.Image{{MIME: "image/png", Data: png}}})
 		}),

@@ -180,10 +180,6 @@ func TestEncoderMatchesSDK(t *testing.T) {
 			r.Model = "gpt-6"
 			r.Messages = []model.Message{{Role: model.RoleUser, Content: "  <delta:turn/>"}}
 		}),
-		"assistant empty": with(func(r *model.Request) { r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant}) }),
-		"system in history": with(func(r *model.Request) {
-			r.Messages = append(r.Messages, model.Message{Role: model.RoleSystem, Content: ""})
-		}),
 		"schema keys to order": with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
 	} {
 		tests[name] = req

@@ -174,6 +174,10 @@ func EncodingCases(base func() model.Request) map[string]model.Request {
 		"schema spaced":         schema("{ \"type\" : \"object\",\n \"properties\" : { \"a\" : { \"type\" : \"string\", \"description\": \"<b> & c\" } },\n \"required\" : [ \"a\" ] }"),
 		"schema duplicate keys": schema(`{"properties":{"a":{}},"properties":{"b":{}}}`),
 		"description empty":     with(func(r *model.Request) { r.Tools[0].Description = "" }),
+		"assistant empty":       with(func(r *model.Request) { r.Messages = append(r.Messages, model.Message{Role: model.RoleAssistant}) }),
+		"system in history": with(func(r *model.Request) {
+			r.Messages = append(r.Messages, model.Message{Role: model.RoleSystem, Content: ""})
+		}),
 		"many tools": with(func(r *model.Request) {
 			for i := range 5 {
 				r.Tools = append(r.Tools, model.ToolSpec{Name: fmt.Sprintf("tool_%d", i), Description: "d", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer","minimum":0}}}`)})
