@@ -104,17 +104,17 @@ func do(t *testing.T, method, url, body string, hdr map[string]string) (int, map
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, b := roundTrip(t, req)
+	status, _, b := roundTrip(t, req)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s %s: body is not a JSON object: %q", method, url, b)
 	}
-	return resp.StatusCode, m
+	return status, m
 }
 
-// roundTrip sends req and returns the response with its whole body read
-// (and closed).
-func roundTrip(t *testing.T, req *http.Request) (*http.Response, []byte) {
+// roundTrip sends req and returns the answer's status, header and whole
+// body.
+func roundTrip(t *testing.T, req *http.Request) (int, http.Header, []byte) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -122,7 +122,7 @@ func roundTrip(t *testing.T, req *http.Request) (*http.Response, []byte) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return resp.StatusCode, resp.Header, b
 }
 
 func errMessage(m map[string]any) string {

@@ -239,15 +239,15 @@ func TestUploadRequestErrors(t *testing.T) {
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}
-			resp, raw := roundTrip(t, req)
+			status, _, raw := roundTrip(t, req)
 			var body struct {
 				Error struct{ Message string } `json:"error"`
 			}
 			if err := json.Unmarshal(raw, &body); err != nil || body.Error.Message == "" {
 				t.Fatalf("not an error envelope: %v", err)
 			}
-			if resp.StatusCode != tc.status {
-				t.Fatalf("status %d (%s), want %d", resp.StatusCode, body.Error.Message, tc.status)
+			if status != tc.status {
+				t.Fatalf("status %d (%s), want %d", status, body.Error.Message, tc.status)
 			}
 			if v := visible(t, dir); len(v) != 0 {
 				t.Fatalf("wrote %v", v)
