@@ -3,7 +3,10 @@ package model
 import "strings"
 
 // builtinPrices are dollars per million tokens for common models, keyed by
-// the served model id prefix (OpenRouter ids first, then native ids).
+// the served model id prefix as OpenRouter spells it. A vendor's own API
+// serves the same models without the vendor prefix; nativePrices derives
+// those rows, so a native id is never priced by a shorter, dearer prefix
+// (gpt-4.1-mini as gpt-4.1).
 // DELTA_MODEL_PRICES entries override them. Each row ends with the date its
 // figures were taken from the vendor's public list price and whether they
 // were checked against the live page (this table was written offline:
@@ -14,19 +17,12 @@ var builtinPrices = map[string]Price{
 	"anthropic/claude-sonnet-4":   {In: 3, Out: 15, CacheRead: 0.3, CacheWrite: 3.75},   // 2026-11-29, unverified
 	"anthropic/claude-haiku-4":    {In: 1, Out: 5, CacheRead: 0.1, CacheWrite: 1.25},    // 2026-11-29, unverified
 	"anthropic/claude-3.5-haiku":  {In: 0.8, Out: 4, CacheRead: 0.08, CacheWrite: 1},    // 2026-11-29, unverified
-	"claude-opus-4":               {In: 15, Out: 75, CacheRead: 1.5, CacheWrite: 18.75}, // 2026-11-29, unverified
-	"claude-sonnet-4":             {In: 3, Out: 15, CacheRead: 0.3, CacheWrite: 3.75},   // 2026-11-29, unverified
-	"claude-haiku-4":              {In: 1, Out: 5, CacheRead: 0.1, CacheWrite: 1.25},    // 2026-11-29, unverified
 	"openai/gpt-5-mini":           {In: 0.25, Out: 2, CacheRead: 0.025},                 // 2026-11-29, unverified
 	"openai/gpt-5":                {In: 1.25, Out: 10, CacheRead: 0.125},                // 2026-11-29, unverified
 	"openai/gpt-4.1-mini":         {In: 0.4, Out: 1.6, CacheRead: 0.1},                  // 2026-11-29, unverified
 	"openai/gpt-4.1":              {In: 2, Out: 8, CacheRead: 0.5},                      // 2026-11-29, unverified
 	"openai/gpt-4o-mini":          {In: 0.15, Out: 0.6, CacheRead: 0.075},               // 2026-11-29, unverified
 	"openai/gpt-4o":               {In: 2.5, Out: 10, CacheRead: 1.25},                  // 2026-11-29, unverified
-	"gpt-5-mini":                  {In: 0.25, Out: 2, CacheRead: 0.025},                 // 2026-11-29, unverified
-	"gpt-5":                       {In: 1.25, Out: 10, CacheRead: 0.125},                // 2026-11-29, unverified
-	"gpt-4.1":                     {In: 2, Out: 8, CacheRead: 0.5},                      // 2026-11-29, unverified
-	"gpt-4o":                      {In: 2.5, Out: 10, CacheRead: 1.25},                  // 2026-11-29, unverified
 	"google/gemini-2.5-pro":       {In: 1.25, Out: 10, CacheRead: 0.31},                 // 2026-11-29, unverified
 	"google/gemini-2.5-flash":     {In: 0.3, Out: 2.5, CacheRead: 0.075},                // 2026-11-29, unverified
 	"deepseek/deepseek-chat":      {In: 0.27, Out: 1.1, CacheRead: 0.07},                // 2026-11-29, unverified
@@ -40,11 +36,21 @@ var builtinPrices = map[string]Price{
 	"anthropic/claude-3.7-sonnet": {In: 3, Out: 15, CacheRead: 0.3, CacheWrite: 3.75},   // 2026-11-29, unverified
 }
 
-// Prices returns the built-in table with overrides applied on top.
+// nativeVendors are the vendors whose own API delta speaks, so their
+// models are also served under ids without the vendor prefix.
+var nativeVendors = []string{"openai/", "anthropic/"}
+
+// Prices returns the built-in table, with each native vendor's rows also
+// under their native ids, and overrides applied on top.
 func Prices(overrides map[string]Price) map[string]Price {
-	out := make(map[string]Price, len(builtinPrices)+len(overrides))
+	out := make(map[string]Price, 2*len(builtinPrices)+len(overrides))
 	for k, v := range builtinPrices {
 		out[k] = v
+		for _, vendor := range nativeVendors {
+			if native, ok := strings.CutPrefix(k, vendor); ok {
+				out[native] = v
+			}
+		}
 	}
 	for k, v := range overrides {
 		out[k] = v

@@ -20,6 +20,9 @@ func TestCost(t *testing.T) {
 		{"cache reads at their price", "my-model", model.Usage{InputTokens: 1_000_000, CacheReadTokens: 500_000}, 1 + 0.1, true},
 		{"missing cacheWrite is 1.25x input", "my-model", model.Usage{InputTokens: 1_000_000, CacheWriteTokens: 1_000_000}, 2.5, true},
 		{"longest prefix wins", "openai/gpt-5-mini-2026", model.Usage{OutputTokens: 1_000_000}, 2, true},
+		{"native id of a smaller model", "gpt-4.1-mini-2025-04-14", model.Usage{InputTokens: 1_000_000}, 0.4, true},
+		{"native id as the vendor-prefixed row", "gpt-4o-mini", model.Usage{OutputTokens: 1_000_000}, 0.6, true},
+		{"native anthropic id", "claude-3.5-haiku-20241022", model.Usage{InputTokens: 1_000_000}, 0.8, true},
 		{"unpriced", "nobody/knows", model.Usage{InputTokens: 5}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
