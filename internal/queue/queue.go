@@ -31,8 +31,8 @@ type Executor func(ctx context.Context, runID string, userCancel func() bool)
 // Lister is the part of the store the queue uses: it reads the live runs
 // and makes one write, marking crash leftovers resumed in a batch.
 type Lister interface {
-	// LiveRuns lists running then queued runs, each in queue order.
-	LiveRuns(ctx context.Context) ([]store.Run, error)
+	// LiveHeads lists running then queued runs, each in queue order.
+	LiveHeads(ctx context.Context) ([]store.RunHead, error)
 	// ResumeRuns durably marks runs left running by an earlier process as
 	// resumed, in one transaction.
 	ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error)
@@ -230,10 +230,14 @@ func (q *Queue) dispatch() {
 	}
 	q.mu.Lock()
 	clear(q.ended)
+	full := len(q.inflight) >= q.max
 	q.mu.Unlock()
+	if full {
+		return // a slot's end wakes the next dispatch
+	}
 	// One statement: a run moving from queued to running between two
 	// reads would otherwise look like a crash leftover.
-	live, err := q.store.LiveRuns(q.ctx)
+	live, err := q.store.LiveHeads(q.ctx)
 	if err != nil {
 		if q.ctx.Err() == nil {
 			q.logger.Error("list live runs", "err", err)
@@ -268,7 +272,7 @@ func (q *Queue) dispatch() {
 // rows to resume. A running row is resumed once per process: one this
 // process resumed that stopped without finishing waits for the next start
 // rather than looping.
-func (q *Queue) pick(live []store.Run) (picks []store.Run, resume []string) {
+func (q *Queue) pick(live []store.RunHead) (picks []store.RunHead, resume []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	free := q.max - len(q.inflight)
@@ -294,7 +298,7 @@ func (q *Queue) pick(live []store.Run) (picks []store.Run, resume []string) {
 }
 
 // start launches r; q.mu is held.
-func (q *Queue) start(r store.Run) {
+func (q *Queue) start(r store.RunHead) {
 	ctx, cancel := context.WithCancel(q.ctx)
 	s := &slot{cancel: cancel}
 	q.inflight[r.ID] = s

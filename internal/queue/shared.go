@@ -86,7 +86,7 @@ func (q *Queue) dispatchShared() {
 		if q.ctx.Err() != nil {
 			return // shutting down: Close releases the sessions
 		}
-		q.start(r)
+		q.start(store.RunHead{ID: r.ID, SessionID: r.SessionID, Status: r.Status})
 	}
 }
 

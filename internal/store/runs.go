@@ -445,6 +445,32 @@ func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
 	return out, rows.Err()
 }
 
+// RunHead is what a dispatcher needs of a live run to pick it: not its
+// request, whose decoding at every wake-up would cost each finishing run
+// the bodies of all the others in flight.
+type RunHead struct {
+	ID, SessionID, Status string
+}
+
+// LiveHeads is LiveRuns reading only each run's head.
+func (s *Store) LiveHeads(ctx context.Context) ([]RunHead, error) {
+	rows, err := s.readRows(ctx, `SELECT id, session_id, status FROM runs WHERE status IN ('running','queued')
+		ORDER BY status = 'queued', seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list live runs: %w", err)
+	}
+	defer rows.Close()
+	var out []RunHead
+	for rows.Next() {
+		var h RunHead
+		if err := rows.Scan(&h.ID, &h.SessionID, &h.Status); err != nil {
+			return nil, fmt.Errorf("list live runs: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
 // Counts returns how many runs are running and queued.
 func (s *Store) Counts(ctx context.Context) (running, queued int, err error) {
 	err = s.r.QueryRowContext(ctx, `SELECT
