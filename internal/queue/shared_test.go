@@ -21,6 +21,7 @@ type fleet struct {
 	order   map[string][]string
 	active  map[string]int       // session → executing runs, across workers
 	began   map[string]time.Time // run id → when its last execution began
+	errs    []string             // store writes that failed, which leave a run to run again
 	maxSess int
 }
 
@@ -39,10 +40,14 @@ func (f *fleet) exec(worker string, st *store.Store) queue.Executor {
 		f.maxSess = max(f.maxSess, f.active[run.SessionID])
 		f.mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
-		if _, _, err := st.Start(ctx, id, nil); err == nil {
-			_, _ = st.Finish(ctx, id, store.StatusDone, json.RawMessage(`{}`), "")
+		_, _, err = st.Start(ctx, id, nil)
+		if err == nil {
+			_, err = st.Finish(ctx, id, store.StatusDone, json.RawMessage(`{}`), "")
 		}
 		f.mu.Lock()
+		if err != nil && ctx.Err() == nil {
+			f.errs = append(f.errs, fmt.Sprintf("%s on %s: %v", id, worker, err))
+		}
 		f.active[run.SessionID]--
 		f.mu.Unlock()
 	}
@@ -101,7 +106,7 @@ func TestSharedWorkersRunEachRunOnceInSessionOrder(t *testing.T) {
 	f.mu.Lock()
 	for _, id := range ids {
 		if f.ran[id] != 1 {
-			t.Fatalf("run %s executed %d times, want once", id, f.ran[id])
+			t.Fatalf("run %s executed %d times, want once (failed store writes: %v)", id, f.ran[id], f.errs)
 		}
 	}
 	if f.maxSess != 1 {
