@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaharness/delta/internal/engine"
-	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/telemetry"
 )
 
@@ -27,35 +24,19 @@ func BenchmarkDurableStepExport(b *testing.B) {
 }
 
 func benchStepExport(b *testing.B, export bool) {
-	const steps = 20
-	echo, p := stepRig(steps)
-	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
+	h := newStepHarness(b, nil)
 	ctx := context.Background()
 	var x *telemetry.Exporter
 	if export {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
-		b.Cleanup(srv.Close)
 		var err error
-		x, err = telemetry.New(ctx, telemetry.Options{URL: srv.URL, Outbox: h.st, Interval: 100 * time.Millisecond})
+		x, err = telemetry.New(ctx, telemetry.Options{URL: discardCollector(b), Outbox: h.st, Interval: 100 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}
 		x.Start(ctx)
 		b.Cleanup(func() { _ = x.Close(ctx) })
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err = h.svc.Wait(ctx, "", r.ID)
-		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
-			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
+	measureSteps(b, h)
 	// A long enough measurement must have exported concurrently.
 	if x != nil && b.Elapsed() > time.Second {
 		if st := x.Status(ctx); st.Exported == 0 {
@@ -76,45 +57,36 @@ func BenchmarkDurableStepOTLP(b *testing.B) {
 }
 
 func benchStepOTLP(b *testing.B, on bool) {
-	const steps = 20
-	echo, p := stepRig(steps)
-	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
+	h := newStepHarness(b, nil)
 	ctx := context.Background()
 	var x *telemetry.Traces
 	if on {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
-		b.Cleanup(srv.Close)
 		var err error
-		x, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{URL: srv.URL + "/v1/traces", ServiceName: "bench", Store: h.st, Interval: 100 * time.Millisecond})
+		x, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{URL: discardCollector(b) + "/v1/traces", ServiceName: "bench", Store: h.st, Interval: 100 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}
 		x.Start(ctx)
 		b.Cleanup(func() { _ = x.Close(ctx) })
 	}
-	b.ResetTimer()
-	cpu0 := processCPU()
-	for i := 0; i < b.N; i++ {
-		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err = h.svc.Wait(ctx, "", r.ID)
-		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
-			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
-	// The process's CPU per step, the lane's share included: steadier than
-	// steps/s on a machine shared with other work.
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*steps), "cpu-µs/step")
+	// measureSteps reports the process's CPU per step, the lane's share
+	// included: steadier than steps/s on a machine shared with other work.
+	measureSteps(b, h)
 	// A long enough measurement must have exported concurrently.
 	if x != nil && b.Elapsed() > time.Second {
 		if st := x.Status(ctx); st.ExportedSpans == 0 {
 			b.Fatalf("the OTLP lane exported nothing: %+v", st)
 		}
 	}
+}
+
+// discardCollector is a loopback HTTP server that reads and discards every
+// body posted to it, closed when the benchmark ends; it returns its URL.
+func discardCollector(b *testing.B) string {
+	b.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	b.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // processCPU is the user and system CPU time this process has used.
