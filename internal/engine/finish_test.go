@@ -95,53 +95,52 @@ func TestFinalAnswerSurvivesCancelBeforeTerminalWrite(t *testing.T) {
 	finishedOnce(t, st, id, "the final answer")
 }
 
-// A run resumed with its final reply already checkpointed finishes from that
-// reply without calling the model again.
-func TestResumeFinishesFromCheckpointedFinalReply(t *testing.T) {
-	var calls atomic.Int32
-	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
-		calls.Add(1)
-		return model.Response{Model: req.Model, Text: "a second, billed answer"}, nil
-	})
-	st, eng, id := bareEngine(t, p, nil)
-	ctx := context.Background()
-	// The earlier process started the run and checkpointed its final reply,
-	// then died before the terminal write.
-	if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
+// A resumed run continues from its last checkpoint: a final reply already
+// checkpointed finishes the run without calling the model again, while a
+// checkpoint that still has tool calls to answer is not mistaken for a
+// finished one and calls the model again.
+func TestResumeFromTheLastCheckpoint(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		checkpoint model.Message // the last step the earlier process committed
+		intents    []store.Intent
+		wantCalls  int32
+		wantAnswer string
+	}{
+		{
+			name:       "checkpointed final reply",
+			checkpoint: model.Message{Role: model.RoleAssistant, Content: "the checkpointed answer"},
+			wantCalls:  0, wantAnswer: "the checkpointed answer",
+		},
+		{
+			name: "pending tool calls",
+			checkpoint: model.Message{Role: model.RoleAssistant, Content: "let me look",
+				ToolCalls: []model.ToolCall{{ID: "c1", Name: "gone", Arguments: json.RawMessage(`{}`)}}},
+			intents:   []store.Intent{{CallID: "c1", Name: "gone", Args: json.RawMessage(`{}`)}},
+			wantCalls: 1, wantAnswer: "after the tool",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+				calls.Add(1)
+				return model.Response{Model: req.Model, Text: "after the tool"}, nil
+			})
+			st, eng, id := bareEngine(t, p, nil)
+			ctx := context.Background()
+			// The earlier process started the run and checkpointed a step,
+			// then died before the terminal write.
+			if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m", Message: tt.checkpoint, Intents: tt.intents}); err != nil {
+				t.Fatal(err)
+			}
+			eng.Execute(ctx, id, func() bool { return false })
+			if n := calls.Load(); n != tt.wantCalls {
+				t.Fatalf("the model was called %d times after the checkpoint, want %d", n, tt.wantCalls)
+			}
+			finishedOnce(t, st, id, tt.wantAnswer)
+		})
 	}
-	if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m",
-		Message: model.Message{Role: model.RoleAssistant, Content: "the checkpointed answer"}}); err != nil {
-		t.Fatal(err)
-	}
-	eng.Execute(ctx, id, func() bool { return false })
-	if n := calls.Load(); n != 0 {
-		t.Fatalf("the model was called %d times after the final reply was checkpointed, want 0", n)
-	}
-	finishedOnce(t, st, id, "the checkpointed answer")
-}
-
-// A resumed run whose last checkpoint still has tool calls to answer is not
-// mistaken for a finished one: it calls the model again.
-func TestResumeWithPendingToolCallsContinues(t *testing.T) {
-	var calls atomic.Int32
-	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
-		calls.Add(1)
-		return model.Response{Model: req.Model, Text: "after the tool"}, nil
-	})
-	st, eng, id := bareEngine(t, p, nil)
-	ctx := context.Background()
-	if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m",
-		Message: model.Message{Role: model.RoleAssistant, Content: "let me look", ToolCalls: []model.ToolCall{{ID: "c1", Name: "gone", Arguments: json.RawMessage(`{}`)}}},
-		Intents: []store.Intent{{CallID: "c1", Name: "gone", Args: json.RawMessage(`{}`)}}}); err != nil {
-		t.Fatal(err)
-	}
-	eng.Execute(ctx, id, func() bool { return false })
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("model called %d times, want 1", n)
-	}
-	finishedOnce(t, st, id, "after the tool")
 }
