@@ -109,17 +109,7 @@ func newChildRig(t testing.TB, p model.ProviderFunc, budget engine.Budget, withQ
 // parent creates a running run for a child to work for, without a queue.
 func (r *childRig) parent(t testing.TB) store.Run {
 	t.Helper()
-	ctx := context.Background()
-	body, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "the parent's task"}}, Profile: "trusted", Store: true})
-	run, _, _, err := r.st.CreateRun(ctx, store.NewRun{ID: engine.NewID("resp_"), SessionID: engine.NewID("sess_"), Request: body})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, _, err = r.st.Start(ctx, run.ID, []model.Message{{Role: model.RoleUser, Content: "the parent's task"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return run
+	return seedRun(t, r.st, engine.NewID("resp_"), engine.NewID("sess_"), userRequest("the parent's task"), true)
 }
 
 func (r *childRig) requests() []model.Request {

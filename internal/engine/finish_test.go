@@ -3,12 +3,10 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
@@ -20,21 +18,8 @@ import (
 // by calling Execute directly (no queue), so a test owns the run's context.
 func bareEngine(t *testing.T, p model.ProviderFunc, mutate func(*engine.Options)) (*store.Store, *engine.Engine, string) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "hi"}}, Profile: "trusted", Store: true})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_f", SessionID: "sess_f", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Load(bundle.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st, b := openEnv(t)
+	seedRun(t, st, "resp_f", "sess_f", userRequest("hi"), false)
 	o := engine.Options{Store: st, Provider: p, Models: []string{"m"}, Prompt: b, Tools: tool.NewRegistry(),
 		ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big }}
 	if mutate != nil {
