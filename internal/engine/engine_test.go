@@ -65,37 +65,52 @@ func openEnv(t testing.TB) (string, *store.Store, *bundle.Bundle) {
 func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mutate func(*engine.Options), tools ...tool.Tool) *harness {
 	t.Helper()
 	dir, st, b := openEnv(t)
+	opts, reg := daemonOptions(t, dir, st, b, p, []string{"primary", "fallback"}, budget, tools...)
+	if mutate != nil {
+		mutate(&opts)
+	}
+	eng := engine.New(opts)
+	q, svc := serve(t, st, eng, 4)
+	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts, q: q, svc: svc}
+}
+
+// daemonOptions are the engine options the daemon would build over the
+// environment openEnv made: p behind the cascade (serving models, with a
+// millisecond backoff), a broker, a workspace for spills, the given budget,
+// and a registry holding tools, which it also returns.
+func daemonOptions(t testing.TB, dir string, st *store.Store, b *bundle.Bundle, p model.ProviderFunc, models []string, budget engine.Budget, tools ...tool.Tool) (engine.Options, *tool.Registry) {
+	t.Helper()
 	reg := tool.NewRegistry()
 	reg.Add(tools...)
 	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The engine sees the provider through the cascade, as in the daemon.
 	casc, err := cascade.New(cascade.Options{
-		Endpoints: []cascade.Endpoint{{Label: "test", Kind: cascade.KindChat, Provider: p, Models: []string{"primary", "fallback"}}},
+		Endpoints: []cascade.Endpoint{{Label: "test", Kind: cascade.KindChat, Provider: p, Models: models}},
 		Backoff:   func(int) time.Duration { return time.Millisecond },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := engine.Options{
-		Store: st, Broker: event.NewBroker(), Provider: casc, Models: []string{"primary", "fallback"},
+	return engine.Options{
+		Store: st, Broker: event.NewBroker(), Provider: casc, Models: models,
 		Prompt: b, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
 		ToolNames: func(string) []string { return reg.Names() },
 		Budget:    func(string) engine.Budget { return budget },
-	}
-	if mutate != nil {
-		mutate(&opts)
-	}
-	eng := engine.New(opts)
-	q := queue.New(st, eng.Execute, 4, nil)
+	}, reg
+}
+
+// serve opens a queue running workers of eng's runs at a time, closed when
+// the test ends, and returns it with the service over it.
+func serve(t testing.TB, st *store.Store, eng *engine.Engine, workers int) (*queue.Queue, *engine.Service) {
+	t.Helper()
+	q := queue.New(st, eng.Execute, workers, nil)
 	if err := q.Open(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close(context.Background()) })
-	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts, q: q,
-		svc: engine.NewService(st, q, eng)}
+	return q, engine.NewService(st, q, eng)
 }
 
 var big = engine.Budget{Steps: 100, Tokens: 1 << 40, CostUSD: 1000}
@@ -216,13 +231,8 @@ func restart(t *testing.T, st *store.Store, dir string, p model.ProviderFunc, mu
 	if mutate != nil {
 		mutate(&opts)
 	}
-	eng := engine.New(opts)
-	q := queue.New(st, eng.Execute, 2, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close(context.Background()) })
-	return engine.NewService(st, q, eng)
+	_, svc := serve(t, st, engine.New(opts), 2)
+	return svc
 }
 
 func (h *harness) eventNames(t *testing.T, runID string) []string {

@@ -19,19 +19,11 @@ import (
 // to end; it returns the run and its stored events.
 func (h *harness) runAs(t *testing.T, owner, taskID, input string) (store.Run, []event.Event) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	meta, _ := json.Marshal(map[string]any{"task_id": taskID})
-	r, err := h.svc.Submit(ctx, engine.Submission{Owner: owner, Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted", Store: true,
-		ReasoningEffort: "high", Metadata: meta}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err = h.svc.Wait(ctx, owner, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := h.st.Events(ctx, store.EventFilter{RunID: r.ID})
+	req := userRequest(input)
+	req.ReasoningEffort = "high"
+	req.Metadata, _ = json.Marshal(map[string]any{"task_id": taskID})
+	r := submitAndWait(t, h.svc, engine.Submission{Owner: owner, Request: req})
+	evs, err := h.st.Events(context.Background(), store.EventFilter{RunID: r.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
