@@ -40,6 +40,13 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
+// echoedTool is a read-only echo tool that answers "echoed " and its text.
+func echoedTool() tool.Tool {
+	return tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("echoed " + a.Text), nil
+	})
+}
+
 func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools ...tool.Tool) *harness {
 	t.Helper()
 	return newHarnessWith(t, p, budget, nil, tools...)
@@ -530,9 +537,7 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 }
 
 func TestInvalidToolArgumentsReachTheModelAsAnError(t *testing.T) {
-	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text("echoed " + a.Text), nil
-	})
+	echo := echoedTool()
 	h := newHarness(t, toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text": unquoted`)}), big, echo)
 	r, resp := h.run(t, "please echo")
 	if r.Status != store.StatusDone || !strings.Contains(resp.OutputText, "error") {
@@ -625,9 +630,7 @@ func TestContextOverflowElidesOnceThenFailsCleanly(t *testing.T) {
 }
 
 func TestTurnBlocksReachEveryModelCall(t *testing.T) {
-	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text("echoed " + a.Text), nil
-	})
+	echo := echoedTool()
 	var mu sync.Mutex
 	var lastUserBlocks []string
 	calls := 0
@@ -666,9 +669,7 @@ func TestTurnBlocksReachEveryModelCall(t *testing.T) {
 // own input, ride on every turn of it after the other user-role blocks,
 // and never reach the stored conversation.
 func TestAttemptBlocksAreComputedOncePerAttempt(t *testing.T) {
-	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text("echoed " + a.Text), nil
-	})
+	echo := echoedTool()
 	var mu sync.Mutex
 	var seen []string // the last message of every model call
 	computed, tasks := 0, []string{}

@@ -68,7 +68,7 @@ func checkSpine(t *testing.T, r store.Run, evs []event.Event, owner, taskID stri
 // A run's events name its turns, checkpoints and model calls in full, and
 // every one carries the correlation spine.
 func TestEventsOfARunCarryTurnsCheckpointsAndSpine(t *testing.T) {
-	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) { return tool.Text(a.Text), nil })
+	echo := echoTool()
 	script := toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
 	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
 		resp, err := script(ctx, req, s)
