@@ -3,17 +3,13 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 )
@@ -153,16 +149,9 @@ func TestArgBoundHoldsAcrossRestart(t *testing.T) {
 	p := rec.wrap(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
 		return model.Response{Model: req.Model, Text: "already sent"}, nil
 	})
-	svc := restart(t, h.st, h.dir, p, 0, send)
-	r, err := svc.Submit(ctx, engine.Submission{PreviousID: first.ID, Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: "did you send it?"}}, Profile: "trusted", Store: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if r, err = svc.Wait(wctx, "", r.ID); err != nil || r.Status != store.StatusDone {
-		t.Fatalf("continuation: status %s err %v", r.Status, err)
+	svc := restart(t, h.st, h.dir, p, nil, send)
+	if r := submitAndWait(t, svc, engine.Submission{PreviousID: first.ID, Request: userRequest("did you send it?")}); r.Status != store.StatusDone {
+		t.Fatalf("continuation: status %s (%s)", r.Status, r.Error)
 	}
 	checkBounded(t, "history after restart", argsOf(t, rec.last(), "call_mail"), 256)
 }
@@ -172,12 +161,7 @@ func TestArgBoundHoldsAcrossRestart(t *testing.T) {
 // first model request of the resumed attempt already sees that.
 func TestArgBoundAppliesToRecoveredCalls(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	dir, st, _ := openEnv(t)
 	call, full := emailCall("call_draft")
 	call.Name = "draft_email"
 	var runs atomic.Int32
@@ -185,13 +169,7 @@ func TestArgBoundAppliesToRecoveredCalls(t *testing.T) {
 		runs.Add(1)
 		return tool.Text("preview ok"), nil
 	})
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "draft it"}}, Profile: "trusted"})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_r", SessionID: "sess_r", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.Start(ctx, "resp_r", []model.Message{{Role: model.RoleUser, Content: "draft it"}}); err != nil {
-		t.Fatal(err)
-	}
+	seedRun(t, st, "resp_r", "sess_r", engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "draft it"}}, Profile: "trusted"}, true)
 	if _, err := st.CommitStep(ctx, store.Step{RunID: "resp_r", SessionID: "sess_r", Model: "primary",
 		Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call}},
 		Intents: []store.Intent{{CallID: call.ID, Name: call.Name, Args: call.Arguments, ReadOnly: true}}}); err != nil {
@@ -201,12 +179,10 @@ func TestArgBoundAppliesToRecoveredCalls(t *testing.T) {
 	p := rec.wrap(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
 		return model.Response{Model: req.Model, Text: "drafted"}, nil
 	})
-	svc := restart(t, st, dir, p, 256, draft)
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	r, err := svc.Wait(wctx, "", "resp_r")
-	if err != nil || r.Status != store.StatusDone || runs.Load() != 1 {
-		t.Fatalf("status %s err %v, tool runs %d", r.Status, err, runs.Load())
+	svc := restart(t, st, dir, p, func(o *engine.Options) { o.ToolArgMax = 256 }, draft)
+	r := waitFor(t, svc, "resp_r")
+	if r.Status != store.StatusDone || runs.Load() != 1 {
+		t.Fatalf("status %s (%s), tool runs %d", r.Status, r.Error, runs.Load())
 	}
 	checkBounded(t, "first request after resume", argsOf(t, rec.last(), "call_draft"), 256)
 	journal, _ := st.Journal(ctx, "resp_r")
@@ -264,24 +240,4 @@ func TestPlaceholderCopiedIntoACallIsRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-// restart starts a fresh engine and queue over st, as a new daemon process
-// would, and returns its service.
-func restart(t *testing.T, st *store.Store, dir string, p model.ProviderFunc, argMax int, tools ...tool.Tool) *engine.Service {
-	t.Helper()
-	b, err := bundle.Load(bundle.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := tool.NewRegistry()
-	reg.Add(tools...)
-	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"primary"}, Prompt: b, Tools: reg,
-		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big }, ToolArgMax: argMax})
-	q := queue.New(st, eng.Execute, 2, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close(context.Background()) })
-	return engine.NewService(st, q, eng)
 }

@@ -51,9 +51,26 @@ func stepRig(steps int) (tool.Tool, model.ProviderFunc) {
 }
 
 func benchDurableStep(b *testing.B, capture bool) {
-	const steps = 20
-	echo, p := stepRig(steps)
-	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, func(o *engine.Options) { o.CaptureCalls = capture }, echo)
+	h := newStepHarness(b, func(o *engine.Options) { o.CaptureCalls = capture })
+	measureSteps(b, h)
+}
+
+// stepRunSteps is how many model calls a durable-step run makes.
+const stepRunSteps = 20
+
+// newStepHarness is a harness over stepRig(stepRunSteps) with a budget the
+// runs never reach; mutate may adjust the engine options.
+func newStepHarness(b *testing.B, mutate func(*engine.Options)) *harness {
+	b.Helper()
+	echo, p := stepRig(stepRunSteps)
+	return newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, mutate, echo)
+}
+
+// measureSteps times b.N durable-step runs on h, each of which must finish
+// with all its steps, and reports steps/s and the process CPU per step (a
+// busy machine disturbs the CPU figure far less than wall time).
+func measureSteps(b *testing.B, h *harness) {
+	b.Helper()
 	ctx := context.Background()
 	b.ResetTimer()
 	cpu0 := processCPU()
@@ -63,14 +80,13 @@ func benchDurableStep(b *testing.B, capture bool) {
 			b.Fatal(err)
 		}
 		r, err = h.svc.Wait(ctx, "", r.ID)
-		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
+		if err != nil || r.Status != store.StatusDone || r.Steps != stepRunSteps {
 			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
-	// Process CPU per step: a busy machine disturbs it far less than wall time.
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*steps), "cpu-µs/step")
+	b.ReportMetric(float64(b.N*stepRunSteps)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*stepRunSteps), "cpu-µs/step")
 }
 
 // BenchmarkStepCostAtDepth measures what one step costs the engine early in

@@ -16,13 +16,9 @@ import (
 
 	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
-	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/model/cascade"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
-	"github.com/deltaharness/delta/internal/workspace"
 )
 
 // childRig is a real store, bundle, registry and engine (behind the
@@ -65,12 +61,6 @@ func (p *plainTool) Run(context.Context, tool.Call) (tool.Result, error) {
 func newChildRig(t testing.TB, p model.ProviderFunc, budget engine.Budget, withQueue bool, mutate func(*engine.Options), tools ...tool.Tool) *childRig {
 	t.Helper()
 	dir, st, b := openEnv(t)
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := tool.NewRegistry()
-	reg.Add(tools...)
 	rig := &childRig{st: st, dir: dir}
 	recorded := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
 		rig.mu.Lock()
@@ -78,30 +68,13 @@ func newChildRig(t testing.TB, p model.ProviderFunc, budget engine.Budget, withQ
 		rig.mu.Unlock()
 		return p(ctx, req, s)
 	})
-	casc, err := cascade.New(cascade.Options{
-		Endpoints: []cascade.Endpoint{{Label: "test", Kind: cascade.KindChat, Provider: recorded, Models: []string{"primary"}}},
-		Backoff:   func(int) time.Duration { return time.Millisecond },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := engine.Options{
-		Store: st, Broker: event.NewBroker(), Provider: casc, Models: []string{"primary"},
-		Prompt: b, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
-		ToolNames: func(string) []string { return reg.Names() },
-		Budget:    func(string) engine.Budget { return budget },
-	}
+	opts, _ := daemonOptions(t, dir, st, b, recorded, []string{"primary"}, budget, tools...)
 	if mutate != nil {
 		mutate(&opts)
 	}
 	rig.eng = engine.New(opts)
 	if withQueue {
-		q := queue.New(st, rig.eng.Execute, 2, nil)
-		if err := q.Open(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { q.Close(context.Background()) })
-		rig.svc = engine.NewService(st, q, rig.eng)
+		_, rig.svc = serve(t, st, rig.eng, 2)
 	}
 	return rig
 }
@@ -109,17 +82,7 @@ func newChildRig(t testing.TB, p model.ProviderFunc, budget engine.Budget, withQ
 // parent creates a running run for a child to work for, without a queue.
 func (r *childRig) parent(t testing.TB) store.Run {
 	t.Helper()
-	ctx := context.Background()
-	body, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "the parent's task"}}, Profile: "trusted", Store: true})
-	run, _, _, err := r.st.CreateRun(ctx, store.NewRun{ID: engine.NewID("resp_"), SessionID: engine.NewID("sess_"), Request: body})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, _, err = r.st.Start(ctx, run.ID, []model.Message{{Role: model.RoleUser, Content: "the parent's task"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return run
+	return seedRun(t, r.st, engine.NewID("resp_"), engine.NewID("sess_"), userRequest("the parent's task"), true)
 }
 
 func (r *childRig) requests() []model.Request {
@@ -534,28 +497,15 @@ func TestParentRunPaysForItsChild(t *testing.T) {
 		return model.Response{ToolCalls: []model.ToolCall{{ID: "a1", Name: "ask", Arguments: json.RawMessage(`{"q":"what is it?"}`)}}, Usage: u}, nil
 	})
 	rig = newChildRig(t, p, roomy, true, nil, ask, readOnlyLook(nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	run, err := rig.svc.Submit(ctx, engine.Submission{Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: "find out"}}, Profile: "trusted", Store: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err = rig.svc.Wait(ctx, "", run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp engine.Response
-	if err := json.Unmarshal(run.Result, &resp); err != nil {
-		t.Fatal(err)
-	}
+	run := submitAndWait(t, rig.svc, engine.Submission{Request: userRequest("find out")})
+	resp := responseOf(t, run)
 	if run.Status != store.StatusDone || resp.OutputText != "child says: the answer is 42" {
 		t.Fatalf("status %s output %q", run.Status, resp.OutputText)
 	}
 	if run.Steps != 2 || run.Usage.InputTokens != 300 || resp.Usage.TotalTokens != 330 {
 		t.Fatalf("steps %d usage %+v: want 2 parent steps and 3 calls' usage", run.Steps, run.Usage)
 	}
-	msgs, err := rig.st.Messages(ctx, run.SessionID)
+	msgs, err := rig.st.Messages(context.Background(), run.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

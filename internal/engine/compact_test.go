@@ -14,7 +14,6 @@ import (
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/todo"
@@ -197,18 +196,12 @@ func TestCompactionPinsThisRunsRequestInAThread(t *testing.T) {
 	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
 		func(o *engine.Options) { o.CompactAt = 14000 }, fetchTool(3000))
 	first, _ := h.run(t, "first ask: index the Marlowe letters")
-	ctx := context.Background()
 	l.mu.Lock()
 	l.turns, l.main = 30, nil
 	l.mu.Unlock()
-	r, err := h.svc.Submit(ctx, engine.Submission{PreviousID: first.ID, Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: "second ask: fetch the Brontë ledgers"}}, Profile: "trusted", Store: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err = h.svc.Wait(ctx, "", r.ID)
-	if err != nil || r.Status != store.StatusDone {
-		t.Fatalf("second run %v %s %s", err, r.Status, r.Error)
+	r := submitAndWait(t, h.svc, engine.Submission{PreviousID: first.ID, Request: userRequest("second ask: fetch the Brontë ledgers")})
+	if r.Status != store.StatusDone {
+		t.Fatalf("second run %s %s", r.Status, r.Error)
 	}
 	if len(compactionEvents(t, h, r.ID)) == 0 {
 		t.Fatal("the second run never compacted")
@@ -507,22 +500,9 @@ func TestCompactedWindowIsRebuiltFromTheStore(t *testing.T) {
 	l.mu.Unlock()
 	opts := h.opts
 	opts.Broker = nil
-	eng := engine.New(opts)
-	q := queue.New(h.st, eng.Execute, 1, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close(ctx)
-	svc := engine.NewService(h.st, q, eng)
-	r, err := svc.Submit(ctx, engine.Submission{PreviousID: first.ID, Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: "second ask: list what you fetched"}}, Profile: "trusted", Store: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if r, err = svc.Wait(wctx, "", r.ID); err != nil || r.Status != store.StatusDone {
-		t.Fatalf("second run %v %s %s", err, r.Status, r.Error)
+	_, svc := serve(t, h.st, engine.New(opts), 1)
+	if r := submitAndWait(t, svc, engine.Submission{PreviousID: first.ID, Request: userRequest("second ask: list what you fetched")}); r.Status != store.StatusDone {
+		t.Fatalf("second run %s %s", r.Status, r.Error)
 	}
 	got := l.main[0]
 	env := got.Messages[0].Content

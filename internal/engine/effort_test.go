@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
@@ -23,16 +22,9 @@ func TestDefaultReasoningEffortReachesTheModel(t *testing.T) {
 	}
 	h := newHarnessWith(t, provider, big, func(o *engine.Options) { o.ReasoningEffort = "high" })
 	h.run(t, "no effort named")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: "low, please"}}, Profile: "trusted", Store: true, ReasoningEffort: "low"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.Wait(ctx, "", r.ID); err != nil {
-		t.Fatal(err)
-	}
+	low := userRequest("low, please")
+	low.ReasoningEffort = "low"
+	submitAndWait(t, h.svc, engine.Submission{Request: low})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != "high" || seen[1] != "low" {

@@ -40,6 +40,13 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
+// echoedTool is a read-only echo tool that answers "echoed " and its text.
+func echoedTool() tool.Tool {
+	return tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		return tool.Text("echoed " + a.Text), nil
+	})
+}
+
 func newHarness(t testing.TB, p model.ProviderFunc, budget engine.Budget, tools ...tool.Tool) *harness {
 	t.Helper()
 	return newHarnessWith(t, p, budget, nil, tools...)
@@ -65,59 +72,174 @@ func openEnv(t testing.TB) (string, *store.Store, *bundle.Bundle) {
 func newHarnessWith(t testing.TB, p model.ProviderFunc, budget engine.Budget, mutate func(*engine.Options), tools ...tool.Tool) *harness {
 	t.Helper()
 	dir, st, b := openEnv(t)
+	opts, reg := daemonOptions(t, dir, st, b, p, []string{"primary", "fallback"}, budget, tools...)
+	if mutate != nil {
+		mutate(&opts)
+	}
+	eng := engine.New(opts)
+	q, svc := serve(t, st, eng, 4)
+	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts, q: q, svc: svc}
+}
+
+// daemonOptions are the engine options the daemon would build over the
+// environment openEnv made: p behind the cascade (serving models, with a
+// millisecond backoff), a broker, a workspace for spills, the given budget,
+// and a registry holding tools, which it also returns.
+func daemonOptions(t testing.TB, dir string, st *store.Store, b *bundle.Bundle, p model.ProviderFunc, models []string, budget engine.Budget, tools ...tool.Tool) (engine.Options, *tool.Registry) {
+	t.Helper()
 	reg := tool.NewRegistry()
 	reg.Add(tools...)
 	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The engine sees the provider through the cascade, as in the daemon.
 	casc, err := cascade.New(cascade.Options{
-		Endpoints: []cascade.Endpoint{{Label: "test", Kind: cascade.KindChat, Provider: p, Models: []string{"primary", "fallback"}}},
+		Endpoints: []cascade.Endpoint{{Label: "test", Kind: cascade.KindChat, Provider: p, Models: models}},
 		Backoff:   func(int) time.Duration { return time.Millisecond },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := engine.Options{
-		Store: st, Broker: event.NewBroker(), Provider: casc, Models: []string{"primary", "fallback"},
+	return engine.Options{
+		Store: st, Broker: event.NewBroker(), Provider: casc, Models: models,
 		Prompt: b, Tools: reg, WorkspaceDir: dir, Spill: ws, ResultMax: 20000,
 		ToolNames: func(string) []string { return reg.Names() },
 		Budget:    func(string) engine.Budget { return budget },
-	}
-	if mutate != nil {
-		mutate(&opts)
-	}
-	eng := engine.New(opts)
-	q := queue.New(st, eng.Execute, 4, nil)
+	}, reg
+}
+
+// serve opens a queue running workers of eng's runs at a time, closed when
+// the test ends, and returns it with the service over it.
+func serve(t testing.TB, st *store.Store, eng *engine.Engine, workers int) (*queue.Queue, *engine.Service) {
+	t.Helper()
+	q := queue.New(st, eng.Execute, workers, nil)
 	if err := q.Open(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close(context.Background()) })
-	return &harness{st: st, eng: eng, reg: reg, dir: dir, opts: opts, q: q,
-		svc: engine.NewService(st, q, eng)}
+	return q, engine.NewService(st, q, eng)
 }
 
 var big = engine.Budget{Steps: 100, Tokens: 1 << 40, CostUSD: 1000}
 
+// run submits input as a stored trusted request and waits for the run to
+// end; it returns the run and the response it stored.
 func (h *harness) run(t testing.TB, input string) (store.Run, engine.Response) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	r := submitAndWait(t, h.svc, engine.Submission{Request: userRequest(input)})
+	return r, responseOf(t, r)
+}
+
+// userRequest is a stored trusted request whose input is one user message.
+func userRequest(input string) engine.Request {
+	return engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted", Store: true}
+}
+
+// waitLimit bounds every wait for a run to end, so a run that never ends
+// fails its test instead of hanging it.
+const waitLimit = time.Minute
+
+// submitAndWait submits sub to svc and waits for the run to end, as its
+// owner; an error from either fails the test.
+func submitAndWait(t testing.TB, svc *engine.Service, sub engine.Submission) store.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted", Store: true}})
+	r, err := svc.Submit(ctx, sub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = h.svc.Wait(ctx, "", r.ID)
-	if err != nil {
+	if r, err = svc.Wait(ctx, sub.Owner, r.ID); err != nil {
 		t.Fatalf("wait: %v", err)
 	}
+	return r
+}
+
+// waitFor waits for run id, already in svc's store, to end.
+func waitFor(t testing.TB, svc *engine.Service, id string) store.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	r, err := svc.Wait(ctx, "", id)
+	if err != nil {
+		t.Fatalf("wait for %s: %v", id, err)
+	}
+	return r
+}
+
+// responseOf is the response a finished run stored as its result.
+func responseOf(t testing.TB, r store.Run) engine.Response {
+	t.Helper()
 	var resp engine.Response
 	if err := json.Unmarshal(r.Result, &resp); err != nil {
 		t.Fatalf("result %q: %v", r.Result, err)
 	}
-	return r, resp
+	return resp
+}
+
+// cancelOnceStarted submits input, waits until started is closed (the
+// model is in a call that only cancellation ends), cancels the run and
+// waits for it to end; it fails the test unless the run ends cancelled.
+func (h *harness) cancelOnceStarted(t *testing.T, input string, started <-chan struct{}, notStarted string) store.Run {
+	t.Helper()
+	ctx := context.Background()
+	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal(notStarted)
+	}
+	if _, err := h.svc.Cancel(ctx, "", r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r = waitFor(t, h.svc, r.ID); r.Status != store.StatusCancelled {
+		t.Fatalf("status %s (%s), want cancelled", r.Status, r.Error)
+	}
+	return r
+}
+
+// seedRun creates run id of session sessionID from req as a process that
+// died before finishing it left it: queued, or with started, running with
+// req's input as its first messages.
+func seedRun(t testing.TB, st *store.Store, id, sessionID string, req engine.Request, started bool) store.Run {
+	t.Helper()
+	ctx := context.Background()
+	body, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, _, err := st.CreateRun(ctx, store.NewRun{ID: id, SessionID: sessionID, Request: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started {
+		if r, _, err = st.Start(ctx, id, req.Input); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// restart starts a fresh engine and queue over st, as a new daemon process
+// would, and returns its service; mutate may adjust the engine options.
+func restart(t *testing.T, st *store.Store, dir string, p model.ProviderFunc, mutate func(*engine.Options), tools ...tool.Tool) *engine.Service {
+	t.Helper()
+	b, err := bundle.Load(bundle.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tool.NewRegistry()
+	reg.Add(tools...)
+	opts := engine.Options{Store: st, Provider: p, Models: []string{"primary"}, Prompt: b, Tools: reg,
+		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big }}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	_, svc := serve(t, st, engine.New(opts), 2)
+	return svc
 }
 
 func (h *harness) eventNames(t *testing.T, runID string) []string {
@@ -336,31 +458,13 @@ func TestCancelRunningRun(t *testing.T) {
 		return model.Response{}, ctx.Err()
 	})
 	h := newHarness(t, p, big)
-	ctx := context.Background()
-	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "slow"}}, Profile: "trusted"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("model never called")
-	}
-	if _, err := h.svc.Cancel(ctx, "", r.ID); err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	r, err = h.svc.Wait(wctx, "", r.ID)
-	if err != nil || r.Status != store.StatusCancelled {
-		t.Fatalf("status %s err %v", r.Status, err)
-	}
+	r := h.cancelOnceStarted(t, "slow", started, "model never called")
 	var resp engine.Response
 	_ = json.Unmarshal(r.Result, &resp)
 	if !strings.HasPrefix(resp.OutputText, engine.MarkerCancelled) || resp.Status != "cancelled" {
 		t.Fatalf("result %+v", resp)
 	}
-	if _, err := h.svc.Get(ctx, "someone-else", r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.svc.Get(context.Background(), "someone-else", r.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another owner sees the run: %v", err)
 	}
 }
@@ -390,20 +494,9 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 		mu.Unlock()
 		return model.Response{Model: req.Model, Text: "verified"}, nil
 	})
-	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "do it"}}, Profile: "trusted"})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_x", SessionID: "sess_x", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.Start(ctx, "resp_x", []model.Message{{Role: model.RoleUser, Content: "do it"}}); err != nil {
-		t.Fatal(err)
-	}
+	dir, st, _ := openEnv(t)
+	seedRun(t, st, "resp_x", "sess_x", engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "do it"}}, Profile: "trusted"}, true)
 	args := json.RawMessage(`{"text":"a"}`)
 	calls := []model.ToolCall{{ID: "r1", Name: "read", Arguments: args}, {ID: "w1", Name: "write", Arguments: args}, {ID: "d1", Name: "done", Arguments: args}}
 	if _, err := st.CommitStep(ctx, store.Step{RunID: "resp_x", SessionID: "sess_x", Model: "primary",
@@ -415,22 +508,9 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "Restart": a fresh engine and queue over the same database.
-	b, _ := bundle.Load(bundle.Options{Dir: dir})
-	reg := tool.NewRegistry()
-	reg.Add(read, write, done)
-	eng := engine.New(engine.Options{Store: st, Provider: p, Models: []string{"primary"}, Prompt: b, Tools: reg,
-		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big }})
-	q := queue.New(st, eng.Execute, 2, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close(ctx)
-	svc := engine.NewService(st, q, eng)
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	r, err := svc.Wait(wctx, "", "resp_x")
-	if err != nil || r.Status != store.StatusDone {
-		t.Fatalf("status %s err %v", r.Status, err)
+	r := waitFor(t, restart(t, st, dir, p, nil, read, write, done), "resp_x")
+	if r.Status != store.StatusDone {
+		t.Fatalf("status %s (%s)", r.Status, r.Error)
 	}
 	if readRuns.Load() != 1 || writeRuns.Load() != 0 || doneRuns.Load() != 0 {
 		t.Fatalf("re-executions: read %d (want 1), write %d (want 0), done %d (want 0)", readRuns.Load(), writeRuns.Load(), doneRuns.Load())
@@ -457,9 +537,7 @@ func TestResumeSettlesInDoubtCalls(t *testing.T) {
 }
 
 func TestInvalidToolArgumentsReachTheModelAsAnError(t *testing.T) {
-	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text("echoed " + a.Text), nil
-	})
+	echo := echoedTool()
 	h := newHarness(t, toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text": unquoted`)}), big, echo)
 	r, resp := h.run(t, "please echo")
 	if r.Status != store.StatusDone || !strings.Contains(resp.OutputText, "error") {
@@ -552,9 +630,7 @@ func TestContextOverflowElidesOnceThenFailsCleanly(t *testing.T) {
 }
 
 func TestTurnBlocksReachEveryModelCall(t *testing.T) {
-	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text("echoed " + a.Text), nil
-	})
+	echo := echoedTool()
 	var mu sync.Mutex
 	var lastUserBlocks []string
 	calls := 0
@@ -593,9 +669,7 @@ func TestTurnBlocksReachEveryModelCall(t *testing.T) {
 // own input, ride on every turn of it after the other user-role blocks,
 // and never reach the stored conversation.
 func TestAttemptBlocksAreComputedOncePerAttempt(t *testing.T) {
-	echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
-		return tool.Text("echoed " + a.Text), nil
-	})
+	echo := echoedTool()
 	var mu sync.Mutex
 	var seen []string // the last message of every model call
 	computed, tasks := 0, []string{}

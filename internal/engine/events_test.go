@@ -19,19 +19,11 @@ import (
 // to end; it returns the run and its stored events.
 func (h *harness) runAs(t *testing.T, owner, taskID, input string) (store.Run, []event.Event) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	meta, _ := json.Marshal(map[string]any{"task_id": taskID})
-	r, err := h.svc.Submit(ctx, engine.Submission{Owner: owner, Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted", Store: true,
-		ReasoningEffort: "high", Metadata: meta}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err = h.svc.Wait(ctx, owner, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := h.st.Events(ctx, store.EventFilter{RunID: r.ID})
+	req := userRequest(input)
+	req.ReasoningEffort = "high"
+	req.Metadata, _ = json.Marshal(map[string]any{"task_id": taskID})
+	r := submitAndWait(t, h.svc, engine.Submission{Owner: owner, Request: req})
+	evs, err := h.st.Events(context.Background(), store.EventFilter{RunID: r.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +68,7 @@ func checkSpine(t *testing.T, r store.Run, evs []event.Event, owner, taskID stri
 // A run's events name its turns, checkpoints and model calls in full, and
 // every one carries the correlation spine.
 func TestEventsOfARunCarryTurnsCheckpointsAndSpine(t *testing.T) {
-	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) { return tool.Text(a.Text), nil })
+	echo := echoTool()
 	script := toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
 	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
 		resp, err := script(ctx, req, s)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltaharness/delta/internal/engine"
-	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/telemetry"
 )
@@ -22,45 +20,14 @@ import (
 // the export runs while the steps do. Compare the steps/s of the two.
 func BenchmarkDurableStepExport(b *testing.B) {
 	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("export=%v", on), func(b *testing.B) { benchStepExport(b, on) })
-	}
-}
-
-func benchStepExport(b *testing.B, export bool) {
-	const steps = 20
-	echo, p := stepRig(steps)
-	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
-	ctx := context.Background()
-	var x *telemetry.Exporter
-	if export {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
-		b.Cleanup(srv.Close)
-		var err error
-		x, err = telemetry.New(ctx, telemetry.Options{URL: srv.URL, Outbox: h.st, Interval: 100 * time.Millisecond})
-		if err != nil {
-			b.Fatal(err)
-		}
-		x.Start(ctx)
-		b.Cleanup(func() { _ = x.Close(ctx) })
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err = h.svc.Wait(ctx, "", r.ID)
-		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
-			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
-	// A long enough measurement must have exported concurrently.
-	if x != nil && b.Elapsed() > time.Second {
-		if st := x.Status(ctx); st.Exported == 0 {
-			b.Fatalf("the exporter exported nothing: %+v", st)
-		}
+		b.Run(fmt.Sprintf("export=%v", on), func(b *testing.B) {
+			benchStepLane(b, on, "the exporter", func(ctx context.Context, st *store.Store, url string) func() (int64, any) {
+				x := startLane(b, ctx, func() (*telemetry.Exporter, error) {
+					return telemetry.New(ctx, telemetry.Options{URL: url, Outbox: st, Interval: 100 * time.Millisecond})
+				})
+				return func() (int64, any) { s := x.Status(ctx); return s.Exported, s }
+			})
+		})
 	}
 }
 
@@ -68,53 +35,63 @@ func benchStepExport(b *testing.B, export bool) {
 // lane off and on: on, every finished run becomes a trace posted to a
 // loopback OTLP/HTTP receiver that reads and discards the body, waking
 // every 100 ms (instead of 2 s) so the export runs while the steps do.
-// Compare the steps/s of the two.
+// Compare the steps/s of the two; the CPU per step includes the lane's
+// share, steadier than steps/s on a machine shared with other work.
 func BenchmarkDurableStepOTLP(b *testing.B) {
 	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("otlp=%v", on), func(b *testing.B) { benchStepOTLP(b, on) })
+		b.Run(fmt.Sprintf("otlp=%v", on), func(b *testing.B) {
+			benchStepLane(b, on, "the OTLP lane", func(ctx context.Context, st *store.Store, url string) func() (int64, any) {
+				x := startLane(b, ctx, func() (*telemetry.Traces, error) {
+					return telemetry.NewTraces(ctx, telemetry.TracesOptions{URL: url + "/v1/traces", ServiceName: "bench", Store: st, Interval: 100 * time.Millisecond})
+				})
+				return func() (int64, any) { s := x.Status(ctx); return s.ExportedSpans, s }
+			})
+		})
 	}
 }
 
-func benchStepOTLP(b *testing.B, on bool) {
-	const steps = 20
-	echo, p := stepRig(steps)
-	h := newHarnessWith(b, p, engine.Budget{Steps: 1000, Tokens: 1 << 40, CostUSD: 1e6}, nil, echo)
-	ctx := context.Background()
-	var x *telemetry.Traces
+// benchStepLane measures the durable-step workload with a telemetry lane
+// off or, with on, started by start over the harness's store and posting to
+// a loopback collector that discards what it gets. start returns how much
+// the lane has exported so far (with its status, for the failure message):
+// a long enough measurement must have exported concurrently.
+func benchStepLane(b *testing.B, on bool, lane string, start func(ctx context.Context, st *store.Store, url string) (exported func() (int64, any))) {
+	h := newStepHarness(b, nil)
+	var exported func() (int64, any)
 	if on {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
-		b.Cleanup(srv.Close)
-		var err error
-		x, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{URL: srv.URL + "/v1/traces", ServiceName: "bench", Store: h.st, Interval: 100 * time.Millisecond})
-		if err != nil {
-			b.Fatal(err)
-		}
-		x.Start(ctx)
-		b.Cleanup(func() { _ = x.Close(ctx) })
+		exported = start(context.Background(), h.st, discardCollector(b))
 	}
-	b.ResetTimer()
-	cpu0 := processCPU()
-	for i := 0; i < b.N; i++ {
-		r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err = h.svc.Wait(ctx, "", r.ID)
-		if err != nil || r.Status != store.StatusDone || r.Steps != steps {
-			b.Fatalf("run %s steps %d err %v (%s)", r.Status, r.Steps, err, r.Error)
+	measureSteps(b, h)
+	if exported != nil && b.Elapsed() > time.Second {
+		if n, status := exported(); n == 0 {
+			b.Fatalf("%s exported nothing: %+v", lane, status)
 		}
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "steps/s")
-	// The process's CPU per step, the lane's share included: steadier than
-	// steps/s on a machine shared with other work.
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*steps), "cpu-µs/step")
-	// A long enough measurement must have exported concurrently.
-	if x != nil && b.Elapsed() > time.Second {
-		if st := x.Status(ctx); st.ExportedSpans == 0 {
-			b.Fatalf("the OTLP lane exported nothing: %+v", st)
-		}
+}
+
+// startLane starts the telemetry lane open makes, failing the benchmark if
+// it cannot be made, and closes it when the benchmark ends.
+func startLane[L interface {
+	Start(context.Context)
+	Close(context.Context) error
+}](b *testing.B, ctx context.Context, open func() (L, error)) L {
+	b.Helper()
+	l, err := open()
+	if err != nil {
+		b.Fatal(err)
 	}
+	l.Start(ctx)
+	b.Cleanup(func() { _ = l.Close(ctx) })
+	return l
+}
+
+// discardCollector is a loopback HTTP server that reads and discards every
+// body posted to it, closed when the benchmark ends; it returns its URL.
+func discardCollector(b *testing.B) string {
+	b.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	b.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // processCPU is the user and system CPU time this process has used.

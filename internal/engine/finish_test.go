@@ -3,12 +3,10 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
@@ -20,21 +18,8 @@ import (
 // by calling Execute directly (no queue), so a test owns the run's context.
 func bareEngine(t *testing.T, p model.ProviderFunc, mutate func(*engine.Options)) (*store.Store, *engine.Engine, string) {
 	t.Helper()
-	dir := t.TempDir()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "hi"}}, Profile: "trusted", Store: true})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_f", SessionID: "sess_f", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Load(bundle.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st, b := openEnv(t)
+	seedRun(t, st, "resp_f", "sess_f", userRequest("hi"), false)
 	o := engine.Options{Store: st, Provider: p, Models: []string{"m"}, Prompt: b, Tools: tool.NewRegistry(),
 		ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big }}
 	if mutate != nil {
@@ -95,53 +80,52 @@ func TestFinalAnswerSurvivesCancelBeforeTerminalWrite(t *testing.T) {
 	finishedOnce(t, st, id, "the final answer")
 }
 
-// A run resumed with its final reply already checkpointed finishes from that
-// reply without calling the model again.
-func TestResumeFinishesFromCheckpointedFinalReply(t *testing.T) {
-	var calls atomic.Int32
-	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
-		calls.Add(1)
-		return model.Response{Model: req.Model, Text: "a second, billed answer"}, nil
-	})
-	st, eng, id := bareEngine(t, p, nil)
-	ctx := context.Background()
-	// The earlier process started the run and checkpointed its final reply,
-	// then died before the terminal write.
-	if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
+// A resumed run continues from its last checkpoint: a final reply already
+// checkpointed finishes the run without calling the model again, while a
+// checkpoint that still has tool calls to answer is not mistaken for a
+// finished one and calls the model again.
+func TestResumeFromTheLastCheckpoint(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		checkpoint model.Message // the last step the earlier process committed
+		intents    []store.Intent
+		wantCalls  int32
+		wantAnswer string
+	}{
+		{
+			name:       "checkpointed final reply",
+			checkpoint: model.Message{Role: model.RoleAssistant, Content: "the checkpointed answer"},
+			wantCalls:  0, wantAnswer: "the checkpointed answer",
+		},
+		{
+			name: "pending tool calls",
+			checkpoint: model.Message{Role: model.RoleAssistant, Content: "let me look",
+				ToolCalls: []model.ToolCall{{ID: "c1", Name: "gone", Arguments: json.RawMessage(`{}`)}}},
+			intents:   []store.Intent{{CallID: "c1", Name: "gone", Args: json.RawMessage(`{}`)}},
+			wantCalls: 1, wantAnswer: "after the tool",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+				calls.Add(1)
+				return model.Response{Model: req.Model, Text: "after the tool"}, nil
+			})
+			st, eng, id := bareEngine(t, p, nil)
+			ctx := context.Background()
+			// The earlier process started the run and checkpointed a step,
+			// then died before the terminal write.
+			if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m", Message: tt.checkpoint, Intents: tt.intents}); err != nil {
+				t.Fatal(err)
+			}
+			eng.Execute(ctx, id, func() bool { return false })
+			if n := calls.Load(); n != tt.wantCalls {
+				t.Fatalf("the model was called %d times after the checkpoint, want %d", n, tt.wantCalls)
+			}
+			finishedOnce(t, st, id, tt.wantAnswer)
+		})
 	}
-	if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m",
-		Message: model.Message{Role: model.RoleAssistant, Content: "the checkpointed answer"}}); err != nil {
-		t.Fatal(err)
-	}
-	eng.Execute(ctx, id, func() bool { return false })
-	if n := calls.Load(); n != 0 {
-		t.Fatalf("the model was called %d times after the final reply was checkpointed, want 0", n)
-	}
-	finishedOnce(t, st, id, "the checkpointed answer")
-}
-
-// A resumed run whose last checkpoint still has tool calls to answer is not
-// mistaken for a finished one: it calls the model again.
-func TestResumeWithPendingToolCallsContinues(t *testing.T) {
-	var calls atomic.Int32
-	p := model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
-		calls.Add(1)
-		return model.Response{Model: req.Model, Text: "after the tool"}, nil
-	})
-	st, eng, id := bareEngine(t, p, nil)
-	ctx := context.Background()
-	if _, _, err := st.Start(ctx, id, []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CommitStep(ctx, store.Step{RunID: id, SessionID: "sess_f", Model: "m",
-		Message: model.Message{Role: model.RoleAssistant, Content: "let me look", ToolCalls: []model.ToolCall{{ID: "c1", Name: "gone", Arguments: json.RawMessage(`{}`)}}},
-		Intents: []store.Intent{{CallID: "c1", Name: "gone", Args: json.RawMessage(`{}`)}}}); err != nil {
-		t.Fatal(err)
-	}
-	eng.Execute(ctx, id, func() bool { return false })
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("model called %d times, want 1", n)
-	}
-	finishedOnce(t, st, id, "after the tool")
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
@@ -46,22 +45,10 @@ func TestHandoffListsResearchFindings(t *testing.T) {
 		store bool
 	}{{"stored run", true}, {"ephemeral run", false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			run, err := rig.svc.Submit(ctx, engine.Submission{Request: engine.Request{
-				Input: []model.Message{{Role: model.RoleUser, Content: "research"}}, Profile: "trusted", Store: tt.store}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, err = rig.svc.Wait(ctx, "", run.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var resp engine.Response
-			if err := json.Unmarshal(run.Result, &resp); err != nil {
-				t.Fatal(err)
-			}
-			out := resp.OutputText
+			req := userRequest("research")
+			req.Store = tt.store
+			run := submitAndWait(t, rig.svc, engine.Submission{Request: req})
+			out := responseOf(t, run).OutputText
 			if run.Status != store.StatusFailed || !strings.Contains(out, "Working on it.") {
 				t.Fatalf("status %s output %q", run.Status, out)
 			}
@@ -105,21 +92,10 @@ func TestHandoffNotesACommittedSelfWrite(t *testing.T) {
 	rig = newChildRig(t, p, engine.Budget{Steps: 1, Tokens: 1 << 40, CostUSD: 100}, true, nil, rememberTool)
 	for _, stored := range []bool{true, false} {
 		os.Remove(filepath.Join(rig.dir, "DELTA.md"))
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		run, err := rig.svc.Submit(ctx, engine.Submission{Request: engine.Request{
-			Input: []model.Message{{Role: model.RoleUser, Content: "learn"}}, Profile: "trusted", Store: stored}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err = rig.svc.Wait(ctx, "", run.ID)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var resp engine.Response
-		if err := json.Unmarshal(run.Result, &resp); err != nil {
-			t.Fatal(err)
-		}
+		req := userRequest("learn")
+		req.Store = stored
+		run := submitAndWait(t, rig.svc, engine.Submission{Request: req})
+		resp := responseOf(t, run)
 		if run.Status != store.StatusFailed || !strings.Contains(resp.OutputText, "This run already rewrote DELTA.md (1 committed write(s))") {
 			t.Fatalf("store=%v: status %s, handoff:\n%s", stored, run.Status, resp.OutputText)
 		}

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
@@ -135,25 +133,8 @@ func TestCancelWritesAHeldResultAsItsAnswer(t *testing.T) {
 		return model.Response{Model: req.Model, ToolCalls: []model.ToolCall{{ID: "r1", Name: "read", Arguments: json.RawMessage(`{"text":"a"}`)}}}, nil
 	})
 	h := newHarness(t, p, big, read)
-	ctx := context.Background()
-	r, err := h.svc.Submit(ctx, engine.Submission{Request: engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "go"}}, Profile: "trusted"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second model call never came")
-	}
-	if _, err := h.svc.Cancel(ctx, "", r.ID); err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if r, err = h.svc.Wait(wctx, "", r.ID); err != nil || r.Status != store.StatusCancelled {
-		t.Fatalf("status %s err %v", r.Status, err)
-	}
-	j, err := h.st.Journal(ctx, r.ID)
+	r := h.cancelOnceStarted(t, "go", started, "the second model call never came")
+	j, err := h.st.Journal(context.Background(), r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

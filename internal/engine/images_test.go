@@ -72,16 +72,28 @@ func visionHarness(t *testing.T, models string, overflowWithImages bool) (*harne
 	}
 }
 
-// TestAttachReachesTheModelNotTheStore: after the tool verified an image,
-// the next call carries it in one user message after the turn block; the
-// conversation stored in SQLite holds the marker only, never the bytes.
-func TestAttachReachesTheModelNotTheStore(t *testing.T) {
-	h, reqs := visionHarness(t, `^primary$`, false)
+// lookAtTheCat runs the vision harness's agent, which must finish, and
+// returns the run, its response and every request the model received.
+func lookAtTheCat(t *testing.T, models string, overflowWithImages bool) (*harness, store.Run, engine.Response, []model.Request) {
+	t.Helper()
+	h, reqs := visionHarness(t, models, overflowWithImages)
 	r, resp := h.run(t, "look at the cat")
 	if r.Status != store.StatusDone {
 		t.Fatalf("status %s (%s)", r.Status, r.Error)
 	}
-	got := reqs()
+	return h, r, resp, reqs()
+}
+
+// imagesMessage reports whether m is or carries the images message.
+func imagesMessage(m model.Message) bool {
+	return len(m.Images) > 0 || strings.HasPrefix(m.Content, vision.BlockPrefix)
+}
+
+// TestAttachReachesTheModelNotTheStore: after the tool verified an image,
+// the next call carries it in one user message after the turn block; the
+// conversation stored in SQLite holds the marker only, never the bytes.
+func TestAttachReachesTheModelNotTheStore(t *testing.T) {
+	h, r, resp, got := lookAtTheCat(t, `^primary$`, false)
 	if len(got) != 2 {
 		t.Fatalf("%d model calls, want 2", len(got))
 	}
@@ -107,7 +119,7 @@ func TestAttachReachesTheModelNotTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range stored {
-		if len(m.Images) > 0 || strings.HasPrefix(m.Content, vision.BlockPrefix) {
+		if imagesMessage(m) {
 			t.Errorf("stored message carries the images block: %+v", m)
 		}
 	}
@@ -129,13 +141,10 @@ func TestAttachReachesTheModelNotTheStore(t *testing.T) {
 // TestAttachSkipsOtherModels: the model name Attach is given is the one
 // the call is made with, so a pattern that does not match sends nothing.
 func TestAttachSkipsOtherModels(t *testing.T) {
-	h, reqs := visionHarness(t, `^gpt-4o$`, false)
-	if r, _ := h.run(t, "look at the cat"); r.Status != store.StatusDone {
-		t.Fatalf("status %s (%s)", r.Status, r.Error)
-	}
-	for i, req := range reqs() {
+	_, _, _, got := lookAtTheCat(t, `^gpt-4o$`, false)
+	for i, req := range got {
 		for _, m := range req.Messages {
-			if len(m.Images) > 0 || strings.HasPrefix(m.Content, vision.BlockPrefix) {
+			if imagesMessage(m) {
 				t.Errorf("call %d carried images for a model the pattern does not match", i+1)
 			}
 		}
@@ -145,17 +154,12 @@ func TestAttachSkipsOtherModels(t *testing.T) {
 // TestContextOverflowDropsImagesFirst: when the call with images overflows,
 // the one retry goes without them and the run completes.
 func TestContextOverflowDropsImagesFirst(t *testing.T) {
-	h, reqs := visionHarness(t, `^primary$`, true)
-	r, _ := h.run(t, "look at the cat")
-	if r.Status != store.StatusDone {
-		t.Fatalf("status %s (%s)", r.Status, r.Error)
-	}
-	got := reqs()
+	_, _, _, got := lookAtTheCat(t, `^primary$`, true)
 	if len(got) != 3 {
 		t.Fatalf("%d model calls, want 3 (tool turn, overflow with the image, retry without)", len(got))
 	}
 	for _, m := range got[2].Messages {
-		if len(m.Images) > 0 || strings.HasPrefix(m.Content, vision.BlockPrefix) {
+		if imagesMessage(m) {
 			t.Fatalf("the retry still carries the images message")
 		}
 	}

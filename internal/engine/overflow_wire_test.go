@@ -18,12 +18,26 @@ import (
 	"github.com/deltaharness/delta/internal/store"
 )
 
+// wires names the three model wires wireClient speaks.
+var wires = []string{"chat", "anthropic", "responses"}
+
+// wireClient is the real client of wire talking to the endpoint at url.
+func wireClient(wire, url string) model.Provider {
+	switch wire {
+	case "anthropic":
+		return anthropic.New(anthropic.Options{BaseURL: url, APIKey: "k"})
+	case "responses":
+		return responses.New(responses.Options{BaseURL: url, APIKey: "k"})
+	}
+	return openai.New(openai.Options{BaseURL: url, APIKey: "k"})
+}
+
 // TestOverflowOnEachWireForcesOneCompaction: each wire's own
 // context-window refusal, sent by the scripted endpoint and read by the
 // real client, reaches the engine as an overflow; the engine compacts once
 // and the same turn succeeds on its retry.
 func TestOverflowOnEachWireForcesOneCompaction(t *testing.T) {
-	for _, wire := range []string{"chat", "anthropic", "responses"} {
+	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			var mu sync.Mutex
 			mainCalls, summaries := 0, 0
@@ -52,15 +66,7 @@ func TestOverflowOnEachWireForcesOneCompaction(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { fake.Close() })
-			var client model.Provider
-			switch wire {
-			case "chat":
-				client = openai.New(openai.Options{BaseURL: fake.URL(), APIKey: "k"})
-			case "anthropic":
-				client = anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "k"})
-			case "responses":
-				client = responses.New(responses.Options{BaseURL: fake.URL(), APIKey: "k"})
-			}
+			client := wireClient(wire, fake.URL())
 			h := newHarness(t, client.Complete, engine.Budget{Steps: 50, Tokens: 1 << 40, CostUSD: 1000}, fetchTool(12000))
 			r, resp := h.run(t, "fetch six pages")
 			if r.Status != store.StatusDone || resp.OutputText != "done" {
@@ -102,22 +108,14 @@ func TestEstimateCoversEachWiresBody(t *testing.T) {
 	}
 	req.Messages = append(req.Messages, model.Message{Role: model.RoleUser, Content: "<delta:turn>\nnow\n</delta:turn>"})
 	est := (engine.EstimateTokens(req) - 4096) * 3
-	for _, wire := range []string{"chat", "anthropic", "responses"} {
+	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			fake, err := modeltest.Start(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer fake.Close()
-			var client model.Provider
-			switch wire {
-			case "chat":
-				client = openai.New(openai.Options{BaseURL: fake.URL(), APIKey: "k"})
-			case "anthropic":
-				client = anthropic.New(anthropic.Options{BaseURL: fake.URL(), APIKey: "k"})
-			case "responses":
-				client = responses.New(responses.Options{BaseURL: fake.URL(), APIKey: "k"})
-			}
+			client := wireClient(wire, fake.URL())
 			if _, err := client.Complete(context.Background(), req, model.Stream{}); err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ func TestCallOutsideResidentSetIsRefused(t *testing.T) {
 		ran.Store(true)
 		return tool.Text("deleted"), nil
 	})
-	echo := tool.Func("echo", "echo", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) { return tool.Text(a.Text), nil })
+	echo := echoTool()
 	h := newHarnessWith(t, toolThenAnswer(model.ToolCall{ID: "g1", Name: "crm__delete_deal", Arguments: json.RawMessage(`{"text":"42"}`)}), big,
 		func(o *engine.Options) {
 			o.Resident = func(context.Context, string, string) []string { return []string{"echo"} }

@@ -3,16 +3,12 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/deltaharness/delta/internal/bundle"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
-	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
 )
@@ -44,15 +40,9 @@ func TestRunTokenHeldInMemoryAndMarkedLostAfterRestart(t *testing.T) {
 	call := model.ToolCall{ID: "c1", Name: "whoami", Arguments: json.RawMessage(`{"text":"x"}`)}
 	h := newHarnessWith(t, toolThenAnswer(call), big, func(o *engine.Options) { o.CallContext = recordToken }, tokenSeen(&mu, &seen))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r, err := h.svc.Submit(ctx, engine.Submission{AuthToken: secret, Request: engine.Request{
-		Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", Store: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err = h.svc.Wait(ctx, "", r.ID); err != nil || r.Status != store.StatusDone {
-		t.Fatalf("run: status %s err %v", r.Status, err)
+	r := submitAndWait(t, h.svc, engine.Submission{AuthToken: secret, Request: userRequest("who am I")})
+	if r.Status != store.StatusDone {
+		t.Fatalf("run: status %s (%s)", r.Status, r.Error)
 	}
 	if len(seen) != 1 || seen[0] != secret {
 		t.Fatalf("tool saw credentials %q, want the submitted one", seen)
@@ -63,31 +53,12 @@ func TestRunTokenHeldInMemoryAndMarkedLostAfterRestart(t *testing.T) {
 
 	// "Restart": the run is in the database, running, and this process
 	// never saw its credential.
-	dir := t.TempDir()
-	st, err := store.Open(ctx, filepath.Join(dir, "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", PerRunAuth: true})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_r", SessionID: "sess_r", Request: req}); err != nil {
-		t.Fatal(err)
-	}
+	dir, st, _ := openEnv(t)
+	seedRun(t, st, "resp_r", "sess_r", engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", PerRunAuth: true}, false)
 	seen = nil
-	b, _ := bundle.Load(bundle.Options{Dir: dir})
-	reg := tool.NewRegistry()
-	reg.Add(tokenSeen(&mu, &seen))
-	eng := engine.New(engine.Options{Store: st, Provider: toolThenAnswer(call), Models: []string{"primary"}, Prompt: b, Tools: reg,
-		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big },
-		CallContext: recordToken})
-	q := queue.New(st, eng.Execute, 2, nil)
-	if err := q.Open(); err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close(ctx)
-	svc := engine.NewService(st, q, eng)
-	if r, err = svc.Wait(ctx, "", "resp_r"); err != nil || r.Status != store.StatusDone {
-		t.Fatalf("resumed run: status %s err %v", r.Status, err)
+	svc := restart(t, st, dir, toolThenAnswer(call), func(o *engine.Options) { o.CallContext = recordToken }, tokenSeen(&mu, &seen))
+	if r = waitFor(t, svc, "resp_r"); r.Status != store.StatusDone {
+		t.Fatalf("resumed run: status %s (%s)", r.Status, r.Error)
 	}
 	if len(seen) != 1 || seen[0] != engine.TokenLost {
 		t.Fatalf("resumed tool saw %q, want engine.TokenLost", seen)
@@ -111,16 +82,9 @@ func TestAttemptBlocksSeeTheRunToken(t *testing.T) {
 			return nil
 		}
 	}, tokenSeen(&mu, &[]string{}))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	for _, tok := range []string{secret, ""} {
-		r, err := h.svc.Submit(ctx, engine.Submission{AuthToken: tok, Request: engine.Request{
-			Input: []model.Message{{Role: model.RoleUser, Content: "who am I"}}, Profile: "trusted", Store: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r, err = h.svc.Wait(ctx, "", r.ID); err != nil || r.Status != store.StatusDone {
-			t.Fatalf("run: status %s err %v", r.Status, err)
+		if r := submitAndWait(t, h.svc, engine.Submission{AuthToken: tok, Request: userRequest("who am I")}); r.Status != store.StatusDone {
+			t.Fatalf("run: status %s (%s)", r.Status, r.Error)
 		}
 	}
 	mu.Lock()
