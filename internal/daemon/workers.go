@@ -44,6 +44,13 @@ func (l sessionLeases) HoldsSession(ctx context.Context, sessionID string) (bool
 	return l.st.HoldsSession(ctx, sessionID, l.holder, time.Now().Add(l.ttl/3))
 }
 
+// Guard binds a run's writes to this worker's lease: each write
+// transaction verifies it while holding the lease row, so it needs no
+// margin (a takeover waits for the transaction).
+func (l sessionLeases) Guard(ctx context.Context, sessionID string) context.Context {
+	return store.WithSessionLease(ctx, sessionID, l.holder)
+}
+
 // routeLive makes the event tail the one source of durable events for
 // this worker's live streams: a durable event this process published is
 // already committed, so it only nudges the tail to read it now (in the

@@ -128,8 +128,9 @@ type Options struct {
 	// never).
 	Reflect   func(run store.Run) bool
 	Reflected func(runID string)
-	// Leases is asked before each turn and checkpoint of a run when
-	// workers share the database (nil = this process is the only writer).
+	// Leases is asked before each turn of a run, and binds the run's
+	// writes to its session's lease (Guard), when workers share the
+	// database (nil = this process is the only writer).
 	Leases SessionLeases
 }
 
@@ -238,6 +239,9 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		e.fail(context.WithoutCancel(ctx), nil, runID, "", failure{kind: failStore, err: fmt.Errorf("load run: %w", err)})
 		return
 	}
+	// From here on every write of the run verifies its session lease in
+	// its own transaction (workers sharing a database).
+	ctx = e.guardLease(ctx, run.SessionID)
 	if req.PerRunAuth {
 		if _, held := e.tokens.Load(runID); !held {
 			// Resumed after a restart: the caller's credential is gone.
@@ -246,6 +250,10 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	}
 	run, startEv, err := e.o.Store.Start(ctx, runID, req.Input)
 	if errors.Is(err, store.ErrAlreadyFinal) {
+		return
+	}
+	if errors.Is(err, store.ErrSessionLeaseLost) {
+		logger.Warn("run not started: this worker no longer holds its session; the worker holding it runs it", "err", err)
 		return
 	}
 	if err != nil {
@@ -266,7 +274,7 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	}
 	text, err := x.loop(ctx)
 	switch {
-	case errors.Is(err, errLeaseLost):
+	case leaseLost(err):
 		logger.Warn("run stopped: this worker no longer holds its session; the worker holding it resumes the run", "err", err)
 	case err == nil:
 		// The final reply is checkpointed: its terminal write outlives a
@@ -386,6 +394,10 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 	}
 	ev, err := finish(ctx, runID, status, b, errText, extra...)
 	if errors.Is(err, store.ErrAlreadyFinal) {
+		return
+	}
+	if errors.Is(err, store.ErrSessionLeaseLost) {
+		e.o.Logger.Warn("run not finished here: this worker no longer holds its session; the worker holding it resumes the run", event.KeyRun, runID, "err", err)
 		return
 	}
 	if err != nil {
@@ -634,10 +646,16 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if strings.TrimSpace(resp.Text) != "" {
 			x.lastText = resp.Text
 		}
-		if err := x.holdsLease(ctx); err != nil {
-			return x.lastText, err
-		}
+		// The checkpoint's transaction verifies the lease itself. A
+		// checkpoint that failed otherwise, on a shared database that
+		// cannot confirm the lease now either (unreachable), stops the
+		// run as the turn's check would: another worker may hold it.
 		if err := x.checkpoint(ctx, resp, req, x.historyEnd); err != nil {
+			if !leaseLost(err) {
+				if lerr := x.holdsLease(ctx); lerr != nil {
+					return x.lastText, fmt.Errorf("%w (checkpoint: %v)", lerr, err)
+				}
+			}
 			return x.lastText, err
 		}
 		if len(resp.ToolCalls) == 0 {

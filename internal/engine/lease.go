@@ -4,19 +4,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/deltaharness/delta/internal/store"
 )
 
 // SessionLeases tells whether this worker still holds a session's lease,
-// when several workers share one database. A run asks at each turn and
-// before each checkpoint; once the answer is no (or the database cannot
-// say), the run stops there without writing, and the worker that took the
-// session over resumes it by the journal rules of a restart.
+// when several workers share one database. A run asks at each turn, before
+// its model call and tools; and every write of the run carries Guard's
+// context, so the store verifies the lease inside the write's own
+// transaction and refuses it (store.ErrSessionLeaseLost) once another
+// worker may hold the session. Either way the run stops there without
+// writing, and the worker that took the session over resumes it by the
+// journal rules of a restart.
 type SessionLeases interface {
 	HoldsSession(ctx context.Context, sessionID string) (bool, error)
+	// Guard returns ctx whose store writes verify this worker's lease on
+	// sessionID in their transaction.
+	Guard(ctx context.Context, sessionID string) context.Context
 }
 
 // errLeaseLost stops a run whose session another worker may now hold.
 var errLeaseLost = errors.New("session lease lost")
+
+// leaseLost reports whether err stopped the run because the lease went:
+// at a turn's check, or refused inside a checkpoint's transaction.
+func leaseLost(err error) bool {
+	return errors.Is(err, errLeaseLost) || errors.Is(err, store.ErrSessionLeaseLost)
+}
+
+// guardLease is ctx with the run's writes bound to its session's lease;
+// ctx itself on a database of one writer.
+func (e *Engine) guardLease(ctx context.Context, sessionID string) context.Context {
+	if e.o.Leases == nil {
+		return ctx
+	}
+	return e.o.Leases.Guard(ctx, sessionID)
+}
 
 // holdsLease is nil when the run may go on writing.
 func (x *execution) holdsLease(ctx context.Context) error {

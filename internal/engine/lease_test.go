@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
@@ -25,6 +26,9 @@ func (l *leaseSwitch) HoldsSession(context.Context, string) (bool, error) {
 	}
 	return l.held.Load(), nil
 }
+
+// Guard binds nothing: the flag is not in the store.
+func (l *leaseSwitch) Guard(ctx context.Context, _ string) context.Context { return ctx }
 
 // TestRunStopsWhenItsSessionLeaseIsLost: a run whose worker loses the
 // session lease during a tool call stops at its next turn without another
@@ -94,5 +98,76 @@ func TestRunStopsWhenItsSessionLeaseIsLost(t *testing.T) {
 				t.Fatalf("after resuming: status %s, %d run.finished, tool ran %d times; want done, 1, 1", r.Status, finished, ran.Load())
 			}
 		})
+	}
+}
+
+// storeLeases is a worker's SessionLeases on the store's own lease table.
+type storeLeases struct {
+	st     *store.Store
+	holder string
+}
+
+func (l storeLeases) HoldsSession(ctx context.Context, sessionID string) (bool, error) {
+	return l.st.HoldsSession(ctx, sessionID, l.holder, time.Now())
+}
+
+func (l storeLeases) Guard(ctx context.Context, sessionID string) context.Context {
+	return store.WithSessionLease(ctx, sessionID, l.holder)
+}
+
+// TestCheckpointRefusedWhenTheLeaseGoesDuringTheModelCall: the run checks
+// its lease before the model call, and another worker takes the session
+// over while the call is out. The checkpoint's own transaction refuses the
+// reply: the run stops there with nothing written (no assistant message,
+// no step, no run.finished) and stays running. The new holder resumes it,
+// asks the model again and finishes it once.
+func TestCheckpointRefusedWhenTheLeaseGoesDuringTheModelCall(t *testing.T) {
+	ctx := context.Background()
+	dir, st, b := openEnv(t)
+	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "answer"}}, Profile: "trusted"})
+	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_c", SessionID: "sess_c", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AcquireSession(ctx, "sess_c", "w1", time.Hour, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	reg := tool.NewRegistry()
+	newEngine := func(holder string) *engine.Engine {
+		return engine.New(engine.Options{Store: st, Models: []string{"m"}, Prompt: b, Tools: reg, WorkspaceDir: dir,
+			Provider: model.ProviderFunc(func(ctx context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+				if calls.Add(1) == 1 {
+					// w1 stalls past its TTL while the call is out: w2 takes over.
+					if err := st.AcquireSession(ctx, "sess_c", "w2", time.Hour, time.Now().Add(2*time.Hour)); err != nil {
+						t.Error(err)
+					}
+				}
+				return model.Response{Model: req.Model, Text: "the answer", Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+			}),
+			ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big },
+			Leases: storeLeases{st: st, holder: holder}})
+	}
+	newEngine("w1").Execute(ctx, "resp_c", func() bool { return false })
+	r, err := st.Run(ctx, "resp_c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, final, err := st.FinalReply(ctx, "sess_c", "resp_c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusRunning || r.Steps != 0 || final || calls.Load() != 1 {
+		t.Fatalf("after the takeover: status %s, %d steps, reply stored %v, %d model calls; want running, 0, false, 1", r.Status, r.Steps, final, calls.Load())
+	}
+	newEngine("w2").Execute(ctx, "resp_c", func() bool { return false })
+	if r, err = st.Run(ctx, "resp_c"); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(ctx, store.EventFilter{RunID: "resp_c", Name: "run.finished"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusDone || len(evs) != 1 || r.Steps != 1 {
+		t.Fatalf("after w2 resumed: status %s, %d run.finished, %d steps; want done, 1, 1", r.Status, len(evs), r.Steps)
 	}
 }

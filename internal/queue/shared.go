@@ -68,11 +68,6 @@ func (q *Queue) dispatchShared() {
 		}
 	}
 	q.mu.Unlock()
-	for _, sid := range release {
-		if err := sh.store.ReleaseSession(q.ctx, sid, sh.holder); err != nil && q.ctx.Err() == nil {
-			q.logger.Warn("release session lease", "session", sid, "err", err)
-		}
-	}
 	if len(resume) > 0 {
 		if _, err := sh.store.ResumeRuns(q.ctx, resume); err != nil && q.ctx.Err() == nil {
 			// Not fatal: each run's own start writes its resume instead.
@@ -81,12 +76,19 @@ func (q *Queue) dispatchShared() {
 		q.logger.Info("resuming runs left running", "runs", len(resume), "holder", sh.holder)
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	for _, r := range picks {
 		if q.ctx.Err() != nil {
+			q.mu.Unlock()
 			return // shutting down: Close releases the sessions
 		}
 		q.start(store.RunHead{ID: r.ID, SessionID: r.SessionID, Status: r.Status})
+	}
+	q.mu.Unlock()
+	// The releases are for the other workers: this one's picks start first.
+	for _, sid := range release {
+		if err := sh.store.ReleaseSession(q.ctx, sid, sh.holder); err != nil && q.ctx.Err() == nil {
+			q.logger.Warn("release session lease", "session", sid, "err", err)
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ type Step struct {
 // CommitStep writes a step atomically, its held Results first, and returns
 // the events written with IDs: the results' events, then Events.
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
-	var written []event.Event
+	var written []bool
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if written, err = s.writeResults(ctx, tx, st.Results); err != nil {
@@ -92,7 +92,7 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
 	}
-	return append(written, st.Events...), nil
+	return append(writtenEvents(st.Results, written), st.Events...), nil
 }
 
 // ToolResult is one finished tool call.
@@ -127,7 +127,7 @@ func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Ev
 // with IDs. A call already done keeps its first result: its entry and its
 // events are skipped, and the others still commit.
 func (s *Store) CommitResults(ctx context.Context, results []ToolResult, events []event.Event) ([]event.Event, error) {
-	var written []event.Event
+	var written []bool
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if written, err = s.writeResults(ctx, tx, results); err != nil {
@@ -138,14 +138,16 @@ func (s *Store) CommitResults(ctx context.Context, results []ToolResult, events 
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %d results: %w", len(results), err)
 	}
-	return append(written, events...), nil
+	return append(writtenEvents(results, written), events...), nil
 }
 
-// writeResults writes results in order inside tx and returns the events of
-// those written; a call already done is skipped.
-func (s *Store) writeResults(ctx context.Context, tx *sql.Tx, results []ToolResult) ([]event.Event, error) {
-	var written []event.Event
-	for _, tr := range results {
+// writeResults writes results in order inside tx and reports which were
+// written; a call already done is skipped. Their events get their ids in
+// place, by the commit on PostgreSQL (postgres.go): writtenEvents collects
+// them after the transaction.
+func (s *Store) writeResults(ctx context.Context, tx *sql.Tx, results []ToolResult) ([]bool, error) {
+	written := make([]bool, len(results))
+	for i, tr := range results {
 		err := s.writeResult(ctx, tx, tr)
 		if errors.Is(err, ErrAlreadyFinal) {
 			continue
@@ -153,9 +155,20 @@ func (s *Store) writeResults(ctx context.Context, tx *sql.Tx, results []ToolResu
 		if err != nil {
 			return nil, fmt.Errorf("result of call %s: %w", tr.CallID, err)
 		}
-		written = append(written, tr.Events...)
+		written[i] = true
 	}
 	return written, nil
+}
+
+// writtenEvents is the events of the results writeResults wrote, in order.
+func writtenEvents(results []ToolResult, written []bool) []event.Event {
+	var out []event.Event
+	for i, tr := range results {
+		if i < len(written) && written[i] {
+			out = append(out, tr.Events...)
+		}
+	}
+	return out
 }
 
 // writeResult is CommitToolResult's work inside tx. It fills in the IDs of
@@ -192,9 +205,14 @@ func (s *Store) rewriteCallArgs(ctx context.Context, tx *sql.Tx, tr ToolResult) 
 	id, _ := json.Marshal(tr.CallID)
 	needle := `"id":` + string(id) + `,` // as json.Marshal writes a model.ToolCall
 	// Newest first: the call is almost always on the run's latest message.
-	rows, err := tx.QueryContext(ctx, `SELECT id, tool_calls FROM messages
-		WHERE session_id = ? AND run_id = ? AND role = 'assistant' AND instr(tool_calls, ?) > 0 ORDER BY id DESC`,
-		tr.SessionID, tr.RunID, needle)
+	q := `SELECT id, tool_calls FROM messages
+		WHERE session_id = ? AND run_id = ? AND role = 'assistant' AND instr(tool_calls, ?) > 0 ORDER BY id DESC`
+	if s.pg {
+		// Two results of one message's calls rewrite it one after the
+		// other: neither loses the other's arguments.
+		q += " FOR UPDATE"
+	}
+	rows, err := tx.QueryContext(ctx, q, tr.SessionID, tr.RunID, needle)
 	if err != nil {
 		return fmt.Errorf("find call %s: %w", tr.CallID, err)
 	}

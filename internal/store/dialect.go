@@ -4,13 +4,16 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -196,6 +199,104 @@ func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.Na
 	return res, nil
 }
 
+// pgOpen is one groupTx transaction that the store opens and may end
+// itself (pgSharedTx): BeginTx with it in the context opens the
+// transaction in one pipeline and reads the lease guard's row there, and
+// its Commit sends nothing once the store's own pipeline has committed.
+type pgOpen struct {
+	guard *leaseGuard // the lease to read FOR SHARE, if any
+	// What the read found.
+	found  bool
+	holder string
+	exp    int64
+	// ended is set when the transaction was committed by a pipeline (read
+	// by database/sql's rollback on a cancelled context, too).
+	ended atomic.Bool
+}
+
+type pgOpenKey struct{}
+
+// BeginTx opens a transaction. Under a pgOpen (pgSharedTx) it sends BEGIN,
+// the write lock shared and the lease guard's read in one pipeline: one
+// round trip where a plain BEGIN and two statements take three.
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	o, ok := ctx.Value(pgOpenKey{}).(*pgOpen)
+	if !ok || opts.Isolation != 0 || opts.ReadOnly {
+		return c.Conn.BeginTx(ctx, opts)
+	}
+	pc := c.Conn.Conn()
+	if err := o.begin(ctx, pc); err != nil {
+		if pc.PgConn().TxStatus() != 'I' {
+			_, _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		return nil, err
+	}
+	return &pgOwnTx{ctx: ctx, conn: pc, o: o}, nil
+}
+
+func (o *pgOpen) begin(ctx context.Context, c *pgx.Conn) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT pg_advisory_xact_lock_shared($1)", pgWriteLock)
+	if o.guard != nil {
+		b.Queue("SELECT holder, expires_at FROM session_leases WHERE session_id = $1 FOR SHARE", pgText(o.guard.sessionID))
+	}
+	br := c.SendBatch(ctx, b)
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("write lock: %w", err)
+		}
+		if o.guard == nil {
+			return nil
+		}
+		err := br.QueryRow().Scan(&o.holder, &o.exp)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read lease of session %s: %w", o.guard.sessionID, err)
+		}
+		o.found = true
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// pgOwnTx is the driver's handle of a pgOpen transaction.
+type pgOwnTx struct {
+	ctx  context.Context
+	conn *pgx.Conn
+	o    *pgOpen
+}
+
+func (t *pgOwnTx) Commit() error {
+	if t.o.ended.Load() {
+		return nil
+	}
+	tag, err := t.conn.Exec(t.ctx, "COMMIT")
+	if err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("commit: the server answered %s", tag)
+	}
+	return nil
+}
+
+func (t *pgOwnTx) Rollback() error {
+	if t.o.ended.Load() {
+		return nil
+	}
+	_, err := t.conn.Exec(context.WithoutCancel(t.ctx), "ROLLBACK")
+	return err
+}
+
 // CheckNamedValue sends a bool as 0 or 1: the schema's flags are integers,
 // as on SQLite, so the same scans and comparisons work on both backends.
 // A string PostgreSQL's text type cannot hold (a NUL byte, or bytes that
@@ -211,11 +312,18 @@ func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
 			nv.Value = int64(0)
 		}
 	case string:
-		if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
-			nv.Value = strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "\uFFFD")
-		}
+		nv.Value = pgText(v)
 	}
 	return c.Conn.CheckNamedValue(nv)
+}
+
+// pgText is v as PostgreSQL's text type holds it: a NUL byte and bytes
+// that are not UTF-8 become U+FFFD (see CheckNamedValue).
+func pgText(v string) string {
+	if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+		return strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "\uFFFD")
+	}
+	return v
 }
 
 // uniqueViolation reports whether err is a unique constraint's refusal, on

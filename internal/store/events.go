@@ -21,6 +21,9 @@ func (s *Store) insertEvent(ctx context.Context, tx *sql.Tx, e *event.Event) err
 }
 
 func (s *Store) insertEventRow(ctx context.Context, tx *sql.Tx, e *event.Event) error {
+	if s.deferEvent(tx, e) {
+		return nil // written, with its id, when the transaction commits (postgres.go)
+	}
 	var data any
 	if len(e.Data) > 0 {
 		data = string(e.Data)
@@ -66,8 +69,8 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event)
 // commit, and PostgreSQL folds a transaction's identical notifications
 // into one. SQLite has one process per database: nothing to tell.
 func (s *Store) notifyEvents(ctx context.Context, tx *sql.Tx) error {
-	if !s.pg {
-		return nil
+	if !s.pg || s.deferNotify(tx) {
+		return nil // nothing to tell, or told by the closing pipeline (postgres.go)
 	}
 	if _, err := s.exec(ctx, tx, "SELECT pg_notify('"+eventsChannel+"', '')"); err != nil {
 		return fmt.Errorf("notify events: %w", err)

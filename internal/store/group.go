@@ -54,11 +54,12 @@ type writeGroup struct {
 // other callers' (see above).
 func (s *Store) groupTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if s.pg {
-		// PostgreSQL has writers of its own, serialized by the store's
-		// write lock (postgres.go): each caller keeps its transaction.
-		return s.tx(ctx, fn)
+		// PostgreSQL has writers of its own, side by side under the
+		// store's write lock held shared (postgres.go): each caller keeps
+		// its transaction.
+		return s.pgTx(ctx, pgShared, fn)
 	}
-	r := &writeReq{ctx: ctx, fn: fn, wake: make(chan bool, 1)}
+	r := &writeReq{ctx: ctx, fn: s.guarded(ctx, fn), wake: make(chan bool, 1)}
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, r)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -21,9 +22,48 @@ import (
 // SQLite has one writer at a time, and the store relies on it: a write
 // transaction reads, decides and writes with nothing in between, and event
 // ids commit in increasing order, so a reader paging events by id never
-// skips one that commits later with a smaller id. On PostgreSQL every write
-// transaction takes one transaction-scoped advisory lock first (pgWriteLock),
-// which gives both guarantees across every process sharing the database.
+// skips one that commits later with a smaller id. On PostgreSQL several
+// workers write at once, and the store keeps both guarantees with two
+// transaction-scoped advisory locks:
+//
+//   - the write lock (pgWriteLock). The write paths of a run's life
+//     (CreateRun, Start, the step and tool-result checkpoints, Finish,
+//     AddEvents: groupTx) hold it shared, so they run side by side; each
+//     of them makes its read-decide-write safe with row locks of its own
+//     (the run's row locked FOR NO KEY UPDATE before its status is read,
+//     conditional UPDATEs, an advisory lock per idempotency key). Every
+//     other write transaction (tx) holds it exclusive and so still runs
+//     alone, as on SQLite.
+//   - the event-ordering lock (pgEventLock). A transaction holding the
+//     write lock shared holds its events back (insertEvent) and, when fn
+//     is done, sends the server one pipeline: take this lock, insert the
+//     events (drawing their ids), commit (pgSharedTx). The invariant:
+//     event ids commit in increasing order. Proof: every transaction that
+//     inserts an event holds, from before its first id is drawn until it
+//     commits or rolls back, either the write lock exclusive or the event
+//     lock; two such transactions therefore never overlap in that span,
+//     and the one that draws its ids first has ended before the other
+//     draws any. When a reader sees an event committed, every smaller id
+//     was drawn by a transaction that had already ended: committed (and
+//     visible to that reader's snapshot) or rolled back (never visible).
+//     The events identity sequence caches one value (the default), so
+//     ids are drawn in the order the inserts run. The lock is held for
+//     the server's work on the pipeline only, no round trip to a worker,
+//     so the run writes of different workers serialize on a few inserts,
+//     not on whole transactions. TestEventIDsCommitInOrderAcrossStores
+//     pages events by id during concurrent writes of two store handles
+//     and fails when the lock is left out.
+//
+// Lock order, so transactions do not wait on each other in a cycle: the
+// write lock, the session lease row (the lease guard, FOR SHARE), the rows
+// a write path locks, the event lock. A claim takes no advisory lock; it
+// locks candidate runs (SKIP LOCKED) and then upserts only leases this
+// worker does not hold live, so it never waits on this worker's own run
+// writes. One cycle remains possible: a claim that finds another worker's
+// lease expired at the instant that worker's write transaction still
+// found it live; PostgreSQL's deadlock check ends one of the two after a
+// second, and the claim is retried or the stale write fails as it would
+// have on its lease check.
 
 //go:embed pgmigrations/*.sql
 var pgMigrationFS embed.FS
@@ -32,9 +72,16 @@ func pgMigrations() ([]migration, error) { return migrationsIn(pgMigrationFS, "p
 
 // Advisory lock keys (an arbitrary constant namespace, "delta" in ASCII).
 const (
-	pgWriteLock   int64 = 0x64656c7461_01 // held by every write transaction
+	pgWriteLock   int64 = 0x64656c7461_01 // held by every write transaction: exclusive by tx, shared by groupTx
 	pgMigrateLock int64 = 0x64656c7461_02 // held while migrating
+	pgEventLock   int64 = 0x64656c7461_03 // held by a groupTx transaction's closing pipeline: its events and its commit
 )
+
+// pgPoolSize bounds a worker's connections. A run in flight holds one only
+// for a statement or a transaction, not across its model call, so a pool
+// well below DELTA_MAX_CONCURRENCY serves it; too small a pool queues the
+// runs' checkpoints behind each other inside the worker.
+const pgPoolSize = 24
 
 // IsPostgresURL reports whether dsn names a PostgreSQL database rather
 // than a SQLite file.
@@ -62,8 +109,8 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	db := sql.OpenDB(pgConnector{c: stdlib.GetConnector(*cfg)})
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
+	db.SetMaxOpenConns(pgPoolSize)
+	db.SetMaxIdleConns(pgPoolSize)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -139,16 +186,191 @@ func (s *Store) schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
 	return v, err
 }
 
-// beginWrite is the first statement of every write transaction: on
-// PostgreSQL it waits for the write lock (see the top of this file); on
-// SQLite the immediate transaction already holds the database's one
-// write lock.
-func (s *Store) beginWrite(ctx context.Context, tx *sql.Tx) error {
-	if !s.pg {
-		return nil
+// Write-lock modes of pgTx.
+const (
+	pgExclusive = iota // alone: every write path that is not groupTx's
+	pgShared           // beside the other run writes (groupTx)
+	pgNoLock           // row locks alone: claims and leases, which write no event
+)
+
+// pgTx runs fn in a PostgreSQL write transaction holding the write lock in
+// mode (see the top of this file), after the session lease guard of ctx,
+// if any (WithSessionLease).
+func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) error {
+	if mode == pgShared {
+		return s.pgSharedTx(ctx, fn)
 	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgWriteLock)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		if mode == pgExclusive {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgWriteLock); err != nil {
+				return err
+			}
+		}
+		if err := s.checkLease(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}()
+	if err != nil {
+		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
+		return err
+	}
+	return tx.Commit()
+}
+
+// pgPending is a groupTx transaction's events, held back by insertEvent
+// until the transaction ends, and whether the event tails are to be told
+// (notifyEvents).
+type pgPending struct {
+	events []*event.Event
+	notify bool
+}
+
+// pgSharedTx is pgTx for groupTx, with its round trips cut to what the
+// statements of fn need: the transaction opens in one pipeline (BEGIN, the
+// write lock shared, the lease guard's read: pgConn.BeginTx), and the
+// events fn inserts are held back (insertEvent) and written at the end in
+// one pipeline with the event-ordering lock and the commit. The server
+// takes that lock, draws the events' ids, inserts them and commits with no
+// round trip to this process in between, so the run writes of every
+// worker serialize only on that work of the server's.
+func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	o := &pgOpen{}
+	if g, ok := ctx.Value(leaseGuardKey{}).(leaseGuard); ok {
+		o.guard = &g
+	}
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(context.WithValue(ctx, pgOpenKey{}, o), nil)
+	if err != nil {
+		return err
+	}
+	p := &pgPending{}
+	s.pgEvents.Store(tx, p)
+	defer s.pgEvents.Delete(tx)
+	err = func() error {
+		if o.guard != nil {
+			if err := o.guard.verdict(o.found, o.holder, o.exp); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	}()
+	if err != nil {
+		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
+		return err
+	}
+	if len(p.events) == 0 {
+		return tx.Commit()
+	}
+	ids := make([]int64, len(p.events))
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*pgConn)
+		if !ok {
+			return fmt.Errorf("write events: connection %T is not the store's", dc)
+		}
+		return commitEvents(ctx, c.Conn.Conn(), p.events, p.notify, ids)
+	})
+	if err != nil {
+		_ = tx.Rollback() // ends what the failed pipeline left open; nothing of it is committed
+		return err
+	}
+	// The pipeline committed: Commit sends nothing and only releases the
+	// handle (its error, a context ended since, changes nothing).
+	o.ended.Store(true)
+	_ = tx.Commit()
+	for i, e := range p.events {
+		e.ID = ids[i]
+	}
+	return nil
+}
+
+// pgInsertEvent is insertEvent's statement in PostgreSQL's SQL.
+var pgInsertEvent = `INSERT INTO events (run_id, session_id, owner, task_id, turn, name, data, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`
+
+// commitEvents sends the event-ordering lock, the inserts of evs, the
+// event tails' notification when notify is set (delivered at the commit,
+// as notifyEvents's) and the commit to the server in one pipeline, and
+// reads the ids drawn into ids. An error anywhere leaves the transaction
+// uncommitted.
+func commitEvents(ctx context.Context, c *pgx.Conn, evs []*event.Event, notify bool, ids []int64) error {
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1)", pgEventLock)
+	for _, e := range evs {
+		var data any
+		if len(e.Data) > 0 {
+			data = pgText(string(e.Data))
+		}
+		b.Queue(pgInsertEvent, pgText(e.RunID), pgText(e.SessionID), pgText(e.Owner), pgText(e.TaskID), int64(e.Turn),
+			pgText(e.Name), data, e.Time.UnixMilli())
+	}
+	if notify {
+		b.Queue("SELECT pg_notify('" + eventsChannel + "', '')")
+	}
+	b.Queue("COMMIT")
+	br := c.SendBatch(ctx, b)
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("event order lock: %w", err)
+		}
+		for i, e := range evs {
+			if err := br.QueryRow().Scan(&ids[i]); err != nil {
+				return fmt.Errorf("insert event %s: %w", e.Name, err)
+			}
+		}
+		if notify {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("notify events: %w", err)
+			}
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("commit: the server answered %s", tag)
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	return err
+}
+
+// deferNotify marks the event tails' notification of a groupTx
+// transaction on PostgreSQL for its closing pipeline and reports whether
+// it did.
+func (s *Store) deferNotify(tx *sql.Tx) bool {
+	v, ok := s.pgEvents.Load(tx)
+	if !ok {
+		return false
+	}
+	v.(*pgPending).notify = true
+	return true
+}
+
+// deferEvent holds e back when tx is a groupTx transaction on PostgreSQL
+// (pgSharedTx writes it at the end) and reports whether it did.
+func (s *Store) deferEvent(tx *sql.Tx, e *event.Event) bool {
+	if !s.pg {
+		return false
+	}
+	v, ok := s.pgEvents.Load(tx)
+	if !ok {
+		return false
+	}
+	p := v.(*pgPending)
+	p.events = append(p.events, e)
+	return true
 }
 
 // rowTx runs fn in a write transaction that relies on row locks alone: on
@@ -158,5 +380,5 @@ func (s *Store) rowTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if !s.pg {
 		return s.tx(ctx, fn)
 	}
-	return txOn(ctx, s.w, fn)
+	return s.pgTx(ctx, pgNoLock, fn)
 }

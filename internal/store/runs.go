@@ -130,6 +130,22 @@ func getRun(ctx context.Context, q interface {
 	return r, err
 }
 
+// lockRun is getRun inside a write transaction that decides from the
+// run's state: on PostgreSQL the row stays locked (FOR NO KEY UPDATE) to
+// the end of tx, so two transactions on one run (a Start and a cancel's
+// Finish, two workers around a takeover) decide one after the other. On
+// SQLite the transaction is the only writer already.
+func (s *Store) lockRun(ctx context.Context, tx *sql.Tx, id string) (Run, error) {
+	if !s.pg {
+		return getRun(ctx, txReader{s, tx}, id)
+	}
+	r, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE id = ? FOR NO KEY UPDATE", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
 // Run reads one run.
 func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 	r, err := scanRun(s.readRow(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
@@ -145,6 +161,13 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool, ev event.Event, err error) {
 	err = s.groupTx(ctx, func(tx *sql.Tx) error {
 		if nr.IdempotencyKey != "" {
+			if s.pg {
+				// Two requests with one key decide one after the other:
+				// the second finds the first's run.
+				if _, err := s.exec(ctx, tx, "SELECT pg_advisory_xact_lock(hashtext('delta.idempotency'), hashtext(?))", nr.Owner+"\n"+nr.IdempotencyKey); err != nil {
+					return err
+				}
+			}
 			existing, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runCols+" FROM runs WHERE owner = ? AND idempotency_key = ?", nr.Owner, nr.IdempotencyKey))
 			switch {
 			case err == nil && (!Terminal(existing.Status) || nr.IdempotencyTerminal):
@@ -195,17 +218,18 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 		if err != nil {
 			return err
 		}
+		if run, err = getRun(ctx, txReader{s, tx}, nr.ID); err != nil {
+			return err
+		}
+		created = true
 		ev = event.New(nr.ID, sessionID, event.RunQueued, nil)
 		ev.Owner, ev.TaskID = nr.Owner, taskOf(nr.Request)
 		if err := s.notifyRuns(ctx, tx); err != nil {
 			return err
 		}
-		if err := s.insertEvent(ctx, tx, &ev); err != nil {
-			return err
-		}
-		run, err = getRun(ctx, txReader{s, tx}, nr.ID)
-		created = true
-		return err
+		// The event last (on PostgreSQL the commit's pipeline writes it
+		// anyway, postgres.go).
+		return s.insertEvent(ctx, tx, &ev)
 	})
 	if err != nil {
 		return Run{}, false, event.Event{}, fmt.Errorf("create run: %w", err)
@@ -230,7 +254,7 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 	var run Run
 	var ev event.Event
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, txReader{s, tx}, id)
+		r, err := s.lockRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -255,11 +279,10 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		if err != nil {
 			return err
 		}
-		if err := s.insertEvent(ctx, tx, &ev); err != nil {
+		if run, err = getRun(ctx, txReader{s, tx}, id); err != nil {
 			return err
 		}
-		run, err = getRun(ctx, txReader{s, tx}, id)
-		return err
+		return s.insertEvent(ctx, tx, &ev) // last, as in CreateRun
 	})
 	if err != nil {
 		return Run{}, event.Event{}, fmt.Errorf("start run %s: %w", id, err)
@@ -359,7 +382,7 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 	}
 	var ev event.Event
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, txReader{s, tx}, id)
+		r, err := s.lockRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -381,14 +404,15 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		ev = event.New(id, r.SessionID, event.RunFinished, data)
 		ev.Turn = r.Steps
 		spine(r, extra)
-		if err := s.insertEvents(ctx, tx, extra); err != nil {
-			return err
-		}
 		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
 		if reflect {
 			if _, err := s.exec(ctx, tx, "INSERT OR IGNORE INTO reflection_outbox (run_id, created_at) VALUES (?, ?)", id, now()); err != nil {
 				return err
 			}
+		}
+		// The events last, as in CreateRun.
+		if err := s.insertEvents(ctx, tx, extra); err != nil {
+			return err
 		}
 		return s.insertEvent(ctx, tx, &ev)
 	})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -16,14 +17,87 @@ import (
 // it no longer holds the session; after the TTL another worker's ClaimRuns
 // takes a dead worker's sessions over and resumes their runs.
 //
-// On PostgreSQL the claim locks the candidate runs FOR UPDATE SKIP LOCKED,
-// so workers claiming at the same moment pass over each other's rows
-// instead of queueing behind them, and it does not take the store's write
-// lock (it writes no event). On SQLite the immediate transaction is the
-// whole serialization.
+// On PostgreSQL the claim locks the candidate runs FOR NO KEY UPDATE SKIP
+// LOCKED, so workers claiming at the same moment pass over each other's
+// rows instead of queueing behind them, and it does not take the store's
+// write lock (it writes no event). A run's write transactions verify the
+// lease inside the transaction (WithSessionLease). On SQLite the immediate
+// transaction is the whole serialization.
 
 // ErrSessionHeld means another worker's lease on the session is live.
 var ErrSessionHeld = errors.New("session leased by another worker")
+
+// ErrSessionLeaseLost refuses a write transaction made under
+// WithSessionLease once the worker no longer holds that session's lease:
+// nothing of the transaction is written, and the run making it must stop
+// there (the worker holding the session now resumes it).
+var ErrSessionLeaseLost = errors.New("session lease lost")
+
+// leaseGuard is the lease a context's write transactions must still hold.
+type leaseGuard struct{ sessionID, holder string }
+
+type leaseGuardKey struct{}
+
+// WithSessionLease returns ctx whose write transactions verify, inside the
+// transaction and before any of their writes, that holder's lease on
+// sessionID is live; when it is not they fail with ErrSessionLeaseLost.
+// On PostgreSQL the verifying read locks the lease row FOR SHARE: a worker
+// taking the session over (ClaimRuns, AcquireSession) waits for that
+// transaction to end, so no write of the old holder lands after a takeover.
+// A lease that expires while the transaction runs is still held by it, for
+// the same reason. On SQLite the transaction is the only writer.
+func WithSessionLease(ctx context.Context, sessionID, holder string) context.Context {
+	return context.WithValue(ctx, leaseGuardKey{}, leaseGuard{sessionID: sessionID, holder: holder})
+}
+
+// guarded is fn preceded by ctx's lease guard; fn itself when ctx has none.
+func (s *Store) guarded(ctx context.Context, fn func(*sql.Tx) error) func(*sql.Tx) error {
+	if _, ok := ctx.Value(leaseGuardKey{}).(leaseGuard); !ok {
+		return fn
+	}
+	return func(tx *sql.Tx) error {
+		if err := s.checkLease(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
+}
+
+// checkLease verifies ctx's lease guard, if any, inside tx.
+func (s *Store) checkLease(ctx context.Context, tx *sql.Tx) error {
+	g, ok := ctx.Value(leaseGuardKey{}).(leaseGuard)
+	if !ok {
+		return nil
+	}
+	q := "SELECT holder, expires_at FROM session_leases WHERE session_id = ?"
+	if s.pg {
+		q += " FOR SHARE"
+	}
+	var holder string
+	var exp int64
+	err := tx.QueryRowContext(s.detach(ctx, tx), q, g.sessionID).Scan(&holder, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return g.verdict(false, "", 0)
+	}
+	if err != nil {
+		return fmt.Errorf("read lease of session %s: %w", g.sessionID, err)
+	}
+	return g.verdict(true, holder, exp)
+}
+
+// verdict is nil when the lease read (found, with holder and expiry) is
+// g's and live; ErrSessionLeaseLost otherwise.
+func (g leaseGuard) verdict(found bool, holder string, exp int64) error {
+	switch {
+	case !found:
+		return fmt.Errorf("session %s has no lease: %w", g.sessionID, ErrSessionLeaseLost)
+	case holder != g.holder:
+		return fmt.Errorf("session %s is leased by %q: %w", g.sessionID, holder, ErrSessionLeaseLost)
+	case exp <= time.Now().UnixMilli():
+		return fmt.Errorf("lease of session %s expired at %s: %w", g.sessionID, time.UnixMilli(exp).UTC().Format(time.RFC3339Nano), ErrSessionLeaseLost)
+	}
+	return nil
+}
 
 // SessionLease is one session's lease as stored.
 type SessionLease struct {
@@ -36,9 +110,17 @@ type SessionLease struct {
 // ClaimRuns returns up to max runs for holder to execute, one per session:
 // each session's earliest live run (running before queued, then in queue
 // order), from sessions that are free, whose lease expired, or that holder
-// already holds; it takes or renews those sessions' leases until now+ttl in
-// the same transaction. A run is returned as stored; its Start is the
-// caller's.
+// already holds. It takes the leases of the sessions holder did not hold
+// (or held expired) until now+ttl in the same transaction, in one
+// statement; a lease holder already holds live is passed over as it is
+// (RenewSessionLeases, the heartbeat, keeps it). A run is returned as
+// stored; its Start is the caller's.
+//
+// Leaving a held lease alone is what keeps the claim out of a lock cycle
+// on PostgreSQL: a run's write transaction holds its lease row FOR SHARE
+// (the lease guard) and then updates the run's row; a claim that had
+// locked that run's row and then waited to renew the lease would wait for
+// it while it waits for the claim.
 func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]Run, error) {
 	if holder == "" {
 		return nil, errors.New("claim runs: empty holder")
@@ -46,28 +128,43 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 	if ttl <= 0 || max <= 0 {
 		return nil, fmt.Errorf("claim runs: ttl %s and max %d must be positive", ttl, max)
 	}
-	q := "SELECT " + runCols + ` FROM runs r
+	q := "SELECT " + runCols + `, EXISTS (SELECT 1 FROM session_leases m WHERE m.session_id = r.session_id AND m.holder = ? AND m.expires_at > ?)
+		FROM runs r
 		WHERE r.status IN ('running','queued')
 		AND r.seq = (SELECT MIN(e.seq) FROM runs e WHERE e.session_id = r.session_id AND e.status IN ('running','queued'))
 		AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.holder <> ? AND l.expires_at > ?)
 		ORDER BY r.status = 'queued', r.seq LIMIT ?`
 	if s.pg {
-		q += " FOR UPDATE OF r SKIP LOCKED"
+		// NO KEY UPDATE, not UPDATE: a run's own writes check their
+		// foreign keys to its row (FOR KEY SHARE), which this must not
+		// hold up.
+		q += " FOR NO KEY UPDATE OF r SKIP LOCKED"
+	}
+	if s.pg {
+		out, err := s.claimRunsPG(ctx, holder, ttl, now, max)
+		if err != nil {
+			return nil, fmt.Errorf("claim runs for %q: %w", holder, err)
+		}
+		return out, nil
 	}
 	var out []Run
 	err := s.rowTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, q, holder, now.UnixMilli(), max)
+		ms := now.UnixMilli()
+		rows, err := tx.QueryContext(ctx, q, holder, ms, holder, ms, max)
 		if err != nil {
 			return err
 		}
-		defer rows.Close() // for the early return; the checked Close below frees the cursor before the upserts
+		defer rows.Close() // for the early return; the checked Close below frees the cursor before the upsert
 		var cands []Run
+		var held []bool
 		for rows.Next() {
-			r, err := scanRun(rows)
+			var mine bool
+			r, err := scanRun(extraScan{rows, []any{&mine}})
 			if err != nil {
 				return err
 			}
 			cands = append(cands, r)
+			held = append(held, mine)
 		}
 		if err := rows.Close(); err != nil {
 			return err
@@ -75,12 +172,18 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, r := range cands {
-			ok, err := s.takeSession(ctx, tx, r.SessionID, holder, ttl, now)
-			if err != nil {
-				return err
+		var take []string
+		for i, r := range cands {
+			if !held[i] {
+				take = append(take, r.SessionID)
 			}
-			if ok {
+		}
+		taken, err := s.takeSessions(ctx, tx, take, holder, ttl, now)
+		if err != nil {
+			return err
+		}
+		for i, r := range cands {
+			if held[i] || taken[r.SessionID] {
 				out = append(out, r)
 			}
 		}
@@ -92,22 +195,112 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 	return out, nil
 }
 
-// takeSession takes or renews sessionID's lease for holder unless another
-// holder's is live, and reports whether holder has it now.
-func (s *Store) takeSession(ctx context.Context, tx *sql.Tx, sessionID, holder string, ttl time.Duration, now time.Time) (bool, error) {
+// claimRunsPG is ClaimRuns in one statement, one round trip, that waits
+// on no lock a run's write holds. The candidates are locked FOR NO KEY
+// UPDATE SKIP LOCKED (NO KEY: a run's own writes check their foreign keys
+// to its row, FOR KEY SHARE, which this must not hold up). A candidate's
+// lease row, if it has one, is taken only if it can be locked at once
+// (SKIP LOCKED again): a row held FOR SHARE by a write in progress (the
+// lease guard of the worker holding it, perhaps just expired) is passed
+// over this time, never waited for, since that write may itself be
+// waiting for the candidate's run row this statement holds. A session
+// with no lease row gets one, unless another worker's appeared meanwhile
+// (ON CONFLICT DO NOTHING: no wait on a committed row).
+func (s *Store) claimRunsPG(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]Run, error) {
+	ms, exp := now.UnixMilli(), now.Add(ttl).UnixMilli()
+	rows, err := s.w.QueryContext(ctx, `WITH cand AS (
+			SELECT r.seq AS cseq, r.session_id AS csession,
+				EXISTS (SELECT 1 FROM session_leases m WHERE m.session_id = r.session_id AND m.holder = ?1 AND m.expires_at > ?2) AS mine
+			FROM runs r
+			WHERE r.status IN ('running','queued')
+			AND r.seq = (SELECT MIN(e.seq) FROM runs e WHERE e.session_id = r.session_id AND e.status IN ('running','queued'))
+			AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.holder <> ?1 AND l.expires_at > ?2)
+			ORDER BY r.status = 'queued', r.seq LIMIT ?4
+			FOR NO KEY UPDATE OF r SKIP LOCKED
+		), lockable AS (
+			SELECT l.session_id AS lsession FROM session_leases l JOIN cand ON csession = l.session_id
+			WHERE NOT mine
+			FOR NO KEY UPDATE OF l SKIP LOCKED
+		), renewed AS (
+			UPDATE session_leases SET expires_at = ?3,
+				acquired_at = CASE WHEN holder = ?1 THEN acquired_at ELSE ?2 END,
+				holder = ?1
+			FROM lockable WHERE session_id = lsession AND (holder = ?1 OR expires_at <= ?2)
+			RETURNING session_id
+		), fresh AS (
+			INSERT INTO session_leases (session_id, holder, acquired_at, expires_at)
+			SELECT csession, ?1, ?2, ?3 FROM cand
+			WHERE NOT mine AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = csession)
+			ORDER BY cseq
+			ON CONFLICT DO NOTHING
+			RETURNING session_id
+		)
+		SELECT `+runCols+` FROM runs JOIN cand ON cseq = seq
+		WHERE mine OR csession IN (SELECT session_id FROM renewed) OR csession IN (SELECT session_id FROM fresh)
+		ORDER BY status = 'queued', seq`,
+		holder, ms, exp, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// extraScan scans a row of scanRun's columns followed by extra ones.
+type extraScan struct {
+	sc    scanner
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
+
+// takeSessions takes or renews the leases of sessionIDs (distinct) for
+// holder in one statement, except those another holder's live lease
+// covers, and returns the ones holder has now.
+func (s *Store) takeSessions(ctx context.Context, tx *sql.Tx, sessionIDs []string, holder string, ttl time.Duration, now time.Time) (map[string]bool, error) {
+	if len(sessionIDs) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO session_leases (session_id, holder, acquired_at, expires_at) VALUES ")
+	args := make([]any, 0, 4*len(sessionIDs)+1)
+	for i, id := range sessionIDs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?)")
+		args = append(args, id, holder, now.UnixMilli(), now.Add(ttl).UnixMilli())
+	}
 	// The WHERE on the upsert is the rule: overwrite only our own or an
 	// expired lease. acquired_at moves only when the holder changes.
-	res, err := s.exec(ctx, tx, `INSERT INTO session_leases (session_id, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET expires_at = excluded.expires_at,
+	b.WriteString(` ON CONFLICT (session_id) DO UPDATE SET expires_at = excluded.expires_at,
 			acquired_at = CASE WHEN session_leases.holder = excluded.holder THEN session_leases.acquired_at ELSE excluded.acquired_at END,
 			holder = excluded.holder
-		WHERE session_leases.holder = excluded.holder OR session_leases.expires_at <= ?`,
-		sessionID, holder, now.UnixMilli(), now.Add(ttl).UnixMilli(), now.UnixMilli())
+		WHERE session_leases.holder = excluded.holder OR session_leases.expires_at <= ?
+		RETURNING session_id`)
+	args = append(args, now.UnixMilli())
+	rows, err := tx.QueryContext(ctx, b.String(), args...)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	defer rows.Close()
+	taken := make(map[string]bool, len(sessionIDs))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		taken[id] = true
+	}
+	return taken, rows.Err()
 }
 
 // AcquireSession takes or renews one session's lease for holder until
@@ -117,8 +310,8 @@ func (s *Store) AcquireSession(ctx context.Context, sessionID, holder string, tt
 		return fmt.Errorf("acquire session %s: holder %q and ttl %s must be set", sessionID, holder, ttl)
 	}
 	err := s.rowTx(ctx, func(tx *sql.Tx) error {
-		ok, err := s.takeSession(ctx, tx, sessionID, holder, ttl, now)
-		if err == nil && !ok {
+		taken, err := s.takeSessions(ctx, tx, []string{sessionID}, holder, ttl, now)
+		if err == nil && !taken[sessionID] {
 			err = ErrSessionHeld
 		}
 		return err
@@ -159,6 +352,16 @@ func (s *Store) HoldsSession(ctx context.Context, sessionID, holder string, now 
 // ReleaseSession gives sessionID's lease up if holder holds it, so another
 // worker can take the session's next run at once.
 func (s *Store) ReleaseSession(ctx context.Context, sessionID, holder string) error {
+	if s.pg {
+		// One statement, one round trip: the release and the wake-up of
+		// the workers (notifyRuns's channel). A data-modifying WITH runs
+		// whether or not the query reads it.
+		if _, err := s.w.ExecContext(ctx, `WITH d AS (DELETE FROM session_leases WHERE session_id = ? AND holder = ? RETURNING 1)
+			SELECT pg_notify('`+runsChannel+`', '')`, sessionID, holder); err != nil {
+			return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
+		}
+		return nil
+	}
 	if _, err := s.w.ExecContext(ctx, "DELETE FROM session_leases WHERE session_id = ? AND holder = ?", sessionID, holder); err != nil {
 		return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
 	}

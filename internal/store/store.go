@@ -63,6 +63,10 @@ type Store struct {
 	charges        atomic.Uint64 // AddUsage calls committed (Charges)
 	recallPending  atomic.Int64  // messages stored since recall's index last caught up (recall_index.go)
 
+	// pgEvents holds the PostgreSQL groupTx transactions in progress,
+	// each with the events it has held back (postgres.go).
+	pgEvents sync.Map // *sql.Tx → *pgPending
+
 	// resumes holds the runs ResumeRuns marked in this process whose Start
 	// has not yet been called: Start hands out that resume instead of
 	// writing a second one.
@@ -229,14 +233,9 @@ func migrateDB(ctx context.Context, w *sql.DB, path string, ms []migration) erro
 // tx runs fn in one immediate write transaction.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if s.pg {
-		return txOn(ctx, s.w, func(tx *sql.Tx) error {
-			if err := s.beginWrite(ctx, tx); err != nil {
-				return err
-			}
-			return fn(tx)
-		})
+		return s.pgTx(ctx, pgExclusive, fn)
 	}
-	if err := txOn(ctx, s.w, fn); err != nil {
+	if err := txOn(ctx, s.w, s.guarded(ctx, fn)); err != nil {
 		return err
 	}
 	// The writer connection is free again: prepare what fn ran unprepared.

@@ -1,8 +1,10 @@
 package crash
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,9 +18,11 @@ import (
 // DELTA_MAX_CONCURRENCY=32 (scaled down from 256 for a two-core machine),
 // so the ideal is workers × 32 / 0.2 s; one op is a batch of three waves
 // (workers × 96 tasks) from the first submission to the last run terminal.
-// It reports tasks/s, the share of the ideal, and the workers' CPU (per
-// task, and in cores over the batch): on a two-core machine the workers,
-// PostgreSQL and the fake share the cores, so the cores are the ceiling.
+// It reports tasks/s, the share of the ideal, the workers' CPU (per task,
+// and in cores over the batch), PostgreSQL's CPU in cores (its server
+// processes) and the machine's one-minute load average at the end: on a
+// two-core machine the workers, PostgreSQL, the fake and anything else
+// running share the cores, so the cores are the ceiling.
 //
 //	go test -run '^$' -bench WorkersThroughput -benchtime 3x ./test/crash/
 func BenchmarkWorkersThroughput(b *testing.B) {
@@ -52,6 +56,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			for _, w := range ws {
 				cpu0 += processCPU(b, w.proc.Cmd.Process.Pid)
 			}
+			pg0 := serverCPU(b, db)
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
@@ -87,12 +92,18 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				elapsed += time.Since(t0)
 			}
 			b.StopTimer()
+			pgCPU := time.Duration(0)
+			for pid, t := range serverCPU(b, db) {
+				pgCPU += t - pg0[pid] // a server process started since counts whole
+			}
 			cpu := -cpu0
 			for _, w := range ws {
 				cpu += processCPU(b, w.proc.Cmd.Process.Pid)
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(batch*b.N), "worker-cpu-ms/task")
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "worker-cores")
+			b.ReportMetric(pgCPU.Seconds()/elapsed.Seconds(), "pg-cores")
+			b.ReportMetric(loadAverage(b), "load1")
 			rate := float64(batch*b.N) / elapsed.Seconds()
 			ideal := float64(n*perWorker) / latency.Seconds()
 			b.ReportMetric(rate, "tasks/s")
@@ -104,4 +115,43 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			}
 		})
 	}
+}
+
+// serverCPU is the CPU time of each PostgreSQL server process, by pid: the
+// backends and background processes pg_stat_activity lists (the server
+// runs on this machine).
+func serverCPU(b *testing.B, db *sql.DB) map[int]time.Duration {
+	b.Helper()
+	rows, err := db.Query("SELECT pid FROM pg_stat_activity")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	out := make(map[int]time.Duration)
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			out[pid] = processCPU(b, pid)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// loadAverage is the machine's one-minute load average.
+func loadAverage(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(raw), &l); err != nil {
+		b.Fatal(err)
+	}
+	return l
 }
