@@ -302,6 +302,11 @@ var pgInsertEvent = `INSERT INTO events (run_id, session_id, owner, task_id, tur
 // reads the ids drawn into ids. An error anywhere leaves the transaction
 // uncommitted.
 func commitEvents(ctx context.Context, c *pgx.Conn, evs []*event.Event, notify bool, ids []int64) error {
+	// database/sql may have rolled the transaction back meanwhile (its
+	// context ended): the events must not then commit on their own.
+	if st := c.PgConn().TxStatus(); st != 'T' {
+		return fmt.Errorf("write events: the transaction is no longer open (status %q)", st)
+	}
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1)", pgEventLock)
 	for _, e := range evs {
