@@ -57,13 +57,10 @@ import (
 // Lock order, so transactions do not wait on each other in a cycle: the
 // write lock, the session lease row (the lease guard, FOR SHARE), the rows
 // a write path locks, the event lock. A claim takes no advisory lock; it
-// locks candidate runs (SKIP LOCKED) and then upserts only leases this
-// worker does not hold live, so it never waits on this worker's own run
-// writes. One cycle remains possible: a claim that finds another worker's
-// lease expired at the instant that worker's write transaction still
-// found it live; PostgreSQL's deadlock check ends one of the two after a
-// second, and the claim is retried or the stale write fails as it would
-// have on its lease check.
+// locks candidate runs and their existing lease rows SKIP LOCKED and
+// inserts missing leases ON CONFLICT DO NOTHING (claimRunsPG), so it waits
+// on no run write, only, briefly, on another claim inserting the same
+// lease; and claims lock disjoint runs.
 
 //go:embed pgmigrations/*.sql
 var pgMigrationFS embed.FS
