@@ -71,7 +71,8 @@ func waitDone(t *testing.T, st *store.Store, ids ...string) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("run %s never finished", id)
+				leases, _ := st.SessionLeases(context.Background())
+				t.Fatalf("run %s never finished: status %q (%v); session leases %+v", id, r.Status, err, leases)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
