@@ -33,6 +33,19 @@ var forbidden = []string{
 	"html/template",
 }
 
+// forbiddenExact are single packages delta must not link, though it
+// links others under the same path: openai-go's root package (its
+// generated types, ~200 init-time registrations and ~4 MB of JSON code
+// were 15 MB of a 50 MB binary; the Chat Completions wire posts through
+// the responses service instead) and its realtime and live packages,
+// which only the root imports. The SDK's option, responses and internal
+// packages stay.
+var forbiddenExact = []string{
+	"github.com/openai/openai-go/v3",
+	"github.com/openai/openai-go/v3/realtime",
+	"github.com/openai/openai-go/v3/live",
+}
+
 // TestDeps keeps delta free of bobby and of test-only packages.
 func TestDeps(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
@@ -51,11 +64,17 @@ func TestDeps(t *testing.T) {
 			t.Errorf("delta links %s (%d packages; `go mod why %s` shows the path)", bad, len(hits), hits[0])
 		}
 	}
+	for _, bad := range forbiddenExact {
+		if slices.Contains(deps, bad) {
+			t.Errorf("delta links %s (`go mod why %s` shows the path)", bad, bad)
+		}
+	}
 	for _, need := range []string{
 		"github.com/deltaharness/delta/internal/store",
 		"github.com/deltaharness/delta/internal/model/scripted",
 		"modernc.org/sqlite",
 		"go.opentelemetry.io/otel/exporters/otlp/otlptrace",
+		"github.com/openai/openai-go/v3/responses",
 	} {
 		if !slices.Contains(deps, need) {
 			t.Errorf("delta does not link %s (the guard is looking at the wrong package)", need)

@@ -1,8 +1,9 @@
 // Package openai is the model.Provider for OpenAI-compatible Chat
 // Completions endpoints (OpenRouter, vLLM, most gateways), built on the
-// official openai-go SDK for transport; the request body is encoded here,
-// byte for byte as the SDK would encode it (see encode.go), at a fraction
-// of the cost.
+// official openai-go SDK for transport (without linking its root package,
+// see chatPath); the request body is encoded here, byte for byte as the
+// SDK would encode it (see encode.go), at a fraction of the cost, and the
+// answer read by structs of our own (stream.go, lenient.go).
 //
 // Every call streams: text and reasoning deltas reach the caller as they
 // arrive, tool calls are assembled across chunks by index, and usage
@@ -17,7 +18,6 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,8 +29,8 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/deltaharness/delta/internal/model"
 )
@@ -50,7 +50,7 @@ type Options struct {
 
 // Client calls one Chat Completions endpoint. It is safe for concurrent use.
 type Client struct {
-	chat       sdk.ChatCompletionService
+	chat       responses.ResponseService // re-pointed at chat/completions (chatPath)
 	apiKey     string
 	timeout    time.Duration
 	openRouter bool           // the host takes reasoning:{effort}, not reasoning_effort
@@ -77,8 +77,21 @@ func New(o Options) *Client {
 		h := strings.ToLower(u.Hostname())
 		c.openRouter = h == "openrouter.ai" || strings.HasSuffix(h, ".openrouter.ai")
 	}
-	c.chat = sdk.NewChatCompletionService(SDKOptions(base, o.APIKey, o.HTTPClient, o.Headers)...)
+	c.chat = responses.NewResponseService(append(SDKOptions(base, o.APIKey, o.HTTPClient, o.Headers), option.WithMiddleware(chatPath))...)
 	return c
+}
+
+// chatPath re-points a request openai-go's responses service built for
+// <base>/responses at <base>/chat/completions, the URL its chat service
+// posts to; everything else about the request (auth, the SDK's headers and
+// user agent, the body) is the SDK's own. The chat service lives in the
+// SDK's root package, whose generated types and init-time registrations
+// would be a quarter of delta's binary; the two services build a POST the
+// same way and differ only in the path (TestRequestMatchesSDKOnTheWire
+// holds them to the same bytes).
+func chatPath(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	req.URL = req.URL.ResolveReference(&url.URL{Path: "chat/completions"})
+	return next(req)
 }
 
 // SDKOptions configure an openai-go service from explicit values only:
@@ -163,8 +176,8 @@ func readCompletion(res *http.Response, acc *accumulator) error {
 	if err != nil {
 		return fmt.Errorf("read completion: %w", err)
 	}
-	var comp sdk.ChatCompletion
-	if err := json.Unmarshal(body, &comp); err != nil {
+	comp, err := decodeCompletion(body)
+	if err != nil {
 		return fmt.Errorf("malformed completion: %w", err)
 	}
 	if len(comp.Choices) == 0 {
@@ -206,7 +219,7 @@ func overflow(code, msg string) bool {
 // start when the SDK found none); nil for any other failure (a network
 // failure, a cut or broken stream). Package responses uses it too.
 func RequestError(res *http.Response, err error, refused func(status int, code, msg string) *model.Error) *model.Error {
-	var apiErr *sdk.Error
+	var apiErr *responses.Error
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {

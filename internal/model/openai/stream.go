@@ -9,9 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/respjson"
-
 	"github.com/deltaharness/delta/internal/model"
 )
 
@@ -97,13 +94,13 @@ func decodeChunk(data []byte) (chunk, error) {
 			return c, fmt.Errorf("malformed stream chunk: %w", err)
 		}
 		// A field of an unexpected type (arguments sent as an object, a
-		// count as a string): the SDK's lenient decoder reads what it
-		// can of such a chunk, as this client always did.
-		var sc sdk.ChatCompletionChunk
-		if err := json.Unmarshal(data, &sc); err != nil {
-			return c, fmt.Errorf("malformed stream chunk: %w", err)
+		// count as a string): read what can be read of such a chunk, as
+		// the SDK's lenient decoder did (lenient.go).
+		lc, lerr := lenientChunk(data)
+		if lerr != nil {
+			return c, fmt.Errorf("malformed stream chunk: %w", err) // not an object: the type error says so
 		}
-		c = chunkOf(&sc)
+		c = lc
 	}
 	return c, nil
 }
@@ -183,43 +180,6 @@ type chunkUsage struct {
 	// Cost is OpenRouter's usage.cost in USD; raw, so a value of another
 	// type is skipped, not refused.
 	Cost json.RawMessage `json:"cost"`
-}
-
-// chunkOf takes from the SDK's decoding of a chunk what chunk holds.
-func chunkOf(sc *sdk.ChatCompletionChunk) chunk {
-	c := chunk{Model: sc.Model, ServiceTier: string(sc.ServiceTier)}
-	if sc.JSON.Usage.Valid() {
-		c.Usage = usageFromSDK(&sc.Usage)
-	}
-	for _, ch := range sc.Choices {
-		cc := chunkChoice{Index: ch.Index, FinishReason: ch.FinishReason, Delta: chunkDelta{
-			Content:          ch.Delta.Content,
-			Reasoning:        rawField(ch.Delta.JSON.ExtraFields, "reasoning"),
-			ReasoningContent: rawField(ch.Delta.JSON.ExtraFields, "reasoning_content"),
-		}}
-		for _, tc := range ch.Delta.ToolCalls {
-			t := chunkToolCall{Index: tc.Index, ID: tc.ID}
-			t.Function.Name, t.Function.Arguments = tc.Function.Name, tc.Function.Arguments
-			cc.Delta.ToolCalls = append(cc.Delta.ToolCalls, t)
-		}
-		c.Choices = append(c.Choices, cc)
-	}
-	return c
-}
-
-func usageFromSDK(su *sdk.CompletionUsage) *chunkUsage {
-	u := &chunkUsage{PromptTokens: su.PromptTokens, CompletionTokens: su.CompletionTokens, Cost: rawField(su.JSON.ExtraFields, "cost")}
-	u.PromptTokensDetails.CachedTokens = su.PromptTokensDetails.CachedTokens
-	u.PromptTokensDetails.CacheWriteTokens = su.PromptTokensDetails.CacheWriteTokens
-	return u
-}
-
-// rawField is an extra field's raw JSON, nil when absent.
-func rawField(extra map[string]respjson.Field, key string) json.RawMessage {
-	if f, ok := extra[key]; ok && f.Raw() != "" {
-		return json.RawMessage(f.Raw())
-	}
-	return nil
 }
 
 func (a *accumulator) chunk(c *chunk) {
@@ -324,28 +284,27 @@ func (a *accumulator) response() model.Response {
 
 // fromCompletion maps a whole chat.completion object, for gateways that
 // answer a streaming request with plain JSON.
-func (a *accumulator) fromCompletion(c *sdk.ChatCompletion) {
+func (a *accumulator) fromCompletion(c *completion) {
 	a.served = c.Model
-	if c.JSON.Usage.Valid() {
-		a.usage = usageOf(usageFromSDK(&c.Usage))
+	if c.Usage != nil {
+		a.usage = usageOf(c.Usage)
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue
 		}
-		extra := ch.Message.JSON.ExtraFields
-		if r := reasoningOf(rawField(extra, "reasoning"), rawField(extra, "reasoning_content")); r != "" && a.s.OnReasoning != nil {
+		if r := reasoningOf(ch.Reasoning, ch.ReasoningAlt); r != "" && a.s.OnReasoning != nil {
 			a.s.OnReasoning(r)
 		}
-		if ch.Message.Content != "" {
-			a.text.WriteString(ch.Message.Content)
+		if ch.Content != "" {
+			a.text.WriteString(ch.Content)
 			if a.s.OnText != nil {
-				a.s.OnText(ch.Message.Content)
+				a.s.OnText(ch.Content)
 			}
 		}
-		for i, tc := range ch.Message.ToolCalls {
-			b := &callBuilder{index: int64(i), id: tc.ID, name: tc.Function.Name}
-			b.args.WriteString(tc.Function.Arguments)
+		for i, tc := range ch.ToolCalls {
+			b := &callBuilder{index: int64(i), id: tc.ID, name: tc.Name}
+			b.args.WriteString(tc.Arguments)
 			a.calls = append(a.calls, b)
 		}
 		a.finish = ch.FinishReason

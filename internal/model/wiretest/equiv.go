@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3/option"
@@ -219,4 +222,71 @@ func (f Fuzz) Request() model.Request {
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleSystem, Content: f.Text})
 	}
 	return req
+}
+
+// WireRecorder is a loopback server that keeps the last request as it
+// arrived: the request line, the Host, every header in name order and the
+// body (httputil.DumpRequest). It answers 400 with an OpenAI error body,
+// so a caller fails at once instead of waiting for a stream.
+type WireRecorder struct {
+	URL  string
+	mu   sync.Mutex
+	last []byte
+}
+
+// NewWireRecorder starts a WireRecorder, closed when t ends.
+func NewWireRecorder(t testing.TB) *WireRecorder {
+	t.Helper()
+	r := &WireRecorder{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		dump, err := httputil.DumpRequest(req, true)
+		if err != nil {
+			dump = []byte("dump: " + err.Error())
+		}
+		r.mu.Lock()
+		r.last = dump
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"recorded","type":"invalid_request_error","code":"recorded"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	return r
+}
+
+// Take returns the last request recorded and forgets it; nil when none
+// arrived since the last Take.
+func (r *WireRecorder) Take() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.last
+	r.last = nil
+	return last
+}
+
+// CheckSameWire fails t unless the client (got) and the SDK (want) put
+// the same request on the wire, request line, headers and body, byte for
+// byte; it names the first line that differs.
+func CheckSameWire(t testing.TB, got, want []byte) {
+	t.Helper()
+	if got == nil || want == nil {
+		t.Fatalf("a request never arrived: client %v, sdk %v", got != nil, want != nil)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	g, w := strings.Split(string(got), "\r\n"), strings.Split(string(want), "\r\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			t.Fatalf("requests differ at line %d\nclient: %q\nsdk:    %q\n\nclient:\n%s\nsdk:\n%s", i+1, gl, wl, got, want)
+		}
+	}
 }
