@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/deltaharness/delta/internal/event"
 )
@@ -54,11 +54,12 @@ type EventTail struct {
 	wanted  func() bool
 	logger  *slog.Logger
 
-	nudge  chan struct{}
-	deltas chan event.Event
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	last   int64 // the last id handed on; owned by the reader goroutine after Open
+	listener *pgListener
+	nudge    chan struct{}
+	deltas   chan event.Event
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	last     int64 // the last id handed on; owned by the reader goroutine after Open
 }
 
 // TailOptions configure an EventTail.
@@ -84,8 +85,21 @@ func NewEventTail(st *Store, dsn string, o TailOptions) *EventTail {
 	if o.Deliver == nil {
 		o.Deliver = func(event.Event) {}
 	}
-	return &EventTail{st: st, dsn: dsn, holder: o.Holder, deliver: o.Deliver, wanted: o.Wanted, logger: o.Logger,
+	t := &EventTail{st: st, dsn: dsn, holder: o.Holder, deliver: o.Deliver, wanted: o.Wanted, logger: o.Logger,
 		nudge: make(chan struct{}, 1), deltas: make(chan event.Event, deltaQueue)}
+	// Both channels share the connection, so a batch of deltas sent before
+	// a commit is handed on before the reader is told of the commit.
+	t.listener = &pgListener{dsn: dsn, what: "event tail", channels: []string{eventsChannel, deltasChannel}, logger: o.Logger,
+		on: func(n *pgconn.Notification) {
+			if n.Channel == deltasChannel {
+				t.received(n.Payload) // another worker's deltas, handed on at once
+			} else {
+				t.Nudge()
+			}
+		},
+		lost: t.Nudge,
+	}
+	return t
 }
 
 // Open listens, reads the table's newest id as the start (events committed
@@ -95,7 +109,7 @@ func (t *EventTail) Open(ctx context.Context) error {
 	if !t.st.pg {
 		return errors.New("open event tail: the store is not on PostgreSQL")
 	}
-	conn, err := t.connect(ctx)
+	conn, err := t.listener.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,7 +122,7 @@ func (t *EventTail) Open(ctx context.Context) error {
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.cancel = cancel
 	t.wg.Add(3)
-	go func() { defer t.wg.Done(); t.listen(lctx, conn) }()
+	go func() { defer t.wg.Done(); t.listener.run(lctx, conn) }()
 	go func() { defer t.wg.Done(); t.read(lctx) }()
 	go func() { defer t.wg.Done(); t.send(lctx) }()
 	return nil
@@ -146,63 +160,6 @@ func (t *EventTail) SendDelta(e event.Event) {
 	case t.deltas <- e:
 	default:
 		t.logger.Debug("delta not relayed: queue full", event.KeyRun, e.RunID)
-	}
-}
-
-func (t *EventTail) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, t.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("event tail on %s: %w", redactURL(t.dsn), err)
-	}
-	for _, ch := range []string{eventsChannel, deltasChannel} {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
-			_ = conn.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("event tail on %s: %w", redactURL(t.dsn), err)
-		}
-	}
-	return conn, nil
-}
-
-// listen waits for notifications: an events one nudges the reader, a
-// deltas one from another worker is handed on at once. Both channels share
-// the connection, so a batch of deltas sent before a commit is handed on
-// before the reader is told of the commit.
-func (t *EventTail) listen(ctx context.Context, conn *pgx.Conn) {
-	backoff := 100 * time.Millisecond
-	for {
-		for conn != nil {
-			n, err := conn.WaitForNotification(ctx)
-			if err != nil {
-				_ = conn.Close(context.WithoutCancel(ctx))
-				conn = nil
-				if ctx.Err() != nil {
-					return
-				}
-				t.logger.Warn("event tail lost its connection; reconnecting", "err", err)
-				break
-			}
-			backoff = 100 * time.Millisecond
-			if n.Channel == deltasChannel {
-				t.received(n.Payload)
-			} else {
-				t.Nudge()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-		c, err := t.connect(ctx)
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				t.logger.Warn("event tail reconnect", "err", err)
-			}
-			continue
-		}
-		conn = c
-		t.Nudge() // notifications sent while disconnected are lost
 	}
 }
 

@@ -3,13 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // runsChannel is the PostgreSQL notification channel a worker listens on:
@@ -23,11 +20,10 @@ const runsChannel = "delta_runs"
 // its own (LISTEN needs a session) and reconnects after losing it; a wake-up
 // missed while disconnected is covered by the worker's poll.
 type RunListener struct {
-	dsn    string
-	logger *slog.Logger
-	c      chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	listener *pgListener
+	c        chan struct{}
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // NewRunListener returns a listener on the PostgreSQL database at dsn.
@@ -35,7 +31,12 @@ func NewRunListener(dsn string, logger *slog.Logger) *RunListener {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &RunListener{dsn: dsn, logger: logger, c: make(chan struct{}, 1)}
+	l := &RunListener{c: make(chan struct{}, 1)}
+	l.listener = &pgListener{dsn: dsn, what: "run listener", channels: []string{runsChannel}, logger: logger,
+		on:   func(*pgconn.Notification) { l.wake() },
+		lost: l.wake, // notifications sent while disconnected are lost: wake once
+	}
+	return l
 }
 
 // C receives a value after one or more notifications (coalesced).
@@ -44,7 +45,7 @@ func (l *RunListener) C() <-chan struct{} { return l.c }
 // Open connects and starts listening; a first connection that fails is the
 // error, later losses are retried.
 func (l *RunListener) Open(ctx context.Context) error {
-	conn, err := l.connect(ctx)
+	conn, err := l.listener.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func (l *RunListener) Open(ctx context.Context) error {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		l.loop(lctx, conn)
+		l.listener.run(lctx, conn)
 	}()
 	return nil
 }
@@ -71,54 +72,6 @@ func (l *RunListener) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-func (l *RunListener) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, l.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", redactURL(l.dsn), err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+runsChannel); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("listen on %s: %w", redactURL(l.dsn), err)
-	}
-	return conn, nil
-}
-
-func (l *RunListener) loop(ctx context.Context, conn *pgx.Conn) {
-	backoff := 100 * time.Millisecond
-	for {
-		for conn != nil {
-			_, err := conn.WaitForNotification(ctx)
-			if err != nil {
-				_ = conn.Close(context.WithoutCancel(ctx))
-				conn = nil
-				if ctx.Err() != nil {
-					return
-				}
-				l.logger.Warn("run listener lost its connection; reconnecting", "err", err)
-				break
-			}
-			backoff = 100 * time.Millisecond
-			l.wake()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-		c, err := l.connect(ctx)
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				l.logger.Warn("run listener reconnect", "err", err)
-			}
-			continue
-		}
-		conn = c
-		// Notifications sent while disconnected are lost: wake once.
-		l.wake()
 	}
 }
 
