@@ -85,10 +85,25 @@ func node(t testing.TB, s *snapshot.Snapshot, role, name string) snapshot.Target
 	return snapshot.Target{}
 }
 
+// testCtx bounds a test against a hang, not its speed: on a loaded machine
+// launching Firefox alone can take tens of seconds.
 func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// eventually polls cond until it holds or ctx ends; the context only bounds
+// a hang, so a slow (loaded) machine waits longer instead of failing.
+func eventually(t testing.TB, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("never happened: %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func eval(t testing.TB, p *Page, expr string) any {
@@ -139,12 +154,7 @@ func TestFormLoopOnFirefox(t *testing.T) {
 	if _, err := p.Click(ctx, ref("button", "Create account"), ClickOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for range 100 {
-		if eval(t, p, `document.title`) == "Welcome" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, ctx, "the welcome page after submitting", func() bool { return eval(t, p, `document.title`) == "Welcome" })
 	done := take(t, p)
 	if done.Title != "Welcome" || !strings.Contains(done.Text, `heading "Welcome aboard"`) {
 		t.Errorf("submitting did not land on the welcome page: %q\n%s", done.Title, done.Text)
@@ -261,13 +271,11 @@ func TestDialogsAndScreenshotOnFirefox(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pr Prompt
-	for range 100 {
+	eventually(t, ctx, "the confirm() dialog opens", func() bool {
 		var ok bool
-		if pr, ok = p.Dialog(); ok {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		pr, ok = p.Dialog()
+		return ok
+	})
 	if pr.Type != "confirm" || pr.Message != "Delete the draft?" {
 		t.Fatalf("dialog = %+v", pr)
 	}
