@@ -38,9 +38,9 @@ func TestMain(m *testing.M) {
 <label>Code <input id="code"></label>
 <p id="gone">Loading…</p>
 <button id="ask" onclick="window.answer = confirm('Delete the draft?')">Delete</button>
-<script>setTimeout(() => { document.getElementById('gone').remove();
+<script>window.mutate = () => { document.getElementById('gone').remove();
   const p = document.createElement('p'); p.textContent = 'Ready to go'; document.body.appendChild(p);
-  history.pushState({}, "", "/dyn.html?step=2"); }, 500);</script>`))
+  history.pushState({}, "", "/dyn.html?step=2"); };</script>`))
 	})
 	fixtures = httptest.NewServer(mux)
 	code := m.Run()
@@ -203,6 +203,9 @@ func TestWaitsOnFirefox(t *testing.T) {
 	// The paragraph renders as text, without a ref; the walker numbered
 	// its element all the same.
 	gone := snapshot.Target{Ref: refOfID(t, p, "gone")}
+	// The page changes when the test says so (not on a timer that a loaded
+	// machine could outrun), a moment after the waits begin.
+	eval(t, p, `setTimeout(window.mutate, 300), null`)
 	contains := func(want string) func(string) bool { return func(s string) bool { return strings.Contains(s, want) } }
 	for _, w := range []Wait{
 		{Kind: WaitText, Match: contains("Ready to go")},
@@ -223,7 +226,9 @@ func TestWaitsOnFirefox(t *testing.T) {
 	if err := p.WaitFor(ctx, Wait{Kind: WaitValue, Target: &code, Match: func(v string) bool { return v == "X-42" }}); err != nil {
 		t.Errorf("wait value: %v", err)
 	}
-	err := p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 200 * time.Millisecond})
+	// The timeout leaves a loaded machine room for a reading to report;
+	// the outcome is asserted, not its speed.
+	err := p.WaitFor(ctx, Wait{Kind: WaitText, Match: contains("never there"), Timeout: 2 * time.Second})
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "Ready to go") {
 		t.Errorf("a wait that cannot hold: %v, want a timeout showing the last text", err)
 	}

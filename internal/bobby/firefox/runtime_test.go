@@ -18,7 +18,7 @@ import (
 func TestRuntimeSessionsArePrivateUserContexts(t *testing.T) {
 	biditest.Require(t)
 	ctx := testCtx(t)
-	rt := New(Options{DataDir: t.TempDir()})
+	rt := New(Options{DataDir: t.TempDir(), LaunchTimeout: biditest.LaunchTimeout})
 	if _, err := rt.NewSession(ctx); !errors.Is(err, ErrNotOpen) {
 		t.Fatalf("a session before Open: %v, want ErrNotOpen", err)
 	}
