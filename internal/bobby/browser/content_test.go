@@ -57,12 +57,16 @@ func TestWaitStateAllAtOnce(t *testing.T) {
 	if err != nil || !res.Matched || len(res.Conditions) != 5 {
 		t.Fatalf("WaitState = %+v, %v", res, err)
 	}
-	// A state that never comes is a result, with the part that failed.
+	// A state that never comes is a result, with the part that failed. The
+	// timeout leaves each probe room on a loaded machine (a probe cut short
+	// by the deadline counts as "not yet"); what is asserted is the outcome,
+	// not how fast it came.
 	res, err = p.WaitState(ctx, []StateCondition{
 		{Condition: Condition{Kind: WaitURL, Matcher: &TextMatch{Kind: "contains", Value: "step=done"}}},
 		{Condition: Condition{Kind: WaitText, Matcher: &TextMatch{Kind: "contains", Value: "never there"}}},
-	}, 300*time.Millisecond)
-	if err != nil || res.Matched || !res.TimedOut || !res.Conditions[0].Matched || res.Conditions[1].Matched {
+	}, 3*time.Second)
+	if err != nil || res.Matched || !res.TimedOut || len(res.Conditions) != 2 || !res.Conditions[0].Matched ||
+		!strings.Contains(res.Conditions[0].Observed, "step=done") || res.Conditions[1].Matched {
 		t.Errorf("unreachable state = %+v, %v", res, err)
 	}
 	if _, err := p.WaitState(ctx, nil, 0); !errors.Is(err, ErrInvalidArgument) {

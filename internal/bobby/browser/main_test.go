@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,6 +80,15 @@ func testHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir("testdata")))
 	mux.HandleFunc("/slow", pagetest.Slow(srvStop))
+	mux.HandleFunc("/gate", func(w http.ResponseWriter, r *http.Request) {
+		// answers once the test opens the gate of that name (see openGate)
+		select {
+		case <-gate(r.URL.Query().Get("name")):
+			fmt.Fprint(w, "open")
+		case <-r.Context().Done():
+		case <-srvStop:
+		}
+	})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -262,5 +272,35 @@ func eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("never happened: %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var (
+	gatesMu sync.Mutex
+	gates   = map[string]chan struct{}{}
+)
+
+// gate returns the channel of the named gate, closed when it opens.
+func gate(name string) chan struct{} {
+	gatesMu.Lock()
+	defer gatesMu.Unlock()
+	ch, ok := gates[name]
+	if !ok {
+		ch = make(chan struct{})
+		gates[name] = ch
+	}
+	return ch
+}
+
+// openGate lets a page's request to /gate?name=… answer: a page that waits
+// on it changes only when the test says so, however slow the machine.
+func openGate(name string) {
+	ch := gate(name)
+	gatesMu.Lock()
+	defer gatesMu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -268,7 +269,18 @@ func (s *Session) adoptPopup(info *target.Info) {
 		p.shutdown(ErrSessionClosed)
 		return
 	}
-	s.rt.log.Debug("popup registered", "session", s.ID, "page", p.ID, "opener", opener, "url", info.URL)
+	s.rt.log.Debug("popup registered", "session", s.ID, "page", p.ID, "opener", opener, "url", logURL(info.URL))
+}
+
+// logURL is a URL as logs may show it: without userinfo, query and
+// fragment, which can carry what a form sent (a password in a GET form).
+func logURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 // hasTargetLocked reports whether a page of the session is the target. The

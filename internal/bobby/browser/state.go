@@ -54,11 +54,13 @@ func (p *Page) WaitState(ctx context.Context, conds []StateCondition, timeout ti
 	start := time.Now()
 	deadline := start.Add(timeout)
 	res.Conditions = make([]WaitResult, len(conds))
+	seen := make([]bool, len(conds)) // the page answered this condition's probe at least once
 	for {
 		all := true
 		for i, c := range conds {
 			var matched bool
 			var observed string
+			answered := true
 			if c.Kind == WaitNetworkQuiet {
 				idle := DefaultQuietIdle
 				if c.IdleMs > 0 {
@@ -68,7 +70,7 @@ func (p *Page) WaitState(ctx context.Context, conds []StateCondition, timeout ti
 				matched = s.pending == 0 && time.Since(s.lastNet) >= idle
 			} else {
 				var err error
-				matched, observed, err = p.probe(ctx, c.Condition, matchers[i], time.Until(deadline))
+				matched, observed, answered, err = p.probe(ctx, c.Condition, matchers[i], time.Until(deadline))
 				if err != nil {
 					res.ElapsedMs = time.Since(start).Milliseconds()
 					return res, fmt.Errorf("wait for state: condition %d: %w", i, err)
@@ -77,6 +79,18 @@ func (p *Page) WaitState(ctx context.Context, conds []StateCondition, timeout ti
 			if c.Not {
 				matched = !matched
 			}
+			if !answered {
+				matched = false // no answer is "not yet", also for a negated condition
+			}
+			if !answered && seen[i] {
+				// The page did not answer this round (the last probe before
+				// the deadline has little time): report what it last said
+				// rather than a "not matched" nobody observed. It does not
+				// count toward all-matched, which needs a fresh answer.
+				all = false
+				continue
+			}
+			seen[i] = seen[i] || answered
 			res.Conditions[i] = WaitResult{Kind: c.Kind, Matched: matched, Observed: observed}
 			all = all && matched
 		}

@@ -219,7 +219,7 @@ func (p *Page) WaitFor(ctx context.Context, c Condition) (WaitResult, error) {
 	}
 	deadline := start.Add(timeout)
 	for {
-		matched, observed, err := p.probe(ctx, c, match, time.Until(deadline))
+		matched, observed, _, err := p.probe(ctx, c, match, time.Until(deadline))
 		res.ElapsedMs = time.Since(start).Milliseconds()
 		if err != nil {
 			return res, fmt.Errorf("wait for: %w", err)
@@ -263,8 +263,9 @@ func (p *Page) pause(ctx context.Context, deadline time.Time) (expired bool, err
 }
 
 // probe checks the condition once. Transient failures (a navigation
-// destroying the context mid-call) count as "not yet".
-func (p *Page) probe(ctx context.Context, c Condition, match func(string) bool, budget time.Duration) (matched bool, observed string, err error) {
+// destroying the context mid-call, a renderer too busy to answer within
+// the budget) count as "not yet", with answered false.
+func (p *Page) probe(ctx context.Context, c Condition, match func(string) bool, budget time.Duration) (matched bool, observed string, answered bool, err error) {
 	if budget < 50*time.Millisecond {
 		budget = 50 * time.Millisecond
 	}
@@ -316,7 +317,7 @@ func (p *Page) probe(ctx context.Context, c Condition, match func(string) bool, 
 		return nil
 	})
 	if err == nil {
-		return matched, observed, nil
+		return matched, observed, true, nil
 	}
 	var de *DialogError
 	switch {
@@ -324,14 +325,14 @@ func (p *Page) probe(ctx context.Context, c Condition, match func(string) bool, 
 		errors.Is(err, ErrInvalidArgument),
 		errors.Is(err, ErrPageClosed), errors.Is(err, ErrPageCrashed),
 		errors.Is(err, ErrSessionClosed), errors.Is(err, ErrBrowserCrashed):
-		return false, observed, err
+		return false, observed, false, err
 	case errors.Is(err, ErrNodeNotFound) && c.Target != nil && c.Target.BackendNodeID != 0 && c.Kind != WaitElement:
 		// a backend node never comes back
-		return false, observed, err
+		return false, observed, false, err
 	case ctx.Err() != nil:
-		return false, observed, ctx.Err()
+		return false, observed, false, ctx.Err()
 	}
-	return false, observed, nil
+	return false, observed, false, nil
 }
 
 // probeOn runs fn on the target (or the page root) and decodes its result.

@@ -3,7 +3,9 @@ package browser
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
+	"time"
 )
 
 func TestWaitForEachKind(t *testing.T) {
@@ -19,7 +21,7 @@ func TestWaitForEachKind(t *testing.T) {
 		{"element text exact", Condition{Kind: WaitText, Target: &NodeRef{Selector: "#msg"}, Matcher: &TextMatch{Kind: "exact", Value: "Ready now"}}, true, ""},
 		{"element value", Condition{Kind: WaitValue, Target: &NodeRef{Selector: "#field"}, Matcher: &TextMatch{Kind: "exact", Value: "filled-late"}}, true, ""},
 		{"page-level value reads body text", Condition{Kind: WaitValue, Matcher: &TextMatch{Kind: "regex", Value: `Ready\s+now`}}, true, ""},
-		{"url regex", Condition{Kind: WaitURL, Matcher: &TextMatch{Kind: "regex", Value: `mutate\.html#done$`}}, true, ""},
+		{"url regex", Condition{Kind: WaitURL, Matcher: &TextMatch{Kind: "regex", Value: `mutate\.html\?gate=[\w-]+#done$`}}, true, ""},
 		{"document complete", Condition{Kind: WaitDocument}, true, "complete"},
 		{"document interactive is satisfied by complete", Condition{Kind: WaitDocument, ReadyState: "interactive"}, true, "complete"},
 		{"element appears", Condition{Kind: WaitElement, Target: &NodeRef{Selector: "#late"}}, true, "visible"},
@@ -31,14 +33,20 @@ func TestWaitForEachKind(t *testing.T) {
 		{"element timeout", Condition{Kind: WaitElement, Target: &NodeRef{Selector: "#never"}, TimeoutMs: 300}, false, "absent"},
 	}
 	p := testPage(t)
-	for _, tt := range tests {
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// A fresh load each time: the page changes 800 ms after load,
-			// so every wait starts before its condition holds.
-			open(t, p, "/mutate.html")
+			// A fresh load each time: the page changes only when its gate
+			// opens, which happens once the wait is under way, so the wait
+			// starts before its condition holds however loaded the machine.
+			name := "wait-" + strconv.Itoa(i)
+			open(t, p, "/mutate.html?gate="+name)
 			if got := eval[string](t, p, `document.getElementById("msg").textContent`); got != "Loading…" {
 				t.Fatalf("page already mutated before the wait (%q): the test proves nothing", got)
 			}
+			go func() {
+				time.Sleep(200 * time.Millisecond) // lets WaitFor begin; its order, not its speed, matters
+				openGate(name)
+			}()
 			res, err := p.WaitFor(ctx, tt.cond)
 			if err != nil {
 				t.Fatalf("WaitFor: %v", err)

@@ -30,6 +30,9 @@ type Options struct {
 	// Viewport is each new tab's viewport in CSS pixels (default 1280×720,
 	// Chromium's headless default).
 	Width, Height int
+	// LaunchTimeout bounds Firefox's start to a BiDi session (0: the bidi
+	// package's default, 30 s).
+	LaunchTimeout time.Duration
 }
 
 // Runtime is one Firefox process and the sessions in it: each session is
@@ -73,7 +76,7 @@ func (r *Runtime) Open(ctx context.Context) error {
 		r.b = nil
 		r.dropSessionsLocked()
 	}
-	b, err := bidi.Launch(ctx, bidi.LaunchOptions{Path: r.opts.Path, DataDir: r.opts.DataDir, Args: r.opts.Args})
+	b, err := bidi.Launch(ctx, bidi.LaunchOptions{Path: r.opts.Path, DataDir: r.opts.DataDir, Args: r.opts.Args, Timeout: r.opts.LaunchTimeout})
 	if err != nil {
 		return fmt.Errorf("open firefox: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
 	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
@@ -19,7 +18,7 @@ import (
 func TestRuntimeSessionsArePrivateUserContexts(t *testing.T) {
 	biditest.Require(t)
 	ctx := testCtx(t)
-	rt := New(Options{DataDir: t.TempDir()})
+	rt := New(Options{DataDir: t.TempDir(), LaunchTimeout: biditest.LaunchTimeout})
 	if _, err := rt.NewSession(ctx); !errors.Is(err, ErrNotOpen) {
 		t.Fatalf("a session before Open: %v, want ErrNotOpen", err)
 	}
@@ -88,8 +87,8 @@ func TestRuntimeSessionsArePrivateUserContexts(t *testing.T) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	select {
 	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatal("firefox did not exit")
+	case <-ctx.Done():
+		t.Fatal("firefox did not exit after SIGKILL")
 	}
 	if rt.Healthy() {
 		t.Error("healthy after the browser died")

@@ -141,7 +141,24 @@ type typeTextArgs struct {
 }
 
 func runTypeText(ctx context.Context, x *execCtx, in typeTextArgs) (map[string]any, map[string]any, error) {
-	return x.ep.typeText(ctx, x, in)
+	ev, res, err := x.ep.typeText(ctx, x, in)
+	if err == nil && in.Text != "" && x.focusedPassword(ctx) {
+		x.rememberSecret(in.Text)
+	}
+	return ev, res, err
+}
+
+// focusedPassword reports whether the page's focused element is a password
+// input: after type_text, the field the text went into.
+func (x *execCtx) focusedPassword(ctx context.Context) bool {
+	raw, err := x.ep.Evaluate(ctx, `(() => { let e = document.activeElement; while (e && e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement; return !!e && e.tagName === "INPUT" && (e.type || "").toLowerCase() === "password"; })()`)
+	return err == nil && string(raw) == "true"
+}
+
+// rememberSecret records v, typed into a password field, for redaction
+// from the principal's tool results (redact.go).
+func (x *execCtx) rememberSecret(v string) {
+	x.g.secrets.remember(x.principal.Name, v)
 }
 
 // waitForArgs are wait_for's arguments; condition is one of the kinds of

@@ -72,6 +72,9 @@ func runControlAction(ctx context.Context, x *execCtx, in controlActionArgs) (ma
 	if err != nil {
 		return nil, nil, formActionError(err)
 	}
+	if ev != nil && ev.Type == "password" && a.Kind == form.SetText {
+		x.rememberSecret(a.Text)
+	}
 	out := map[string]any{"control": ev}
 	if a.Kind == form.Activate {
 		for k, v := range x.settle(ctx) {

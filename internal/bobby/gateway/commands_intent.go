@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,23 @@ func fieldOutcomeError(outs []form.FieldOutcome) *toolError {
 	return nil
 }
 
+// rememberPasswords records the values a fill typed into password fields
+// (their evidence says type password) for redaction. Fill reports one
+// outcome per entry, in the entries' order.
+func (x *execCtx) rememberPasswords(outs []form.FieldOutcome, fields []form.FieldValue) {
+	for i, o := range outs {
+		if i >= len(fields) || o.Evidence == nil || o.Evidence.Type != "password" {
+			continue
+		}
+		switch v := fields[i].Value.(type) {
+		case string:
+			x.rememberSecret(v)
+		case float64: // a numeric PIN
+			x.rememberSecret(strconv.FormatFloat(v, 'f', -1, 64))
+		}
+	}
+}
+
 type intentFillArgs struct {
 	Fields []form.FieldValue `json:"fields"`
 }
@@ -49,6 +67,7 @@ func runIntentFill(ctx context.Context, x *execCtx, in intentFillArgs) (map[stri
 	if err != nil {
 		return nil, nil, err
 	}
+	x.rememberPasswords(outs, fields)
 	ev := map[string]any{"fields": outs}
 	if te := fieldOutcomeError(outs); te != nil {
 		return ev, nil, te
@@ -78,6 +97,7 @@ func runIntentCompleteForm(ctx context.Context, x *execCtx, in intentCompleteFor
 	if err != nil {
 		return nil, nil, err
 	}
+	x.rememberPasswords(c.Fields, form.FieldsFromMap(plain))
 	// Compact evidence keeps revealedControls: their targets are usable at once.
 	ev := map[string]any{"fields": c.Fields, "revealedControls": c.RevealedControls, "invalidControls": c.InvalidControls}
 	if te := fieldOutcomeError(c.Fields); te != nil {

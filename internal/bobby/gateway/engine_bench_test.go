@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deltaharness/delta/internal/bobby/bidi"
+	"github.com/deltaharness/delta/internal/bobby/bidi/biditest"
 	"github.com/deltaharness/delta/internal/bobby/firefox"
 )
 
@@ -32,7 +33,7 @@ func benchEngines(b *testing.B, f func(b *testing.B, cs *mcp.ClientSession)) {
 					b.Skipf("Firefox is missing at %s", bidi.DefaultFirefox)
 				}
 				ffOnce.Do(func() {
-					sharedFF = firefox.New(firefox.Options{})
+					sharedFF = firefox.New(firefox.Options{LaunchTimeout: biditest.LaunchTimeout})
 					ffErr0 = sharedFF.Open(context.Background())
 				})
 				if ffErr0 != nil {

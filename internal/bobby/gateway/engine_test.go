@@ -106,7 +106,7 @@ func engineGatewayWith(t *testing.T, engine string, edit func(*config.Config)) (
 	case engineFirefox:
 		biditest.Require(t)
 		ffOnce.Do(func() {
-			sharedFF = firefox.New(firefox.Options{})
+			sharedFF = firefox.New(firefox.Options{LaunchTimeout: biditest.LaunchTimeout})
 			ffErr0 = sharedFF.Open(context.Background())
 		})
 		if ffErr0 != nil {

@@ -63,6 +63,9 @@ type Gateway struct {
 	startPhase Phase
 	tools      []*toolDef
 	toolByName map[string]*toolDef
+	// secrets are the values bobby typed into password fields, redacted
+	// from every tool result (redact.go).
+	secrets secretBook
 
 	// eng is the browser engine the tools run on; rt is the Chromium
 	// runtime behind it (nil when the engine is Firefox).

@@ -275,8 +275,18 @@ func rpcInvalidParams(pointer, constraint, message string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: message, Data: data}
 }
 
-// callTool is the single entry point of every tool call.
+// callTool is the single entry point of every tool call. Whatever a tool
+// answers passes through redactResult: a credential a URL carries (a GET
+// form's password, a token parameter) never reaches the caller.
 func (cs *clientSession) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := cs.callToolUnredacted(ctx, req)
+	if res != nil {
+		redactResult(res, cs.g.secrets.spellings(cs.principalFor(req).Name))
+	}
+	return res, err
+}
+
+func (cs *clientSession) callToolUnredacted(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if req.Params == nil || req.Params.Name == "" {
 		return nil, rpcInvalidParams("/params/name", "required", "tools/call needs params.name")
 	}

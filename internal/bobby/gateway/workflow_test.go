@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -240,7 +241,8 @@ func TestWaitForAndPopups(t *testing.T) {
 	mustOK(t, alice, "click", map[string]any{"workflowHandle": h, "selector": "#pop"})
 	mustOK(t, alice, "wait_for", map[string]any{"workflowHandle": h, "condition": map[string]any{"kind": "networkQuiet"}})
 	var pages []any
-	for range 50 {
+	// until the popup is listed; the minute only bounds a hang
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		pages = mustOK(t, alice, "page_list", map[string]any{"sessionId": start["sessionId"]})["pages"].([]any)
 		if len(pages) == 2 {
 			break

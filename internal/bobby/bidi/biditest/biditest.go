@@ -25,6 +25,11 @@ func Require(t testing.TB) {
 	}
 }
 
+// LaunchTimeout bounds a test's Firefox launch against a hang. It is far
+// above the product's default: on a loaded CI machine a launch can take
+// longer than 30 s, and a test must not fail for being slow.
+const LaunchTimeout = 3 * time.Minute
+
 // Firefox is a lazily launched shared Firefox.
 type Firefox struct {
 	once sync.Once
@@ -37,7 +42,7 @@ type Firefox struct {
 func (f *Firefox) Browser(t testing.TB) *bidi.Browser {
 	t.Helper()
 	Require(t)
-	f.once.Do(func() { f.b, f.err = bidi.Launch(context.Background(), bidi.LaunchOptions{}) })
+	f.once.Do(func() { f.b, f.err = bidi.Launch(context.Background(), bidi.LaunchOptions{Timeout: LaunchTimeout}) })
 	if f.err != nil {
 		t.Fatal(f.err)
 	}
