@@ -111,9 +111,11 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			b.ReportMetric(rate, "tasks/s")
 			b.ReportMetric(100*rate/ideal, "%ideal")
 			var failed int
-			_ = db.QueryRow("SELECT count(*) FROM runs WHERE status <> 'done'").Scan(&failed)
+			var first string
+			_ = db.QueryRow(`SELECT count(*), COALESCE(MIN(id || ' ' || status || ': ' || error), '')
+				FROM runs WHERE status <> 'done'`).Scan(&failed, &first)
 			if failed > 0 {
-				b.Fatalf("%d runs did not complete", failed)
+				b.Fatalf("%d runs did not complete; the first: %s", failed, first)
 			}
 		})
 	}
