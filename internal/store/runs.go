@@ -431,12 +431,8 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	return nil
 }
 
-// RunsByStatus lists runs with status in queue order.
-func (s *Store) RunsByStatus(ctx context.Context, status string) ([]Run, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT "+runCols+" FROM runs WHERE status = ? ORDER BY seq", status)
-	if err != nil {
-		return nil, fmt.Errorf("list %s runs: %w", status, err)
-	}
+// scanRuns reads every row of runCols and closes rows.
+func scanRuns(rows *sql.Rows) ([]Run, error) {
 	defer rows.Close()
 	var out []Run
 	for rows.Next() {
@@ -449,6 +445,15 @@ func (s *Store) RunsByStatus(ctx context.Context, status string) ([]Run, error) 
 	return out, rows.Err()
 }
 
+// RunsByStatus lists runs with status in queue order.
+func (s *Store) RunsByStatus(ctx context.Context, status string) ([]Run, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT "+runCols+" FROM runs WHERE status = ? ORDER BY seq", status)
+	if err != nil {
+		return nil, fmt.Errorf("list %s runs: %w", status, err)
+	}
+	return scanRuns(rows)
+}
+
 // LiveRuns lists running then queued runs, each in queue order, read in one
 // statement so a run moving from queued to running is never missed.
 func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
@@ -457,16 +462,7 @@ func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list live runs: %w", err)
 	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRuns(rows)
 }
 
 // RunHead is what a dispatcher needs of a live run to pick it: not its

@@ -242,16 +242,7 @@ func (s *Store) claimRunsPG(ctx context.Context, holder string, ttl time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRuns(rows)
 }
 
 // extraScan scans a row of scanRun's columns followed by extra ones.
