@@ -86,21 +86,7 @@ func TestWorkerCutFromTheDatabaseStopsItsRuns(t *testing.T) {
 	cutURL := strings.Replace(c.url, direct, proxy.addr(), 1)
 	cut := c.worker(plainBin, c.ws, "DELTA_DB="+cutURL, "DELTA_LEASE_HOLDER=cut")
 	cut.start()
-	c.fake.Hold()
-	client := &http.Client{Timeout: 10 * time.Second}
-	var ids []string
-	for i := range tasks {
-		id, ok := cut.submit(client, fmt.Sprintf("Write part-%d.md about the otter survey.", i))
-		if !ok {
-			t.Fatalf("task %d not acknowledged", i)
-		}
-		ids = append(ids, id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.fake.WaitCalls(ctx, tasks); err != nil {
-		t.Fatalf("only %d of %d runs reached the model on the first worker: %v", c.fake.Calls(), tasks, err)
-	}
+	ids := submitHeld(t, c, cut, "part", tasks)
 	other := c.worker(plainBin, c.ws, "DELTA_LEASE_HOLDER=other")
 	other.start()
 	proxy.Cut()
@@ -147,21 +133,7 @@ func TestFrozenWorkerDoesNotFireAfterTakeover(t *testing.T) {
 	c := newCluster(t)
 	frozen := c.worker(plainBin, c.ws, "DELTA_LEASE_HOLDER=frozen")
 	frozen.start()
-	c.fake.Hold()
-	client := &http.Client{Timeout: 10 * time.Second}
-	var ids []string
-	for i := range tasks {
-		id, ok := frozen.submit(client, fmt.Sprintf("Write thaw-%d.md about the otter survey.", i))
-		if !ok {
-			t.Fatalf("task %d not acknowledged", i)
-		}
-		ids = append(ids, id)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := c.fake.WaitCalls(ctx, tasks); err != nil {
-		t.Fatalf("only %d of %d runs reached the model: %v", c.fake.Calls(), tasks, err)
-	}
+	ids := submitHeld(t, c, frozen, "thaw", tasks)
 	pid := frozen.proc.Cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -178,6 +150,8 @@ func TestFrozenWorkerDoesNotFireAfterTakeover(t *testing.T) {
 	other.start()
 	// The other worker resumes every run once the frozen one's leases
 	// expire, and its own model calls are held too.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	if err := c.fake.WaitCalls(ctx, 2*tasks); err != nil {
 		t.Fatalf("the other worker did not take the runs over: %d model calls: %v\n%s", c.fake.Calls(), err, tail(other.logText(), 3000))
 	}
@@ -204,4 +178,27 @@ func TestFrozenWorkerDoesNotFireAfterTakeover(t *testing.T) {
 	if n := strings.Count(frozen.logText(), "no longer holds its session"); n != tasks {
 		t.Errorf("the thawed worker logged %d stopped runs, want %d; log:\n%s", n, tasks, tail(frozen.logText(), 3000))
 	}
+}
+
+// submitHeld holds the cluster's model, submits n write_file tasks (files
+// named prefix-i.md) to w, and waits until every one of them is in its model
+// call on w, so the test can cut or freeze w with all n runs in flight.
+func submitHeld(t *testing.T, c *cluster, w *daemon, prefix string, n int) []string {
+	t.Helper()
+	c.fake.Hold()
+	client := &http.Client{Timeout: 10 * time.Second}
+	var ids []string
+	for i := range n {
+		id, ok := w.submit(client, fmt.Sprintf("Write %s-%d.md about the otter survey.", prefix, i))
+		if !ok {
+			t.Fatalf("task %d not acknowledged", i)
+		}
+		ids = append(ids, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.fake.WaitCalls(ctx, n); err != nil {
+		t.Fatalf("only %d of %d runs reached the model on %s: %v", c.fake.Calls(), n, prefix, err)
+	}
+	return ids
 }
