@@ -75,16 +75,8 @@ func TestEventTailFollowsTwoWritersInIDOrder(t *testing.T) {
 	}
 	ctx := context.Background()
 	a, dsn := open(t)
-	b, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	reader, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reader.Close() })
+	b := openAgain(t, dsn)
+	reader := openAgain(t, dsn)
 	newRun(t, a, store.NewRun{ID: "before", SessionID: "s0"})
 
 	c := newCollector()
@@ -209,12 +201,7 @@ func BenchmarkEventTailRemoteLatency(b *testing.B) {
 	dsn := store.TestingDSN(b)
 	handles := make([]*store.Store, 2)
 	for i := range handles {
-		s, err := store.Open(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		handles[i] = s
+		handles[i] = openAgain(b, dsn)
 	}
 	writer, reader := handles[0], handles[1]
 	got := make(chan int64, 16)

@@ -73,15 +73,11 @@ func TestBindWorkspace(t *testing.T) {
 	if err := s.BindWorkspace(ctx, "/srv/delta/ws"); err != nil {
 		t.Fatal(err)
 	}
-	other, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openAgain(t, dsn)
 	if err := other.BindWorkspace(ctx, "/srv/delta/ws"); err != nil {
 		t.Fatalf("same workspace refused: %v", err)
 	}
-	err = other.BindWorkspace(ctx, "/home/me/ws")
+	err := other.BindWorkspace(ctx, "/home/me/ws")
 	if !errors.Is(err, store.ErrWorkspaceMismatch) {
 		t.Fatalf("other workspace: err %v, want ErrWorkspaceMismatch", err)
 	}

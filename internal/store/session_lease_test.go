@@ -108,11 +108,7 @@ func TestClaimRunsOnePerSessionInOrder(t *testing.T) {
 func TestClaimRunsWorkersNeverShareASession(t *testing.T) {
 	ctx := context.Background()
 	s1, dsn := open(t)
-	s2, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openAgain(t, dsn)
 	const sessions, perSession = 12, 5
 	for j := range perSession {
 		for i := range sessions {

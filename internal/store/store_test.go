@@ -26,6 +26,18 @@ func open(t testing.TB) (*store.Store, string) {
 	return s, path
 }
 
+// openAgain opens another handle on the database at dsn, as a second
+// process on it would, closed when the test ends.
+func openAgain(t testing.TB, dsn string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestOpenMigratesAndRefusesNewerSchema(t *testing.T) {
 	store.SQLiteOnly(t, "PRAGMA user_version and journal_mode of the file (TestPostgresMigratesAndRefusesNewerSchema is its PostgreSQL half)")
 	ctx := context.Background()

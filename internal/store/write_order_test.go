@@ -24,11 +24,7 @@ import (
 func TestEventIDsCommitInOrderAcrossStores(t *testing.T) {
 	ctx := context.Background()
 	s1, dsn := open(t)
-	s2, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openAgain(t, dsn)
 	const writers, rounds = 6, 25
 	var wg sync.WaitGroup
 	var writing atomic.Int32
