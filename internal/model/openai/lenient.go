@@ -372,16 +372,15 @@ type completion struct {
 	Choices []completionChoice
 }
 
+// completionChoice holds its message in a chunk's delta shape: the same
+// members (content, reasoning, reasoning_content, tool_calls), read by
+// the same rules. A message's tool calls have no index of their own (their
+// position is it), so Index stays 0 in them.
 type completionChoice struct {
 	Index        int64
 	FinishReason string
-	Content      string
-	Reasoning    json.RawMessage
-	ReasoningAlt json.RawMessage // message.reasoning_content
-	ToolCalls    []completionToolCall
+	Message      chunkDelta
 }
-
-type completionToolCall struct{ ID, Name, Arguments string }
 
 // decodeCompletion reads a whole chat.completion object, as leniently as
 // the SDK did.
@@ -408,7 +407,10 @@ func decodeCompletion(data []byte) (completion, error) {
 					case "finish_reason":
 						ch.FinishReason = lenientString(v)
 					case "message":
-						lenientMessage(v, &ch)
+						lenientDelta(v, &ch.Message)
+						for i := range ch.Message.ToolCalls {
+							ch.Message.ToolCalls[i].Index = 0
+						}
 					}
 				})
 				c.Choices = append(c.Choices, ch)
@@ -418,30 +420,4 @@ func decodeCompletion(data []byte) (completion, error) {
 		return completion{}, errNotObject
 	}
 	return c, nil
-}
-
-func lenientMessage(raw []byte, ch *completionChoice) {
-	lenientObject(raw, func(name string, v []byte) {
-		switch name {
-		case "content":
-			ch.Content = lenientString(v)
-		case "reasoning":
-			ch.Reasoning = json.RawMessage(v)
-		case "reasoning_content":
-			ch.ReasoningAlt = json.RawMessage(v)
-		case "tool_calls":
-			lenientArray(v, func(e []byte) {
-				var tc completionToolCall
-				lenientMembers(e, func(name string, v []byte) {
-					switch name {
-					case "id":
-						tc.ID = lenientString(v)
-					case "function":
-						tc.Name, tc.Arguments = lenientFunction(v)
-					}
-				})
-				ch.ToolCalls = append(ch.ToolCalls, tc)
-			})
-		}
-	})
 }

@@ -70,10 +70,12 @@ func completionOf(sc *sdk.ChatCompletion) completion {
 	}
 	for _, ch := range sc.Choices {
 		extra := ch.Message.JSON.ExtraFields
-		cc := completionChoice{Index: ch.Index, FinishReason: ch.FinishReason, Content: ch.Message.Content,
-			Reasoning: rawField(extra, "reasoning"), ReasoningAlt: rawField(extra, "reasoning_content")}
+		cc := completionChoice{Index: ch.Index, FinishReason: ch.FinishReason, Message: chunkDelta{Content: ch.Message.Content,
+			Reasoning: rawField(extra, "reasoning"), ReasoningContent: rawField(extra, "reasoning_content")}}
 		for _, tc := range ch.Message.ToolCalls {
-			cc.ToolCalls = append(cc.ToolCalls, completionToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			var c chunkToolCall
+			c.ID, c.Function.Name, c.Function.Arguments = tc.ID, tc.Function.Name, tc.Function.Arguments
+			cc.Message.ToolCalls = append(cc.Message.ToolCalls, c)
 		}
 		c.Choices = append(c.Choices, cc)
 	}

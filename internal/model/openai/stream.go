@@ -293,18 +293,19 @@ func (a *accumulator) fromCompletion(c *completion) {
 		if ch.Index != 0 {
 			continue
 		}
-		if r := reasoningOf(ch.Reasoning, ch.ReasoningAlt); r != "" && a.s.OnReasoning != nil {
+		m := &ch.Message
+		if r := reasoningOf(m.Reasoning, m.ReasoningContent); r != "" && a.s.OnReasoning != nil {
 			a.s.OnReasoning(r)
 		}
-		if ch.Content != "" {
-			a.text.WriteString(ch.Content)
+		if m.Content != "" {
+			a.text.WriteString(m.Content)
 			if a.s.OnText != nil {
-				a.s.OnText(ch.Content)
+				a.s.OnText(m.Content)
 			}
 		}
-		for i, tc := range ch.ToolCalls {
-			b := &callBuilder{index: int64(i), id: tc.ID, name: tc.Name}
-			b.args.WriteString(tc.Arguments)
+		for i, tc := range m.ToolCalls {
+			b := &callBuilder{index: int64(i), id: tc.ID, name: tc.Function.Name}
+			b.args.WriteString(tc.Function.Arguments)
 			a.calls = append(a.calls, b)
 		}
 		a.finish = ch.FinishReason
