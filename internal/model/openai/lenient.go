@@ -262,7 +262,12 @@ func hex4(s []byte) rune {
 
 // lenientChunk reads a chunk the strict decoder refused for a field's
 // type.
-func lenientChunk(data []byte) (chunk, error) {
+func lenientChunk(data []byte) (chunk, error) { return lenientChoices(data, "delta") }
+
+// lenientChoices reads a chunk, or a whole completion, whose choices hold
+// their content under body ("delta" in a chunk, "message" in a
+// completion).
+func lenientChoices(data []byte, body string) (chunk, error) {
 	var c chunk
 	if !lenientMembers(data, func(name string, v []byte) {
 		switch name {
@@ -281,7 +286,7 @@ func lenientChunk(data []byte) (chunk, error) {
 						ch.Index = lenientInt(v)
 					case "finish_reason":
 						ch.FinishReason = lenientString(v)
-					case "delta":
+					case body:
 						lenientDelta(v, &ch.Delta)
 					}
 				})
@@ -365,59 +370,20 @@ func lenientUsage(raw []byte) *chunkUsage {
 	return u
 }
 
-// completion is the part of a chat.completion object this client reads.
-type completion struct {
-	Model   string
-	Usage   *chunkUsage
-	Choices []completionChoice
-}
-
-// completionChoice holds its message in a chunk's delta shape: the same
-// members (content, reasoning, reasoning_content, tool_calls), read by
-// the same rules. A message's tool calls have no index of their own (their
-// position is it), so Index stays 0 in them.
-type completionChoice struct {
-	Index        int64
-	FinishReason string
-	Message      chunkDelta
-}
-
 // decodeCompletion reads a whole chat.completion object, as leniently as
-// the SDK did.
-func decodeCompletion(data []byte) (completion, error) {
-	var c completion
+// the SDK did, into a chunk's shape: each choice's message is its Delta. A
+// message's tool calls have no index of their own (their position is it),
+// so Index stays 0 in them.
+func decodeCompletion(data []byte) (chunk, error) {
 	if !json.Valid(data) {
 		var v any
-		return c, json.Unmarshal(data, &v) // the syntax error
+		return chunk{}, json.Unmarshal(data, &v) // the syntax error
 	}
-	data = bytes.TrimSpace(data)
-	if !lenientMembers(data, func(name string, v []byte) {
-		switch name {
-		case "model":
-			c.Model = lenientString(v)
-		case "usage":
-			c.Usage = lenientUsage(v)
-		case "choices":
-			lenientArray(v, func(e []byte) {
-				var ch completionChoice
-				lenientMembers(e, func(name string, v []byte) {
-					switch name {
-					case "index":
-						ch.Index = lenientInt(v)
-					case "finish_reason":
-						ch.FinishReason = lenientString(v)
-					case "message":
-						lenientDelta(v, &ch.Message)
-						for i := range ch.Message.ToolCalls {
-							ch.Message.ToolCalls[i].Index = 0
-						}
-					}
-				})
-				c.Choices = append(c.Choices, ch)
-			})
+	c, err := lenientChoices(bytes.TrimSpace(data), "message")
+	for i := range c.Choices {
+		for j := range c.Choices[i].Delta.ToolCalls {
+			c.Choices[i].Delta.ToolCalls[j].Index = 0
 		}
-	}) {
-		return completion{}, errNotObject
 	}
-	return c, nil
+	return c, err
 }

@@ -63,19 +63,19 @@ func rawField(extra map[string]respjson.Field, key string) json.RawMessage {
 
 // completionOf takes from the SDK's decoding of a completion what
 // completion holds.
-func completionOf(sc *sdk.ChatCompletion) completion {
-	c := completion{Model: sc.Model}
+func completionOf(sc *sdk.ChatCompletion) chunk {
+	c := chunk{Model: sc.Model, ServiceTier: string(sc.ServiceTier)}
 	if sc.JSON.Usage.Valid() {
 		c.Usage = usageFromSDK(&sc.Usage)
 	}
 	for _, ch := range sc.Choices {
 		extra := ch.Message.JSON.ExtraFields
-		cc := completionChoice{Index: ch.Index, FinishReason: ch.FinishReason, Message: chunkDelta{Content: ch.Message.Content,
+		cc := chunkChoice{Index: ch.Index, FinishReason: ch.FinishReason, Delta: chunkDelta{Content: ch.Message.Content,
 			Reasoning: rawField(extra, "reasoning"), ReasoningContent: rawField(extra, "reasoning_content")}}
 		for _, tc := range ch.Message.ToolCalls {
 			var c chunkToolCall
 			c.ID, c.Function.Name, c.Function.Arguments = tc.ID, tc.Function.Name, tc.Function.Arguments
-			cc.Message.ToolCalls = append(cc.Message.ToolCalls, c)
+			cc.Delta.ToolCalls = append(cc.Delta.ToolCalls, c)
 		}
 		c.Choices = append(c.Choices, cc)
 	}

@@ -284,7 +284,7 @@ func (a *accumulator) response() model.Response {
 
 // fromCompletion maps a whole chat.completion object, for gateways that
 // answer a streaming request with plain JSON.
-func (a *accumulator) fromCompletion(c *completion) {
+func (a *accumulator) fromCompletion(c *chunk) {
 	a.served = c.Model
 	if c.Usage != nil {
 		a.usage = usageOf(c.Usage)
@@ -293,7 +293,7 @@ func (a *accumulator) fromCompletion(c *completion) {
 		if ch.Index != 0 {
 			continue
 		}
-		m := &ch.Message
+		m := &ch.Delta
 		if r := reasoningOf(m.Reasoning, m.ReasoningContent); r != "" && a.s.OnReasoning != nil {
 			a.s.OnReasoning(r)
 		}
