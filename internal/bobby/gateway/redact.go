@@ -189,6 +189,9 @@ func redactResult(res *mcp.CallToolResult, secrets []string) {
 // redactJSON redacts every string (keys and values) of a JSON document;
 // changed is false, and raw returned as is, when nothing needed it.
 func redactJSON(raw json.RawMessage, secrets []string) (out json.RawMessage, changed bool) {
+	if !mayNeedRedaction(raw, secrets) {
+		return raw, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -207,6 +210,14 @@ func redactJSON(raw json.RawMessage, secrets []string) (out json.RawMessage, cha
 		b, _ = json.Marshal(redactString(string(raw), secrets))
 	}
 	return b, true
+}
+
+// mayNeedRedaction is false when no string of the JSON document raw can
+// need redacting, so the common result is passed on without being decoded:
+// no secret is typed, and raw holds neither "=" (a credential parameter)
+// nor "@" (a URL's userinfo) nor a \u escape that could spell either.
+func mayNeedRedaction(raw []byte, secrets []string) bool {
+	return len(secrets) > 0 || bytes.ContainsAny(raw, "=@") || bytes.Contains(raw, []byte(`\u`))
 }
 
 func redactValue(v any, secrets []string) (any, bool) {

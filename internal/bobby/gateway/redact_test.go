@@ -155,6 +155,29 @@ func TestRedactString(t *testing.T) {
 	}
 }
 
+// TestRedactJSONPassesCleanResultsAsIs: a result that cannot hold a
+// credential is returned unchanged (not re-encoded), and one that spells
+// "=" or "@" only through a JSON escape is still redacted.
+func TestRedactJSONPassesCleanResultsAsIs(t *testing.T) {
+	clean := json.RawMessage(`{"b":"plain text","a":[1,2]}`)
+	if out, changed := redactJSON(clean, nil); changed || string(out) != string(clean) {
+		t.Fatalf("clean result came back changed: %s", out)
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"url":"https://a.test/?password\u003dabc"}`, `{"url":"https://a.test/?password=REDACTED"}`},
+		{`{"url":"https://ada:s3cret\u0040a.test/"}`, `{"url":"https://ada:REDACTED@a.test/"}`},
+		{`{"url":"https://a.test/?token=abc"}`, `{"url":"https://a.test/?token=REDACTED"}`},
+	} {
+		out, changed := redactJSON(json.RawMessage(c.in), nil)
+		if !changed || string(out) != c.want {
+			t.Errorf("redactJSON(%s) = %s, %v; want %s", c.in, out, changed, c.want)
+		}
+	}
+	if _, changed := redactJSON(json.RawMessage(`{"note":"the code is hunter2 pw"}`), secretSpellings("hunter2 pw")); !changed {
+		t.Fatal("a typed secret in a result without = or @ was not redacted")
+	}
+}
+
 func TestSecretBookBounds(t *testing.T) {
 	var b secretBook
 	b.remember("alice", "abc") // too short to redact by value
