@@ -37,18 +37,27 @@ var builtinPrices = map[string]Price{
 }
 
 // nativeVendors are the vendors whose own API delta speaks, so their
-// models are also served under ids without the vendor prefix.
-var nativeVendors = []string{"openai/", "anthropic/"}
+// models are also served under ids without the vendor prefix. Anthropic's
+// own API writes a version with hyphens where OpenRouter writes dots
+// (claude-3-5-haiku-20241022 for anthropic/claude-3.5-haiku), so its rows
+// are derived under both spellings.
+var nativeVendors = []struct {
+	prefix  string
+	hyphens bool
+}{{"openai/", false}, {"anthropic/", true}}
 
 // Prices returns the built-in table, with each native vendor's rows also
 // under their native ids, and overrides applied on top.
 func Prices(overrides map[string]Price) map[string]Price {
-	out := make(map[string]Price, 2*len(builtinPrices)+len(overrides))
+	out := make(map[string]Price, 3*len(builtinPrices)+len(overrides))
 	for k, v := range builtinPrices {
 		out[k] = v
 		for _, vendor := range nativeVendors {
-			if native, ok := strings.CutPrefix(k, vendor); ok {
+			if native, ok := strings.CutPrefix(k, vendor.prefix); ok {
 				out[native] = v
+				if vendor.hyphens {
+					out[strings.ReplaceAll(native, ".", "-")] = v
+				}
 			}
 		}
 	}

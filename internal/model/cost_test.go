@@ -22,7 +22,9 @@ func TestCost(t *testing.T) {
 		{"longest prefix wins", "openai/gpt-5-mini-2026", model.Usage{OutputTokens: 1_000_000}, 2, true},
 		{"native id of a smaller model", "gpt-4.1-mini-2025-04-14", model.Usage{InputTokens: 1_000_000}, 0.4, true},
 		{"native id as the vendor-prefixed row", "gpt-4o-mini", model.Usage{OutputTokens: 1_000_000}, 0.6, true},
-		{"native anthropic id", "claude-3.5-haiku-20241022", model.Usage{InputTokens: 1_000_000}, 0.8, true},
+		{"native anthropic id", "claude-sonnet-4-5-20250929", model.Usage{InputTokens: 1_000_000}, 3, true},
+		{"native anthropic id with a hyphenated version", "claude-3-5-haiku-20241022", model.Usage{InputTokens: 1_000_000}, 0.8, true},
+		{"hyphenated version is not a shorter dearer row", "claude-3-7-sonnet-20250219", model.Usage{OutputTokens: 1_000_000}, 15, true},
 		{"unpriced", "nobody/knows", model.Usage{InputTokens: 5}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
