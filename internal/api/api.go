@@ -35,6 +35,7 @@ type Options struct {
 	Status       func() any                    // GET /v1/status body (secret-free); nil = 404
 	Secrets      Secrets                       // the vault; nil = routes answer 503
 	InspectWrite bool                          // DELTA_INSPECT_WRITE: rotate/delete through /v1/dev/*
+	Profiling    bool                          // DELTA_PPROF: Go runtime profiles under /v1/dev/pprof/
 	StrictTenant bool                          // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
 	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
 	Uploads      *Uploads                      // POST /v1/files; nil = 404
@@ -98,6 +99,8 @@ func (s *Server) routes() {
 	s.mux.Handle("PUT /v1/dev/files/{path...}", s.inspectWrite(s.putFile))
 	s.mux.Handle("GET /v1/dev/config", s.inspect(s.view(s.o.DevConfig, "config view")))
 	s.mux.Handle("GET /v1/dev/stream", s.inspect(s.devStream))
+	s.mux.Handle("GET /v1/dev/pprof/{name...}", s.inspect(s.profile))
+	s.mux.Handle("POST /v1/dev/pprof/symbol", s.inspect(s.profile))
 	s.mux.Handle("GET /v1/dev/revisions", s.inspect(s.listRevisions))
 	s.mux.Handle("GET /v1/dev/revisions/{id}/compare", s.inspect(s.compareRevision))
 	s.mux.Handle("POST /v1/dev/revisions/{id}/restore", s.inspectWrite(s.restoreRevision))

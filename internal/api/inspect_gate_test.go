@@ -38,6 +38,7 @@ func TestEmptyInspectTokenMeansLoopbackOnly(t *testing.T) {
 		{"GET", "/v1/dev/files"},
 		{"GET", "/v1/dev/files/DELTA.md"},
 		{"PUT", "/v1/dev/files/DELTA.md"},
+		{"GET", "/v1/dev/pprof/heap"},
 		{"GET", "/v1/dev/revisions"},
 		{"GET", "/v1/dev/revisions/1/compare"},
 		{"POST", "/v1/dev/revisions/1/restore"},

@@ -251,6 +251,10 @@ type Config struct {
 	// deletion, and restoring a DELTA.md revision (DELTA_INSPECT_WRITE,
 	// boolean, default off; delta dev turns it on).
 	InspectWrite bool `env:"DELTA_INSPECT_WRITE"`
+	// Profiling serves Go's runtime profiles (CPU, heap, goroutines,
+	// block, mutex, execution trace) under /v1/dev/pprof/, behind the
+	// inspection gate (DELTA_PPROF, boolean, default off).
+	Profiling bool `env:"DELTA_PPROF"`
 	// CaptureCalls is reported in /v1/status (DELTA_CAPTURE_CALLS, boolean,
 	// default off; delta dev turns it on). Storing normalized model calls
 	// locally is planned; nothing reads it yet.
@@ -421,6 +425,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		InspectToken:         l.str("DELTA_INSPECT_TOKEN", ""),
 		Inspect:              l.inspect("DELTA_INSPECT"),
 		InspectWrite:         l.boolean("DELTA_INSPECT_WRITE"),
+		Profiling:            l.boolean("DELTA_PPROF"),
 		CaptureCalls:         l.boolean("DELTA_CAPTURE_CALLS"),
 		StrictTenant:         l.boolean("DELTA_STRICT_TENANT"),
 		TrustReviewMetadata:  l.boolean("DELTA_TRUST_REVIEW_METADATA"),

@@ -101,6 +101,7 @@ func Vars() []VarDoc {
 		{"DELTA_INSPECT_TOKEN", "", "Bearer token required on inspection endpoints (/dev, /v1/dev/*); a browser trades it for an 8-hour session cookie at POST /v1/dev/session (the /dev sign-in form). Empty = loopback clients only, others get 403."},
 		{"DELTA_INSPECT", "on", "Set off to remove /dev and the inspection API."},
 		{"DELTA_INSPECT_WRITE", "off", "Boolean: allow the inspection writes: rotating and deleting vault secrets (/v1/dev/secrets), restoring a DELTA.md revision (/v1/dev/revisions/{id}/restore) and editing workspace files from the Cockpit (PUT /v1/dev/files; .delta and secrets files are always refused) (delta dev: on)."},
+		{"DELTA_PPROF", "off", "Boolean: serve Go runtime profiles (CPU, heap, allocs, goroutines, block, mutex, execution trace) under /v1/dev/pprof/, behind the inspection gate. Off, the route answers 404."},
 		{"DELTA_CAPTURE_CALLS", "off", "Boolean (delta dev: on): store each successfully served main-loop model call, normalized before the wire (system spine, messages, per-turn blocks, tool schemas, effort; images as markers) with its response, usage, cost and latency, in the calls table with its checkpoint. Read through /v1/dev/runs/{id}/calls, redacted on read; the database keeps full prompts and nothing prunes the table. Reported in /v1/status."},
 		{"DELTA_STRICT_TENANT", "off", "Boolean: enforce owner scoping strictly."},
 		{"DELTA_TRUST_REVIEW_METADATA", "off", "Boolean: keep review_kind and widen_authorized in request metadata (stripped by default)."},

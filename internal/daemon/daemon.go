@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -376,10 +377,18 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 		open.add("otlp trace exporter", p.traces.Close)
 		logger.Info("otlp trace export on", "endpoint", p.traces.Endpoint(), "capture_payloads", cfg.CapturePayloads)
 	}
+	if cfg.Profiling {
+		// Sample contention so the block and mutex profiles have something
+		// to show: about one in 100 contended mutex events, and blocking
+		// events weighted by duration around 10 µs. Off, both cost nothing.
+		runtime.SetMutexProfileFraction(100)
+		runtime.SetBlockProfileRate(10_000)
+		logger.Warn("runtime profiles served under /v1/dev/pprof/ (DELTA_PPROF)")
+	}
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
-		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite, SelfFile: p.self,
+		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite, Profiling: cfg.Profiling, SelfFile: p.self,
 		StrictTenant: cfg.StrictTenant, TrustReviewMetadata: cfg.TrustReviewMetadata, DevConfig: func() any { return devConfig(cfg, p) },
 		Uploads: &api.Uploads{Dir: p.workspace, Stored: verifyUpload(p.images, logger)},
 		Files:   p.files,
