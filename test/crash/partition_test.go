@@ -91,35 +91,7 @@ func TestWorkerCutFromTheDatabaseStopsItsRuns(t *testing.T) {
 	other.start()
 	proxy.Cut()
 	c.fake.Release()
-	db := c.openDB()
-	logs := func() string {
-		return "--- cut worker\n" + tail(cut.logText(), 3000) + "\n--- other worker\n" + tail(other.logText(), 3000)
-	}
-	runs := waitTerminalPG(t, db, 60*time.Second, logs)
-	for _, id := range ids {
-		f := runs[id]
-		if f == nil {
-			t.Fatalf("acknowledged task %s lost", id)
-		}
-		if f.status != "done" || f.finished != 1 {
-			t.Errorf("run %s: status %s with %d run.finished, want done with exactly 1", id, f.status, f.finished)
-		}
-		if f.toolResults != 1 || f.journal != 1 || f.interrupted != 0 {
-			t.Errorf("run %s: %d tool.result events, %d journal rows, %d interrupted; want one write_file, run once, by the worker holding the session",
-				id, f.toolResults, f.journal, f.interrupted)
-		}
-	}
-	for i := range tasks {
-		if _, err := os.Stat(filepath.Join(c.ws, fmt.Sprintf("part-%d.md", i))); err != nil {
-			t.Errorf("part-%d.md: %v", i, err)
-		}
-	}
-	if cut.proc.Exited() {
-		t.Fatalf("the cut worker exited; log:\n%s", tail(cut.logText(), 3000))
-	}
-	if n := strings.Count(cut.logText(), "no longer holds its session"); n != tasks {
-		t.Errorf("the cut worker logged %d stopped runs, want %d; log:\n%s", n, tasks, tail(cut.logText(), 3000))
-	}
+	tookOver(t, c, cut, other, "cut", "part", ids)
 }
 
 // TestFrozenWorkerDoesNotFireAfterTakeover: a worker frozen (SIGSTOP)
@@ -158,9 +130,19 @@ func TestFrozenWorkerDoesNotFireAfterTakeover(t *testing.T) {
 	thaw()
 	time.Sleep(200 * time.Millisecond) // let the thawed process run before the answers arrive
 	c.fake.Release()
+	tookOver(t, c, frozen, other, "thawed", "thaw", ids)
+}
+
+// tookOver asserts what a user checks after worker stopped lost its
+// sessions to other: every acknowledged task ran to done with exactly one
+// run.finished, its write_file ran once (one tool result, one journal row,
+// no interruption recorded), every file (prefix-i.md) is on disk, and the
+// stopped worker is still up and logged one stopped run per task.
+func tookOver(t *testing.T, c *cluster, stopped, other *daemon, name, prefix string, ids []string) {
+	t.Helper()
 	db := c.openDB()
 	logs := func() string {
-		return "--- frozen worker\n" + tail(frozen.logText(), 3000) + "\n--- other worker\n" + tail(other.logText(), 3000)
+		return "--- " + name + " worker\n" + tail(stopped.logText(), 3000) + "\n--- other worker\n" + tail(other.logText(), 3000)
 	}
 	runs := waitTerminalPG(t, db, 60*time.Second, logs)
 	for _, id := range ids {
@@ -171,12 +153,21 @@ func TestFrozenWorkerDoesNotFireAfterTakeover(t *testing.T) {
 		if f.status != "done" || f.finished != 1 {
 			t.Errorf("run %s: status %s with %d run.finished, want done with exactly 1", id, f.status, f.finished)
 		}
-		if f.toolResults != 1 || f.journal != 1 {
-			t.Errorf("run %s: %d tool.result events, %d journal rows: write_file ran more than once\n%s", id, f.toolResults, f.journal, logs())
+		if f.toolResults != 1 || f.journal != 1 || f.interrupted != 0 {
+			t.Errorf("run %s: %d tool.result events, %d journal rows, %d interrupted; want one write_file, run once, by the worker holding the session\n%s",
+				id, f.toolResults, f.journal, f.interrupted, logs())
 		}
 	}
-	if n := strings.Count(frozen.logText(), "no longer holds its session"); n != tasks {
-		t.Errorf("the thawed worker logged %d stopped runs, want %d; log:\n%s", n, tasks, tail(frozen.logText(), 3000))
+	for i := range ids {
+		if _, err := os.Stat(filepath.Join(c.ws, fmt.Sprintf("%s-%d.md", prefix, i))); err != nil {
+			t.Errorf("%s-%d.md: %v", prefix, i, err)
+		}
+	}
+	if stopped.proc.Exited() {
+		t.Fatalf("the %s worker exited; log:\n%s", name, tail(stopped.logText(), 3000))
+	}
+	if n := strings.Count(stopped.logText(), "no longer holds its session"); n != len(ids) {
+		t.Errorf("the %s worker logged %d stopped runs, want %d; log:\n%s", name, n, len(ids), tail(stopped.logText(), 3000))
 	}
 }
 
