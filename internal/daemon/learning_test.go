@@ -55,14 +55,7 @@ func TestRememberIsOffInSafeMode(t *testing.T) {
 // skills; off registers nothing and says nothing; safe mode leaves local
 // skills out with its reason.
 func TestSkillsBackends(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "skills", "cite-check"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "skills", "cite-check", "SKILL.md"),
-		[]byte("---\nname: cite-check\ndescription: Verify citations against sources.\n---\nSteps.\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := citeCheckWorkspace(t)
 	p, st := built(t, map[string]string{"DELTA_SKILLS": "local", "DELTA_WORKSPACE": dir})
 	sk := st["learning"].(map[string]any)["skills"].(map[string]any)
 	if sk["backend"] != "local" || !slices.Equal(sk["skills"].([]string), []string{"cite-check"}) {
@@ -144,14 +137,7 @@ func TestLearningStatusHydration(t *testing.T) {
 // with DELTA_ALLOWED_TOOLS leaving skill_get out, the block points at
 // read_file instead and never names skill_get.
 func TestSkillsBlockNamesOnlyCallableTools(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "skills", "cite-check"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "skills", "cite-check", "SKILL.md"),
-		[]byte("---\nname: cite-check\ndescription: Verify citations against sources.\n---\nSteps.\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := citeCheckWorkspace(t)
 	for _, tc := range []struct {
 		allowed, want, unwanted string
 	}{
@@ -173,4 +159,18 @@ func TestSkillsBlockNamesOnlyCallableTools(t *testing.T) {
 			t.Fatalf("allowed %q: blocks %q, want %q and never %q", tc.allowed, blocks, tc.want, tc.unwanted)
 		}
 	}
+}
+
+// citeCheckWorkspace is a workspace holding one local skill, cite-check.
+func citeCheckWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "skills", "cite-check"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skills", "cite-check", "SKILL.md"),
+		[]byte("---\nname: cite-check\ndescription: Verify citations against sources.\n---\nSteps.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 
@@ -88,17 +87,8 @@ func TestCompactionMigrationAppliesAfterVersionTen(t *testing.T) {
 	ctx := context.Background()
 	s, path := open(t)
 	s.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-	s, err = store.Open(ctx, path)
+	rewrite(t, path, "DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10")
+	s, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

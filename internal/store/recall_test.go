@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,20 +118,10 @@ func TestRecallIndexFollowsRewritesAndBackfillsOldDatabases(t *testing.T) {
 	s.Close()
 
 	// Make the file look like one written before the index existed.
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active",
+	rewrite(t, path, "DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active",
 		"DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_fts_delete",
-		"DROP TRIGGER messages_fts_update", "DROP VIEW messages_recall_text", "DROP TABLE messages_fts", "PRAGMA user_version = 7"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	s, err = store.Open(ctx, path)
+		"DROP TRIGGER messages_fts_update", "DROP VIEW messages_recall_text", "DROP TABLE messages_fts", "PRAGMA user_version = 7")
+	s, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -95,14 +94,7 @@ func TestSchedulesRefusesANewerSchema(t *testing.T) {
 	store.SQLiteOnly(t, "the scheduler keeps its own SQLite file (OpenSchedules), whatever the daemon's backend")
 	path := filepath.Join(t.TempDir(), "s.db")
 	openSchedules(t, path).Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	rewrite(t, path, "PRAGMA user_version = 99")
 	if _, err := store.OpenSchedules(context.Background(), path); !errors.Is(err, store.ErrSchemaNewer) {
 		t.Fatalf("open: %v, want ErrSchemaNewer", err)
 	}

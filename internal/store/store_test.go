@@ -68,6 +68,22 @@ func TestOpenMigratesAndRefusesNewerSchema(t *testing.T) {
 	}
 }
 
+// rewrite runs statements on a closed store's SQLite file through a raw
+// connection, to make it look like a file an older or newer binary wrote.
+func rewrite(t testing.TB, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 func newRun(t *testing.T, s *store.Store, nr store.NewRun) store.Run {
 	t.Helper()
 	if nr.Request == nil {
