@@ -74,7 +74,7 @@ func routeLive(b *event.Broker, t *store.EventTail) {
 
 // joinWorkers binds the workspace to the database (the first worker
 // records it, a different one is refused), starts the run listener, whose
-// wake-ups reach the queue, and the event tail, which feeds the live
+// wake-ups and cancel requests reach the queue, and the event tail, which feeds the live
 // streams with every worker's events. It runs before the API serves: no
 // follower can see an event twice or miss one around the switch to the
 // tail. It returns the closer of both.
@@ -90,6 +90,13 @@ func joinWorkers(ctx context.Context, cfg config.Config, p *parts, logger *slog.
 	}
 	routeLive(p.broker, tail)
 	l := store.NewRunListener(cfg.DB, logger)
+	// A cancel asked of any worker interrupts the run where it executes,
+	// as a cancel asked of this one does; the others hold nothing of it.
+	l.OnCancel(func(runID string) {
+		if p.queue.Cancel(runID) {
+			logger.Info("run cancelled by a request to another worker", event.KeyRun, runID)
+		}
+	})
 	if err := l.Open(ctx); err != nil {
 		return nil, errors.Join(err, tail.Close(ctx))
 	}

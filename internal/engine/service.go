@@ -194,7 +194,14 @@ func (s *Service) Events(ctx context.Context, owner, id string, since int64, lim
 }
 
 // Cancel asks a queued or running run to stop and returns its state.
-// Cancelling a terminal run changes nothing.
+// Cancelling a terminal run changes nothing. A run executing here has its
+// context cancelled at once. With workers sharing the database, a run
+// running elsewhere is left to the worker executing it: the request's own
+// statement notifies every worker, and that one cancels the run's context
+// exactly as a cancel asked of it would (its heartbeat re-reads the
+// request if the notification is lost); a run left running by a dead
+// worker is finished cancelled by the worker that takes it over, which
+// sees the request before it starts anything.
 func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, error) {
 	r, err := s.Get(ctx, owner, id)
 	if err != nil || store.Terminal(r.Status) {
@@ -203,14 +210,22 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, erro
 	if err := s.store.RequestCancel(ctx, id); err != nil {
 		return store.Run{}, err
 	}
-	if !s.queue.Cancel(id) {
-		// Not executing: finish it here. If the dispatcher starts it in the
-		// meantime, the engine sees cancel_requested, and the store lets only
-		// one of the two write the terminal state. The write outlives the
-		// request: a client that hangs up right after asking must not
-		// leave the run cancel-requested but never finished.
-		s.engine.finish(context.WithoutCancel(ctx), nil, id, store.StatusCancelled, "", "cancelled by request")
+	if s.queue.Cancel(id) {
+		return s.store.Run(context.WithoutCancel(ctx), id)
 	}
+	if s.queue.Holder() != "" {
+		// Read after the request committed: a run that starts after this
+		// read sees the request at its start and finishes itself.
+		if r, err = s.store.Run(context.WithoutCancel(ctx), id); err != nil || r.Status != store.StatusQueued {
+			return r, err
+		}
+	}
+	// Not executing: finish it here. If the dispatcher starts it in the
+	// meantime, the engine sees cancel_requested, and the store lets only
+	// one of the two write the terminal state. The write outlives the
+	// request: a client that hangs up right after asking must not leave
+	// the run cancel-requested but never finished.
+	s.engine.finish(context.WithoutCancel(ctx), nil, id, store.StatusCancelled, "", "cancelled by request")
 	return s.store.Run(context.WithoutCancel(ctx), id)
 }
 

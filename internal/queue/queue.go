@@ -50,6 +50,9 @@ type Claimer interface {
 	ReleaseSession(ctx context.Context, sessionID, holder string) error
 	// ResumeRuns marks running rows resumed in one transaction.
 	ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error)
+	// CancelRequestedRuns lists the running runs with a cancel request
+	// in the sessions holder leases.
+	CancelRequestedRuns(ctx context.Context, holder string) ([]string, error)
 }
 
 // shared is a queue's work distribution across workers.
@@ -181,16 +184,28 @@ func (q *Queue) Notify() {
 	}
 }
 
-// Cancel interrupts a run that is executing and reports whether it was.
+// Cancel interrupts a run that is executing here and reports whether it
+// was. Shared, a cancel asked of another worker reaches this one as a
+// notification (the daemon calls Cancel with its id) or, if that is lost,
+// at the next lease heartbeat.
 func (q *Queue) Cancel(runID string) bool {
+	ok, _ := q.interrupt(runID)
+	return ok
+}
+
+// interrupt cancels runID's execution here, reporting whether it executes
+// here and whether this call is what cancelled it.
+func (q *Queue) interrupt(runID string) (executing, first bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s, ok := q.inflight[runID]
-	if ok {
-		s.userCancel = true
-		s.cancel()
+	if !ok {
+		return false, false
 	}
-	return ok
+	first = !s.userCancel
+	s.userCancel = true
+	s.cancel()
+	return true, first
 }
 
 // Running reports how many runs are executing.

@@ -94,7 +94,9 @@ func (q *Queue) dispatchShared() {
 
 // heartbeat renews this worker's session leases every third of the TTL. A
 // lease another worker took over after the TTL is not renewed: the run on
-// it stops at its next checkpoint, which asks the store.
+// it stops at its next checkpoint, which asks the store. It then cancels
+// the runs executing here whose cancel was requested: the backstop for a
+// cancel notification this worker missed (its listener reconnecting).
 func (q *Queue) heartbeat() {
 	sh := q.share
 	t := time.NewTicker(max(sh.ttl/3, time.Millisecond))
@@ -107,6 +109,21 @@ func (q *Queue) heartbeat() {
 		}
 		if _, err := sh.store.RenewSessionLeases(q.ctx, sh.holder, sh.ttl, time.Now()); err != nil && q.ctx.Err() == nil {
 			q.logger.Warn("renew session leases", "holder", sh.holder, "err", err)
+		}
+		if q.Running() == 0 {
+			continue
+		}
+		ids, err := sh.store.CancelRequestedRuns(q.ctx, sh.holder)
+		if err != nil {
+			if q.ctx.Err() == nil {
+				q.logger.Warn("read cancel requests", "holder", sh.holder, "err", err)
+			}
+			continue
+		}
+		for _, id := range ids {
+			if _, first := q.interrupt(id); first {
+				q.logger.Info("run cancelled at the lease heartbeat", "run", id)
+			}
 		}
 	}
 }

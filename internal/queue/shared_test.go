@@ -191,3 +191,59 @@ func TestSharedWorkerTakesOverAfterTheTTL(t *testing.T) {
 		t.Fatalf("the live worker began d1 at %s, before the dead worker's lease expired at %s", began, expiry)
 	}
 }
+
+// TestSharedWorkerCancelsAtTheHeartbeat: a cancel requested through
+// another handle on the database, with no notification reaching this
+// worker (SQLite sends none), interrupts the run executing here at the
+// next lease heartbeat, as a cancel request (userCancel true), not as a
+// shutdown.
+func TestSharedWorkerCancelsAtTheHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	other, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	started := make(chan struct{})
+	ended := make(chan bool, 1)
+	exec := func(ctx context.Context, id string, userCancel func() bool) {
+		if _, _, err := st.Start(ctx, id, nil); err != nil {
+			t.Errorf("start %s: %v", id, err)
+			return
+		}
+		close(started)
+		<-ctx.Done() // a tool call that runs until it is interrupted
+		ended <- userCancel()
+		_, _ = st.Finish(context.WithoutCancel(ctx), id, store.StatusCancelled, json.RawMessage(`{}`), "cancelled by request")
+	}
+	q := queue.New(st, exec, 2, nil)
+	q.Share(st, "w1", 300*time.Millisecond)
+	create(t, st, "c1", "C", "")
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(ctx)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run never started")
+	}
+	if err := other.RequestCancel(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case user := <-ended:
+		if !user {
+			t.Fatal("the run was interrupted as a shutdown, want a cancel request")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a cancel requested elsewhere never interrupted the run executing here")
+	}
+	waitDone(t, st, "c1")
+}

@@ -15,13 +15,22 @@ import (
 // once instead of waiting for their backstop poll.
 const runsChannel = "delta_runs"
 
+// cancelChannel carries cancel requests between the workers of one
+// database: RequestCancel notifies it with the run's id in its own
+// statement, and every worker's RunListener hands the id on, so the worker
+// executing that run interrupts it as a cancel on its own API would.
+const cancelChannel = "delta_cancel"
+
 // RunListener wakes a worker when any worker on the same PostgreSQL
-// database queued a run or released a session. It holds one connection of
-// its own (LISTEN needs a session) and reconnects after losing it; a wake-up
-// missed while disconnected is covered by the worker's poll.
+// database queued a run or released a session, and hands on the ids of
+// runs a worker was asked to cancel. It holds one connection of its own
+// (LISTEN needs a session) and reconnects after losing it; a wake-up missed
+// while disconnected is covered by the worker's poll, a cancel by its
+// lease heartbeat (CancelRequestedRuns).
 type RunListener struct {
 	listener *pgListener
 	c        chan struct{}
+	onCancel func(runID string)
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -32,12 +41,25 @@ func NewRunListener(dsn string, logger *slog.Logger) *RunListener {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	l := &RunListener{c: make(chan struct{}, 1)}
-	l.listener = &pgListener{dsn: dsn, what: "run listener", channels: []string{runsChannel}, logger: logger,
-		on:   func(*pgconn.Notification) { l.wake() },
+	l.listener = &pgListener{dsn: dsn, what: "run listener", channels: []string{runsChannel, cancelChannel}, logger: logger,
+		on: func(n *pgconn.Notification) {
+			if n.Channel == cancelChannel {
+				if l.onCancel != nil && n.Payload != "" {
+					l.onCancel(n.Payload)
+				}
+				return
+			}
+			l.wake()
+		},
 		lost: l.wake, // notifications sent while disconnected are lost: wake once
 	}
 	return l
 }
+
+// OnCancel sets what receives the id of each run any worker was asked to
+// cancel, on the listener's goroutine (it must not block). Call it before
+// Open.
+func (l *RunListener) OnCancel(f func(runID string)) { l.onCancel = f }
 
 // C receives a value after one or more notifications (coalesced).
 func (l *RunListener) C() <-chan struct{} { return l.c }

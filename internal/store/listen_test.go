@@ -51,6 +51,60 @@ func TestRunListenerWakesOnQueueAndRelease(t *testing.T) {
 	}
 }
 
+// TestRunListenerHandsOnCancels: a cancel requested through one store
+// reaches a listener on the database as the run's id, at the request's
+// commit; a request for a run that is already terminal sends nothing.
+func TestRunListenerHandsOnCancels(t *testing.T) {
+	if store.TestingBackend() != "postgres" {
+		t.Skip("LISTEN/NOTIFY is PostgreSQL's; on SQLite the one daemon cancels its own runs")
+	}
+	ctx := context.Background()
+	s, dsn := open(t)
+	other := openAgain(t, dsn)
+	got := make(chan string, 8)
+	l := store.NewRunListener(dsn, nil)
+	l.OnCancel(func(id string) { got <- id })
+	if err := l.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	next := func() string {
+		t.Helper()
+		select {
+		case id := <-got:
+			return id
+		case <-time.After(20 * time.Second):
+			t.Fatal("no cancel notification")
+			return ""
+		}
+	}
+	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
+	newRun(t, s, store.NewRun{ID: "r2", SessionID: "s2"})
+	if _, _, err := s.Start(ctx, "r1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.RequestCancel(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if id := next(); id != "r1" {
+		t.Fatalf("cancel notification for %q, want r1", id)
+	}
+	if _, err := s.Finish(ctx, "r1", store.StatusCancelled, nil, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	// r1 is terminal now: asking again changes nothing and tells no one,
+	// so the next notification is r2's.
+	if err := other.RequestCancel(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.RequestCancel(ctx, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if id := next(); id != "r2" {
+		t.Fatalf("cancel notification for %q, want r2 (a terminal run's request must send nothing)", id)
+	}
+}
+
 // TestRunListenerRefusesAnUnreachableDatabase: Open fails with the
 // database named without its password.
 func TestRunListenerRefusesAnUnreachableDatabase(t *testing.T) {

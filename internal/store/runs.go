@@ -422,9 +422,22 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 	return ev, nil
 }
 
-// RequestCancel records a cancel request for a live run.
+// requestCancel marks a live run cancel-requested.
+const requestCancel = "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status IN ('queued','running')"
+
+// requestCancelPG is requestCancel that, in the same statement, notifies
+// cancelChannel with the run's id (delivered at its commit), so the worker
+// executing the run on the same database interrupts it (RunListener).
+const requestCancelPG = "WITH c AS (" + requestCancel + " RETURNING id) SELECT pg_notify('" + cancelChannel + "', id) FROM c"
+
+// RequestCancel records a cancel request for a live run. On PostgreSQL it
+// also tells every worker listening, in the same statement.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
-	_, err := s.w.ExecContext(ctx, "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status IN ('queued','running')", id)
+	q := requestCancel
+	if s.pg {
+		q = requestCancelPG
+	}
+	_, err := s.w.ExecContext(ctx, q, id)
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", id, err)
 	}

@@ -328,6 +328,30 @@ func (s *Store) RenewSessionLeases(ctx context.Context, holder string, ttl time.
 	return n, nil
 }
 
+// CancelRequestedRuns lists the running runs with a cancel request whose
+// sessions holder leases: the heartbeat's backstop for a cancel
+// notification the worker missed.
+func (s *Store) CancelRequestedRuns(ctx context.Context, holder string) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT r.id FROM runs r JOIN session_leases l ON l.session_id = r.session_id
+		WHERE l.holder = ? AND r.status = 'running' AND r.cancel_requested = 1 ORDER BY r.seq`, holder)
+	if err != nil {
+		return nil, fmt.Errorf("list cancel requests of %q: %w", holder, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list cancel requests of %q: %w", holder, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list cancel requests of %q: %w", holder, err)
+	}
+	return ids, nil
+}
+
 // HoldsSession reports whether holder's lease on sessionID is live at now:
 // the check a worker makes at each checkpoint of the session's run.
 func (s *Store) HoldsSession(ctx context.Context, sessionID, holder string, now time.Time) (bool, error) {

@@ -180,3 +180,35 @@ func TestClaimRunsWorkersNeverShareASession(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelRequestedRuns: the heartbeat's backstop lists the running runs
+// with a cancel request among the sessions the holder leases, and no other.
+func TestCancelRequestedRuns(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	now := time.Now()
+	for _, r := range []struct{ run, sess, holder string }{{"a", "sa", "w1"}, {"b", "sb", "w1"}, {"c", "sc", "w2"}} {
+		newRun(t, s, store.NewRun{ID: r.run, SessionID: r.sess})
+		if err := s.AcquireSession(ctx, r.sess, r.holder, time.Minute, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Start(ctx, r.run, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newRun(t, s, store.NewRun{ID: "q", SessionID: "sq", PreviousID: "a"}) // queued behind a
+	for _, id := range []string{"a", "c", "q"} {
+		if err := s.RequestCancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for holder, want := range map[string]string{"w1": "[a]", "w2": "[c]", "w3": "[]"} {
+		ids, err := s.CancelRequestedRuns(ctx, holder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(append([]string{}, ids...)); got != want {
+			t.Fatalf("cancel requests under %s: %s, want %s", holder, got, want)
+		}
+	}
+}

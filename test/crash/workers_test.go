@@ -39,6 +39,12 @@ type cluster struct {
 
 func newCluster(t testing.TB) *cluster {
 	t.Helper()
+	return newClusterWith(t, modeltest.DemoScript())
+}
+
+// newClusterWith is newCluster with the fake model answering by script.
+func newClusterWith(t testing.TB, script modeltest.Script) *cluster {
+	t.Helper()
 	pg, err := pgtest.Start()
 	if errors.Is(err, pgtest.ErrNoPostgres) {
 		t.Skip("PostgreSQL server binaries not installed:", err)
@@ -53,7 +59,12 @@ func newCluster(t testing.TB) *cluster {
 	}
 	ws := filepath.Join(t.TempDir(), "ws")
 	daemontest.Init(t, plainBin, ws)
-	return &cluster{t: t, url: url, ws: ws, fake: startFake(t)}
+	fake, err := modeltest.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Close() })
+	return &cluster{t: t, url: url, ws: ws, fake: fake}
 }
 
 // worker is a daemon process on the cluster's database, in its own
