@@ -229,14 +229,15 @@ func TestTaskEventsPageAndLiveDone(t *testing.T) {
 	if s, m := do(t, "GET", srv.URL+"/v1/tasks/"+id+"/events?since=-1", ``, nil); s != 400 {
 		t.Fatalf("negative since: %d %v", s, m)
 	}
-	// Live stream of a terminal task: one done frame at once.
+	// Live stream of a terminal task: its stored events, then the done frame.
 	r, err := http.Get(srv.URL + "/v1/tasks/" + id + "/events")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
-	if !strings.Contains(string(b), "event: done\n") || !strings.Contains(string(b), `"status":"done"`) {
+	fin, done := strings.Index(string(b), "event: run.finished\n"), strings.Index(string(b), "event: done\n")
+	if fin < 0 || done < fin || !strings.Contains(string(b)[done:], `"status":"done"`) {
 		t.Fatalf("live stream of terminal task: %q", b)
 	}
 }
@@ -360,6 +361,20 @@ func TestDevStreamReplayMatchesPagedEvents(t *testing.T) {
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") || len(got) < 4 {
 		t.Fatalf("dev stream ids %v, paged ids %v", got, want)
+	}
+	// Without ?since=, Last-Event-ID (an EventSource reconnecting) is
+	// where the replay resumes.
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/dev/stream?live=0&run="+id, nil)
+	req.Header.Set("Last-Event-ID", want[1])
+	_, _, b = roundTrip(t, req)
+	got = nil
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			got = append(got, v)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want[2:], ",") {
+		t.Fatalf("dev stream after Last-Event-ID %s: ids %v, want %v", want[1], got, want[2:])
 	}
 }
 

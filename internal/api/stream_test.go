@@ -104,10 +104,8 @@ func TestSlowStreamClientGetsAResumeFrame(t *testing.T) {
 			publish := func(i int64) {
 				broker.Publish(event.Event{ID: base + i, RunID: id, Name: event.ToolResult, Time: time.Now()})
 			}
-			if tt.name == "task events" {
-				// Nothing is replayed: the first live event is the first write.
-				publish(0)
-			}
+			// Both streams replay the run's stored events first: the
+			// replay's first write is the one that blocks.
 			<-w.stalled
 			// The handler holds at most one event while its write blocks; the
 			// 2,048-event buffer overflows and the broker drops it.

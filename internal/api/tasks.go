@@ -133,9 +133,12 @@ func pageParams(r *http.Request) (since int64, limit int, err error) {
 	return since, limit, nil
 }
 
-// taskEvents is a JSON page with ?since=, otherwise a live SSE stream
-// that ends with a done frame. A client that falls 2,048 frames behind gets
-// an error frame naming the ?since= that resumes it, then the stream closes.
+// taskEvents is a JSON page with ?since=, otherwise an SSE stream: the
+// run's stored events in id order (after Last-Event-ID when the client
+// sends one, as an EventSource does when it reconnects), then its live
+// ones, ending with a done frame after run.finished. A client that falls
+// 2,048 frames behind gets an error frame naming the ?since= that resumes
+// it, then the stream closes.
 func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	o, err := s.readable(r)
@@ -157,7 +160,14 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"events": page.Events, "cursor": page.Cursor, "done": page.Done})
 		return
 	}
+	after, err := lastEventID(r)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
 	coarse := r.URL.Query().Get("coarse") == "1"
+	// Subscribed before the table is read, so an event committed after
+	// the read arrives live; one both read and received is sent once.
 	run, live, err := s.o.Service.Follow(r.Context(), o, id, 2048, func(e event.Event) bool { return !(coarse && e.Ephemeral()) })
 	if err != nil {
 		writeError(w, s.o.Logger, err)
@@ -170,12 +180,38 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 			sse.send("done", viewOf(cur))
 		}
 	}
+	last := after
+	for {
+		page, err := s.o.Service.Events(r.Context(), o, id, last, 500)
+		if err != nil {
+			return
+		}
+		for _, e := range page.Events {
+			sse.sendID(e.ID, e.Name, e)
+			last = e.ID
+			if e.Terminal() {
+				done()
+				return
+			}
+		}
+		if len(page.Events) < 500 {
+			break
+		}
+	}
 	if store.Terminal(run.Status) {
+		// Terminal before the replay, and its end was not among the
+		// events after Last-Event-ID: the client has it already.
 		done()
 		return
 	}
-	var last int64
+	// Events are published after their commit by the goroutine that made
+	// them, so live ids can arrive out of order: skip only what the replay
+	// already sent, never an id below the newest one sent live.
+	replayed := last
 	dropped := s.follow(r.Context(), sse, live, func(e event.Event) bool {
+		if e.ID != 0 && e.ID <= replayed {
+			return true // already replayed
+		}
 		sse.sendID(e.ID, e.Name, e)
 		last = max(last, e.ID)
 		if e.Terminal() {
@@ -189,12 +225,30 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// devStream replays stored events after ?since= (filtered by ?run= and
-// ?session=), then follows live unless live=0. A client that falls 2,048
+// lastEventID is the Last-Event-ID an SSE client sends when it reconnects:
+// the stream resumes after that durable event id (0 when absent).
+func lastEventID(r *http.Request) (int64, error) {
+	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("Last-Event-ID must be a non-negative event id")
+	}
+	return n, nil
+}
+
+// devStream replays stored events after ?since= (or, without it, after
+// Last-Event-ID; filtered by ?run= and ?session=), then follows live unless
+// live=0. A client that falls 2,048
 // frames behind gets an error frame naming the ?since= that resumes it,
 // then the stream closes.
 func (s *Server) devStream(w http.ResponseWriter, r *http.Request) {
 	since, _, err := pageParams(r)
+	if err == nil && !r.URL.Query().Has("since") {
+		since, err = lastEventID(r)
+	}
 	if err != nil {
 		writeError(w, s.o.Logger, err)
 		return

@@ -173,14 +173,14 @@ func readTask(t *testing.T, frames <-chan sseFrame, timeout time.Duration, logs 
 	}
 }
 
-// checkSuffix asserts that got is the table's events from some index on,
-// at most from, ending with the run's one run.finished: every event
-// committed after the stream subscribed arrived, once, in id order.
-func checkSuffix(t *testing.T, what string, got, table []storedEvent, from int) {
+// checkWhole asserts that got is the table's events, all of them from the
+// run's first, ending with its one run.finished: a stream opened in the
+// middle of the run replays what came before and follows the rest, each
+// event once, in id order.
+func checkWhole(t *testing.T, what string, got, table []storedEvent) {
 	t.Helper()
-	k := len(table) - len(got)
-	if k < 0 || k > from || fmt.Sprint(got) != fmt.Sprint(table[k:]) {
-		t.Fatalf("%s: the stream delivered\n%v\nthe table holds (the stream subscribed after the first %d)\n%v", what, got, from, table)
+	if fmt.Sprint(got) != fmt.Sprint(table) {
+		t.Fatalf("%s: the stream delivered\n%v\nthe table holds\n%v", what, got, table)
 	}
 	finished := 0
 	for _, e := range got {
@@ -196,11 +196,12 @@ func checkSuffix(t *testing.T, what string, got, table []storedEvent, from int) 
 // TestWorkersShareLiveEvents: two workers on one PostgreSQL, A with one
 // slot. A run submitted on A runs there (local); while it holds A's slot, a
 // run submitted on A and one submitted on B both execute on B (remote).
-// Followed on A — each run's task stream, and /v1/dev/stream from the
-// start — every durable event arrives exactly once, in the events table's
-// order with its ids (the same the paged endpoint answers), each task
-// stream ending with its one run.finished; the remote runs' text deltas
-// reach A too.
+// Followed on A — each run's task stream, opened mid-run, and
+// /v1/dev/stream from the start — every durable event arrives exactly
+// once, in the events table's order with its ids (the same the paged
+// endpoint answers): each task stream is the run's whole sequence, the
+// events stored before it opened replayed, ending with its one
+// run.finished; the remote runs' text deltas reach A too.
 func TestWorkersShareLiveEvents(t *testing.T) {
 	c := newCluster(t)
 	a := c.worker(plainBin, c.ws, "DELTA_LEASE_HOLDER=wa", "DELTA_MAX_CONCURRENCY=1", "DELTA_INSPECT=1")
@@ -257,9 +258,9 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 	streams := make([]<-chan sseFrame, len(runs))
 	before := make([]int, len(runs))
 	for i, id := range runs {
-		streams[i] = openSSE(t, a.url+"/v1/tasks/"+id+"/events")
-		// Read after the stream subscribed: every later event must arrive.
+		// Opened mid-run: the events stored before it must be replayed.
 		before[i] = len(runEvents(t, db, id))
+		streams[i] = openSSE(t, a.url+"/v1/tasks/"+id+"/events")
 	}
 	c.fake.Release()
 
@@ -269,11 +270,14 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 			t.Fatalf("run %s: the task stream ended without its done frame", id)
 		}
 		table := runEvents(t, db, id)
-		checkSuffix(t, "task stream of run "+id, ts.durable, table, before[i])
+		checkWhole(t, "task stream of run "+id, ts.durable, table)
+		if before[i] < 2 {
+			t.Fatalf("run %s had stored %d events when its stream opened, want it mid-run", id, before[i])
+		}
 		if paged := a.pagedEvents(t, id); fmt.Sprint(paged) != fmt.Sprint(table) {
 			t.Fatalf("run %s: the paged endpoint answers\n%v\nthe table holds\n%v", id, paged, table)
 		}
-		t.Logf("run %s: task stream on worker a got %d durable events (the table has %d), deltas %v", id, len(ts.durable), len(table), ts.deltas)
+		t.Logf("run %s: task stream on worker a, opened after %d events, got all %d durable events, deltas %v", id, before[i], len(ts.durable), ts.deltas)
 	}
 	// The streamed response ends with its completed response, which only
 	// the remote run.finished reaching worker a's stream can trigger.
