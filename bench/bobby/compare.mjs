@@ -79,8 +79,8 @@ const fixtures = path.join(here, "fixtures");
 const repo = path.join(here, "..", "..");
 const shared = {
   "catalog.html": path.join(repo, "internal", "bobby", "snapshot", "testdata", "catalog.html"),
-  "signup.html": path.join(repo, "internal", "bobby", "gateway", "testdata", "signup.html"),
-  "welcome.html": path.join(repo, "internal", "bobby", "gateway", "testdata", "welcome.html"),
+  "signup.html": path.join(repo, "internal", "bobby", "pagetest", "pages", "signup.html"),
+  "welcome.html": path.join(repo, "internal", "bobby", "pagetest", "pages", "welcome.html"),
 };
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, "http://x");
