@@ -121,6 +121,10 @@ type Runtime struct {
 	spare    *Session       // a ready context with a blank page, or nil
 	filling  chan struct{}  // closed when the running refill ends; nil when none runs
 	wg       sync.WaitGroup // instance watchers and refills
+
+	// refillDelay is how long a new session that does not navigate defers
+	// the next spare (DefaultRefillDelay; tests change it).
+	refillDelay time.Duration
 }
 
 type runtimeState int
@@ -149,9 +153,10 @@ func New(o Options) *Runtime {
 		o.DataDir = os.TempDir()
 	}
 	return &Runtime{
-		opts:     o,
-		log:      o.Logger.With("system", "browser"),
-		sessions: make(map[string]*Session),
+		opts:        o,
+		log:         o.Logger.With("system", "browser"),
+		sessions:    make(map[string]*Session),
+		refillDelay: DefaultRefillDelay,
 	}
 }
 
@@ -331,7 +336,7 @@ func (r *Runtime) NewSession(ctx context.Context, profile string, policy Executi
 	r.sessions[s.ID] = s
 	r.mu.Unlock()
 	inst.addSession(s)
-	r.refill()
+	r.refillAfterStart(s)
 	r.log.Debug("session created", "session", s.ID, "profile", profile)
 	return s, nil
 }

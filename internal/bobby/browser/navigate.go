@@ -146,6 +146,9 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 		return out
 	}
 	rt := p.session.rt
+	// Whatever the outcome, the session's start is over: the next warm
+	// spare may be made now.
+	defer p.session.started()
 	u, err := rt.checkURL(rawURL)
 	if err != nil {
 		if errors.Is(err, ErrPolicyDenied) {

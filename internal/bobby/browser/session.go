@@ -62,6 +62,21 @@ type Session struct {
 	// prepared is the blank page a warm spare was made with: attached but
 	// not yet handed out, so not in pages. The first NewPage takes it.
 	prepared *Page
+	// startOver, while set, ends the session's start: it makes the next
+	// warm spare (see refillAfterStart). It is called once.
+	startOver func()
+}
+
+// started ends the session's start: its first navigation ended, or it is
+// closing.
+func (s *Session) started() {
+	s.mu.Lock()
+	f := s.startOver
+	s.startOver = nil
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 // Policy returns the session's execution policy.
@@ -423,6 +438,7 @@ func (s *Session) close(ctx context.Context) error {
 	}
 	s.notifyLocked()
 	s.mu.Unlock()
+	s.started()
 
 	var wg sync.WaitGroup
 	for _, p := range pages {

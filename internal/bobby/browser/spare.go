@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -12,6 +13,15 @@ import (
 // agent asked for. So the runtime keeps one such context with one blank,
 // attached page ready: NewSession hands it out, its first NewPage returns
 // the blank page, and the next spare is made in the background.
+//
+// The next spare is made once the new session has started: when its first
+// navigation ended (completed or failed), when it closes, or after
+// DefaultRefillDelay for a session that does not navigate. Made at once, it
+// would compete with that navigation for the same few cores (a new
+// renderer process and a dozen CDP round trips): on a loaded 2-core machine
+// that made the first navigation of a warm start about three times slower.
+// A start that arrives before the next spare is made opens its own context,
+// as without a spare.
 //
 // A spare is not listed and nothing navigates it before it is handed out;
 // it belongs to one browser process and is thrown away after a relaunch or
@@ -46,6 +56,24 @@ func (r *Runtime) takeSpare(ctx context.Context, inst *instance) *Session {
 		return nil
 	}
 	return s
+}
+
+// DefaultRefillDelay bounds how long a new session defers the next spare
+// when it does not navigate (session_create, then page_open, then a pause).
+const DefaultRefillDelay = 2 * time.Second
+
+// refillAfterStart makes the next spare when s has started (see
+// Session.started), or after r.refillDelay.
+func (r *Runtime) refillAfterStart(s *Session) {
+	if r.opts.NoWarmSpare {
+		return
+	}
+	var once sync.Once
+	fire := func() { once.Do(r.refill) }
+	t := time.AfterFunc(r.refillDelay, fire)
+	s.mu.Lock()
+	s.startOver = func() { t.Stop(); fire() }
+	s.mu.Unlock()
 }
 
 // refill starts making the next spare unless one exists or is being made.

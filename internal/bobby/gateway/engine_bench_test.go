@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -110,5 +111,28 @@ func BenchmarkEngineSnapshot(b *testing.B) {
 			bytes, _ = get(m, "evidence", "accessibility", "bytes").(float64)
 		}
 		b.ReportMetric(bytes, "snapshot-bytes")
+	})
+}
+
+// BenchmarkEngineWorkflowStart measures workflow_start with a URL on a
+// running browser: a new isolated session, its page and the navigation, as
+// an agent's next task pays it. Between starts the benchmark pauses (off the
+// clock) as an agent thinks, so background work of the last start is done.
+func BenchmarkEngineWorkflowStart(b *testing.B) {
+	benchEngines(b, func(b *testing.B, cs *mcp.ClientSession) {
+		u := matrixURL("/signup.html")
+		benchCall(b, cs, "workflow_start", map[string]any{"profile": "default", "url": u}) // launches the browser
+		for b.Loop() {
+			b.StopTimer()
+			time.Sleep(500 * time.Millisecond)
+			b.StartTimer()
+			m := benchCall(b, cs, "workflow_start", map[string]any{"profile": "default", "url": u})
+			b.StopTimer()
+			if get(m, "navigationOutcome", "status") != "completed" {
+				b.Fatalf("navigation outcome: %v", m["navigationOutcome"])
+			}
+			benchCall(b, cs, "session_close", map[string]any{"sessionId": m["sessionId"]})
+			b.StartTimer()
+		}
 	})
 }
