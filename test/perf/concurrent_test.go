@@ -156,11 +156,13 @@ func BenchmarkConcurrent(b *testing.B) {
 				return
 			}
 		}()
-		cpu0 := cpuTime(b)
+		timing := watchTiming(r.broker, sessions, calls)
+		cpu0, start := cpuTime(b), time.Now()
 		elapsed := round()
 		cpu := cpuTime(b) - cpu0
 		r.broker.Unsubscribe(sub)
 		<-sampled
+		split := timing.split(start)
 		ideal := float64(sessions) / latency.Seconds()
 		got := float64(sessions*calls) / elapsed.Seconds()
 		b.ReportMetric(got, "calls/s")
@@ -168,6 +170,16 @@ func BenchmarkConcurrent(b *testing.B) {
 		// CPU per call: what a busy machine disturbs far less than
 		// throughput (the endpoint is another process, so this is Delta's).
 		b.ReportMetric(float64(cpu.Microseconds())/float64(sessions*calls), "cpu-µs/call")
+		// Where the wall time goes: from the round's start to a run's
+		// start (submission and dispatch), each model call as the engine
+		// sees it (the endpoint's 200 ms plus the wire, the other process
+		// and the scheduler), Delta's own time between one call's return
+		// and the next call, and from the last run's end to the last
+		// waiter's return.
+		b.ReportMetric(split.startMS, "start-ms")
+		b.ReportMetric(split.callMS, "call-ms")
+		b.ReportMetric(split.betweenMS, "between-ms")
+		b.ReportMetric(float64(elapsed-split.lastEnd)/float64(time.Millisecond), "tail-ms")
 		if peak.heap > 0 {
 			b.ReportMetric(float64(peak.heap-idleHeap)/sessions/1024, "KB-heap/run")
 			b.ReportMetric(float64(peak.rss-idleRSS)/sessions/1024, "KB-RSS/run")
@@ -175,6 +187,86 @@ func BenchmarkConcurrent(b *testing.B) {
 			b.ReportMetric(float64(peak.g-idleG)/sessions, "goroutines/run")
 		}
 	}
+}
+
+// timing collects, per run, the times of its start, of each turn's start
+// and model call's return (both stamped by the engine as they happen, not
+// when delivered), and of its end.
+type timing struct {
+	b    *event.Broker
+	sub  *event.Sub
+	done chan struct{}
+	runs map[string]*runTimes
+}
+
+type runTimes struct {
+	started, finished time.Time
+	turns             map[int]time.Time // turn → its turn.started
+	inCalls           time.Duration     // sum over turns of model.call - turn.started
+	calls             int
+}
+
+func watchTiming(b *event.Broker, sessions, calls int) *timing {
+	names := map[string]bool{event.RunStarted: true, event.TurnStarted: true, event.ModelCall: true, event.RunFinished: true}
+	t := &timing{b: b, done: make(chan struct{}), runs: map[string]*runTimes{}}
+	t.sub = b.Subscribe(sessions*(2*calls+4), func(e event.Event) bool { return names[e.Name] })
+	go func() {
+		defer close(t.done)
+		for e := range t.sub.C {
+			rt := t.runs[e.RunID]
+			if rt == nil {
+				rt = &runTimes{turns: map[int]time.Time{}}
+				t.runs[e.RunID] = rt
+			}
+			switch e.Name {
+			case event.RunStarted:
+				rt.started = e.Time
+			case event.TurnStarted:
+				rt.turns[e.Turn] = e.Time
+			case event.ModelCall:
+				if at, ok := rt.turns[e.Turn]; ok {
+					rt.inCalls += e.Time.Sub(at)
+					rt.calls++
+				}
+			case event.RunFinished:
+				rt.finished = e.Time
+			}
+		}
+	}()
+	return t
+}
+
+type timeSplit struct {
+	startMS, callMS, betweenMS float64
+	lastEnd                    time.Duration // from the round's start
+}
+
+// split stops watching and sums up: the median start, the mean model call
+// and the mean time between calls per run.
+func (t *timing) split(round time.Time) timeSplit {
+	t.b.Unsubscribe(t.sub)
+	<-t.done
+	var starts []float64
+	var in, between time.Duration
+	var n int
+	var out timeSplit
+	for _, rt := range t.runs {
+		if rt.started.IsZero() || rt.finished.IsZero() || rt.calls == 0 {
+			continue
+		}
+		starts = append(starts, float64(rt.started.Sub(round))/float64(time.Millisecond))
+		in += rt.inCalls
+		between += rt.finished.Sub(rt.started) - rt.inCalls
+		n += rt.calls
+		out.lastEnd = max(out.lastEnd, rt.finished.Sub(round))
+	}
+	if n == 0 {
+		return out
+	}
+	out.startMS = median(starts)
+	out.callMS = float64(in) / float64(n) / float64(time.Millisecond)
+	out.betweenMS = float64(between) / float64(n) / float64(time.Millisecond)
+	return out
 }
 
 func stackInuse() int64 {
