@@ -60,8 +60,8 @@ func TestMain(m *testing.M) {
 }
 
 // startFakeProcess runs the scripted endpoint in a child process (this
-// test binary with -perf.fake) and returns its URL.
-func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
+// test binary with -perf.fake) and returns its URL and process id.
+func startFakeProcess(b *testing.B, calls int, latency time.Duration) (string, int) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", fmt.Sprintf("-perf.fake=%d:%s", calls, latency))
 	stdin, err := cmd.StdinPipe()
@@ -84,7 +84,23 @@ func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
 	if err != nil {
 		b.Fatalf("scripted endpoint process: %v", err)
 	}
-	return strings.TrimSpace(line)
+	return strings.TrimSpace(line), cmd.Process.Pid
+}
+
+// processCPU is the user and system CPU time process pid has used so far,
+// from /proc/<pid>/stat (in clock ticks of 10 ms).
+func processCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses: state is
+	// the first, utime the 12th and stime the 13th.
+	_, rest, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // BenchmarkConcurrent runs 256 sessions at once, each 21 model calls
@@ -94,14 +110,16 @@ func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
 // the provider), and the memory each active run holds above the idle
 // process (after a first, warming round): live heap, goroutine stacks,
 // VmRSS and goroutines, sampled when every session has checkpointed its
-// tenth call, and the process CPU per call. Run with -benchtime=1x.
+// tenth call, and the CPU per call of this process and of the endpoint's.
+// Run with -benchtime=1x.
 func BenchmarkConcurrent(b *testing.B) {
 	const (
 		sessions = 256
 		calls    = 21
 		latency  = 200 * time.Millisecond
 	)
-	r := newRigAt(b, calls, sessions, startFakeProcess(b, calls, latency))
+	url, fakePID := startFakeProcess(b, calls, latency)
+	r := newRigAt(b, calls, sessions, url)
 	round := func() time.Duration {
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -157,9 +175,9 @@ func BenchmarkConcurrent(b *testing.B) {
 			}
 		}()
 		timing := watchTiming(r.broker, sessions, calls)
-		cpu0, start := cpuTime(b), time.Now()
+		cpu0, fake0, start := cpuTime(b), processCPU(b, fakePID), time.Now()
 		elapsed := round()
-		cpu := cpuTime(b) - cpu0
+		cpu, fakeCPU := cpuTime(b)-cpu0, processCPU(b, fakePID)-fake0
 		r.broker.Unsubscribe(sub)
 		<-sampled
 		split := timing.split(start)
@@ -170,6 +188,9 @@ func BenchmarkConcurrent(b *testing.B) {
 		// CPU per call: what a busy machine disturbs far less than
 		// throughput (the endpoint is another process, so this is Delta's).
 		b.ReportMetric(float64(cpu.Microseconds())/float64(sessions*calls), "cpu-µs/call")
+		// The endpoint's CPU per call, in its own process: the harness's
+		// share of the same two cores.
+		b.ReportMetric(float64(fakeCPU.Microseconds())/float64(sessions*calls), "fake-cpu-µs/call")
 		// Where the wall time goes: from the round's start to a run's
 		// start (submission and dispatch), each model call as the engine
 		// sees it (the endpoint's 200 ms plus the wire, the other process
