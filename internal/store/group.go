@@ -78,6 +78,7 @@ func (s *Store) groupTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	g.mu.Unlock()
 
 	s.writeBatch(batch)
+	s.committed()
 	// The writer connection is free again: prepare what ran unprepared.
 	s.wstmts.prepareWanted(context.WithoutCancel(ctx), s.w)
 

@@ -60,6 +60,7 @@ type Store struct {
 
 	wstmts, rstmts stmtCache     // prepared statements (stmts.go)
 	group          writeGroup    // callers sharing write transactions (group.go)
+	ckpt           *checkpointer // WAL checkpoints off the writer (walcheckpoint.go); nil but for SQLite files
 	charges        atomic.Uint64 // AddUsage calls committed (Charges)
 	recallPending  atomic.Int64  // messages stored since recall's index last caught up (recall_index.go)
 
@@ -105,6 +106,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.startCheckpointer()
 	return s, nil
 }
 
@@ -121,6 +123,11 @@ func openFile(path string) (w, r *sql.DB, err error) {
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(NORMAL)",
 		"_pragma=foreign_keys(1)",
+		// Statement and savepoint journals in memory: every member of a
+		// shared write transaction runs in a savepoint (group.go), and a
+		// journal spilled to a temporary file costs a write call per page.
+		"_pragma=temp_store(MEMORY)",
+		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", writerCheckpointPages), // the checkpointer copies first (walcheckpoint.go)
 		"_txlock=immediate",
 	}, "&")
 	w, err = sql.Open("sqlite", dsn)
@@ -140,6 +147,7 @@ func openFile(path string) (w, r *sql.DB, err error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stopCheckpointer()
 	s.wstmts.close()
 	s.rstmts.close()
 	err := s.w.Close()

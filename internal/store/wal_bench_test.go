@@ -16,7 +16,7 @@ import (
 // (the previous turn's held read-only result and its tool.result event,
 // then turn.started, the assistant message with one tool intent, the usage
 // row, model.call, tool.call and checkpoint), one transaction each, with
-// automatic checkpoints off so the WAL only grows. It reports WAL pages
+// checkpoints off so the WAL only grows. It reports WAL pages
 // (frames) and bytes per step, alone and with 32 runs' steps sharing each
 // group commit.
 //
@@ -38,6 +38,9 @@ func benchStepWAL(b *testing.B, runs int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
+	// No checkpoints at all, the checkpointer's included: a checkpoint
+	// caught up lets the next write start the WAL over.
+	s.stopCheckpointer()
 	if _, err := s.w.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
 		b.Fatal(err)
 	}

@@ -60,8 +60,8 @@ func TestMain(m *testing.M) {
 }
 
 // startFakeProcess runs the scripted endpoint in a child process (this
-// test binary with -perf.fake) and returns its URL.
-func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
+// test binary with -perf.fake) and returns its URL and process id.
+func startFakeProcess(b *testing.B, calls int, latency time.Duration) (string, int) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", fmt.Sprintf("-perf.fake=%d:%s", calls, latency))
 	stdin, err := cmd.StdinPipe()
@@ -84,7 +84,23 @@ func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
 	if err != nil {
 		b.Fatalf("scripted endpoint process: %v", err)
 	}
-	return strings.TrimSpace(line)
+	return strings.TrimSpace(line), cmd.Process.Pid
+}
+
+// processCPU is the user and system CPU time process pid has used so far,
+// from /proc/<pid>/stat (in clock ticks of 10 ms).
+func processCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses: state is
+	// the first, utime the 12th and stime the 13th.
+	_, rest, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // BenchmarkConcurrent runs 256 sessions at once, each 21 model calls
@@ -94,14 +110,16 @@ func startFakeProcess(b *testing.B, calls int, latency time.Duration) string {
 // the provider), and the memory each active run holds above the idle
 // process (after a first, warming round): live heap, goroutine stacks,
 // VmRSS and goroutines, sampled when every session has checkpointed its
-// tenth call, and the process CPU per call. Run with -benchtime=1x.
+// tenth call, and the CPU per call of this process and of the endpoint's.
+// Run with -benchtime=1x.
 func BenchmarkConcurrent(b *testing.B) {
 	const (
 		sessions = 256
 		calls    = 21
 		latency  = 200 * time.Millisecond
 	)
-	r := newRigAt(b, calls, sessions, startFakeProcess(b, calls, latency))
+	url, fakePID := startFakeProcess(b, calls, latency)
+	r := newRigAt(b, calls, sessions, url)
 	round := func() time.Duration {
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -156,11 +174,13 @@ func BenchmarkConcurrent(b *testing.B) {
 				return
 			}
 		}()
-		cpu0 := cpuTime(b)
+		timing := watchTiming(r.broker, sessions, calls)
+		cpu0, fake0, start := cpuTime(b), processCPU(b, fakePID), time.Now()
 		elapsed := round()
-		cpu := cpuTime(b) - cpu0
+		cpu, fakeCPU := cpuTime(b)-cpu0, processCPU(b, fakePID)-fake0
 		r.broker.Unsubscribe(sub)
 		<-sampled
+		split := timing.split(start)
 		ideal := float64(sessions) / latency.Seconds()
 		got := float64(sessions*calls) / elapsed.Seconds()
 		b.ReportMetric(got, "calls/s")
@@ -168,6 +188,19 @@ func BenchmarkConcurrent(b *testing.B) {
 		// CPU per call: what a busy machine disturbs far less than
 		// throughput (the endpoint is another process, so this is Delta's).
 		b.ReportMetric(float64(cpu.Microseconds())/float64(sessions*calls), "cpu-µs/call")
+		// The endpoint's CPU per call, in its own process: the harness's
+		// share of the same two cores.
+		b.ReportMetric(float64(fakeCPU.Microseconds())/float64(sessions*calls), "fake-cpu-µs/call")
+		// Where the wall time goes: from the round's start to a run's
+		// start (submission and dispatch), each model call as the engine
+		// sees it (the endpoint's 200 ms plus the wire, the other process
+		// and the scheduler), Delta's own time between one call's return
+		// and the next call, and from the last run's end to the last
+		// waiter's return.
+		b.ReportMetric(split.startMS, "start-ms")
+		b.ReportMetric(split.callMS, "call-ms")
+		b.ReportMetric(split.betweenMS, "between-ms")
+		b.ReportMetric(float64(elapsed-split.lastEnd)/float64(time.Millisecond), "tail-ms")
 		if peak.heap > 0 {
 			b.ReportMetric(float64(peak.heap-idleHeap)/sessions/1024, "KB-heap/run")
 			b.ReportMetric(float64(peak.rss-idleRSS)/sessions/1024, "KB-RSS/run")
@@ -175,6 +208,86 @@ func BenchmarkConcurrent(b *testing.B) {
 			b.ReportMetric(float64(peak.g-idleG)/sessions, "goroutines/run")
 		}
 	}
+}
+
+// timing collects, per run, the times of its start, of each turn's start
+// and model call's return (both stamped by the engine as they happen, not
+// when delivered), and of its end.
+type timing struct {
+	b    *event.Broker
+	sub  *event.Sub
+	done chan struct{}
+	runs map[string]*runTimes
+}
+
+type runTimes struct {
+	started, finished time.Time
+	turns             map[int]time.Time // turn → its turn.started
+	inCalls           time.Duration     // sum over turns of model.call - turn.started
+	calls             int
+}
+
+func watchTiming(b *event.Broker, sessions, calls int) *timing {
+	names := map[string]bool{event.RunStarted: true, event.TurnStarted: true, event.ModelCall: true, event.RunFinished: true}
+	t := &timing{b: b, done: make(chan struct{}), runs: map[string]*runTimes{}}
+	t.sub = b.Subscribe(sessions*(2*calls+4), func(e event.Event) bool { return names[e.Name] })
+	go func() {
+		defer close(t.done)
+		for e := range t.sub.C {
+			rt := t.runs[e.RunID]
+			if rt == nil {
+				rt = &runTimes{turns: map[int]time.Time{}}
+				t.runs[e.RunID] = rt
+			}
+			switch e.Name {
+			case event.RunStarted:
+				rt.started = e.Time
+			case event.TurnStarted:
+				rt.turns[e.Turn] = e.Time
+			case event.ModelCall:
+				if at, ok := rt.turns[e.Turn]; ok {
+					rt.inCalls += e.Time.Sub(at)
+					rt.calls++
+				}
+			case event.RunFinished:
+				rt.finished = e.Time
+			}
+		}
+	}()
+	return t
+}
+
+type timeSplit struct {
+	startMS, callMS, betweenMS float64
+	lastEnd                    time.Duration // from the round's start
+}
+
+// split stops watching and sums up: the median start, the mean model call
+// and the mean time between calls per run.
+func (t *timing) split(round time.Time) timeSplit {
+	t.b.Unsubscribe(t.sub)
+	<-t.done
+	var starts []float64
+	var in, between time.Duration
+	var n int
+	var out timeSplit
+	for _, rt := range t.runs {
+		if rt.started.IsZero() || rt.finished.IsZero() || rt.calls == 0 {
+			continue
+		}
+		starts = append(starts, float64(rt.started.Sub(round))/float64(time.Millisecond))
+		in += rt.inCalls
+		between += rt.finished.Sub(rt.started) - rt.inCalls
+		n += rt.calls
+		out.lastEnd = max(out.lastEnd, rt.finished.Sub(round))
+	}
+	if n == 0 {
+		return out
+	}
+	out.startMS = median(starts)
+	out.callMS = float64(in) / float64(n) / float64(time.Millisecond)
+	out.betweenMS = float64(between) / float64(n) / float64(time.Millisecond)
+	return out
 }
 
 func stackInuse() int64 {

@@ -94,6 +94,24 @@ func chatPath(req *http.Request, next option.MiddlewareNext) (*http.Response, er
 	return next(req)
 }
 
+// defaultClient is the HTTP client of a service given none. Its transport
+// is net/http's default but for the idle connections it keeps per host:
+// the default keeps two, so with many runs calling one provider at once
+// nearly every call would close its connection on return and the next
+// would dial (and shake hands over TLS) again. Idle connections still
+// close after the default's 90 s.
+var defaultClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = maxIdleConns
+	t.MaxIdleConnsPerHost = maxIdleConns
+	return &http.Client{Transport: t}
+}()
+
+// maxIdleConns bounds the idle connections defaultClient keeps, per host
+// and in all: the most runs a daemon runs at once (DELTA_MAX_CONCURRENCY's
+// ceiling), each with its call in flight.
+const maxIdleConns = 256
+
 // SDKOptions configure an openai-go service from explicit values only:
 // the SDK's NewClient would first apply DefaultClientOptions, which read
 // OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_CUSTOM_HEADERS and
@@ -102,7 +120,7 @@ func chatPath(req *http.Request, next option.MiddlewareNext) (*http.Response, er
 // name order. Package responses builds its service from them too.
 func SDKOptions(baseURL, apiKey string, hc *http.Client, headers map[string]string) []option.RequestOption {
 	if hc == nil {
-		hc = &http.Client{}
+		hc = defaultClient
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(baseURL),
