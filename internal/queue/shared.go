@@ -92,7 +92,12 @@ func (q *Queue) dispatchShared() {
 	// The releases are for the other workers: this one's picks start first.
 	for _, sid := range release {
 		if err := sh.store.ReleaseSession(q.ctx, sid, sh.holder); err != nil && q.ctx.Err() == nil {
+			// Still held: the next dispatch (the poll at the latest) gives
+			// it up again, rather than the other workers waiting the TTL.
 			q.logger.Warn("release session lease", "session", sid, "err", err)
+			q.mu.Lock()
+			sh.held[sid] = true
+			q.mu.Unlock()
 		}
 	}
 }
