@@ -137,7 +137,7 @@ func openFile(path string) (w, r *sql.DB, closeW func() error, err error) {
 	}
 	r, err = sql.Open("sqlite", dsn)
 	if err != nil {
-		closeW()
+		_ = closeW() // the open error is the one to report
 		return nil, nil, nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
