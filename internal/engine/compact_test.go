@@ -399,15 +399,19 @@ func TestRealPromptPastTheDialCompacts(t *testing.T) {
 // summarizer is still answering — and the compaction at the dial applies
 // it without a second summary call.
 func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
-	release := make(chan struct{})
+	const dial = 16000
+	release, arrived := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
-	inFlight, overlapped, released := 0, false, false
+	inFlight, overlapped, released, summaries := 0, false, false, 0
 	l := &longRun{turns: 40}
 	base := l.provider()
 	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
 		if engine.IsSummaryCall(req.System) {
 			mu.Lock()
 			inFlight++
+			if summaries++; summaries == 1 {
+				close(arrived)
+			}
 			mu.Unlock()
 			// Only a main-loop call releases it. A bail-out, not a timing
 			// assertion: made on the loop's own turn, the summary would
@@ -421,6 +425,19 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 			mu.Unlock()
 			return base(ctx, req, s)
 		}
+		// The first call past four fifths of the dial is sent right after
+		// the background summary is started, and may reach the provider
+		// before it: it waits for the summary to arrive (a bail-out again),
+		// so the overlap does not hang on which goroutine runs first.
+		mu.Lock()
+		wait := !released && 5*engine.EstimateTokens(req) > 4*dial
+		mu.Unlock()
+		if wait {
+			select {
+			case <-arrived:
+			case <-time.After(10 * time.Second):
+			}
+		}
 		mu.Lock()
 		if inFlight > 0 && !released {
 			overlapped, released = true, true
@@ -430,7 +447,7 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 		return base(ctx, req, s)
 	})
 	h := newHarnessWith(t, p, engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
-		func(o *engine.Options) { o.CompactAt = 16000 }, fetchTool(1500))
+		func(o *engine.Options) { o.CompactAt = dial }, fetchTool(1500))
 	r, _ := h.run(t, "fetch")
 	if r.Status != store.StatusDone {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
@@ -445,7 +462,7 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 		t.Fatalf("the first compaction %v did not apply the summary made ahead", evs)
 	}
 	for i, req := range l.main {
-		if est := engine.EstimateTokens(req); est > 16000 {
+		if est := engine.EstimateTokens(req); est > dial {
 			t.Fatalf("request %d estimated at %d tokens, over the dial", i+1, est)
 		}
 		checkWellFormed(t, i+1, req)

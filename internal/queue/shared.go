@@ -36,7 +36,12 @@ func (q *Queue) dispatchShared() {
 	q.mu.Lock()
 	for _, r := range claimed {
 		sh.held[r.SessionID] = true
-		if q.busy[r.SessionID] || q.inflight[r.ID] != nil {
+		// A run whose execution returned since this dispatch began may be
+		// shown by the claim as it was before its end (still running or
+		// queued): starting it from that would run it twice. The session
+		// stays held; the end's Notify makes the next dispatch claim its
+		// next run from a fresh read.
+		if q.busy[r.SessionID] || q.inflight[r.ID] != nil || q.ended[r.ID] {
 			keep[r.SessionID] = true
 			continue
 		}
@@ -87,7 +92,12 @@ func (q *Queue) dispatchShared() {
 	// The releases are for the other workers: this one's picks start first.
 	for _, sid := range release {
 		if err := sh.store.ReleaseSession(q.ctx, sid, sh.holder); err != nil && q.ctx.Err() == nil {
+			// Still held: the next dispatch (the poll at the latest) gives
+			// it up again, rather than the other workers waiting the TTL.
 			q.logger.Warn("release session lease", "session", sid, "err", err)
+			q.mu.Lock()
+			sh.held[sid] = true
+			q.mu.Unlock()
 		}
 	}
 }

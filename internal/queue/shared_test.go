@@ -3,9 +3,11 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,4 +248,55 @@ func TestSharedWorkerCancelsAtTheHeartbeat(t *testing.T) {
 		t.Fatal("a cancel requested elsewhere never interrupted the run executing here")
 	}
 	waitDone(t, st, "c1")
+}
+
+// failingRelease is a store whose first session release fails, as on a
+// dropped connection.
+type failingRelease struct {
+	*store.Store
+	failed atomic.Bool
+}
+
+func (f *failingRelease) ReleaseSession(ctx context.Context, sessionID, holder string) error {
+	if f.failed.CompareAndSwap(false, true) {
+		return errors.New("connection reset")
+	}
+	return f.Store.ReleaseSession(ctx, sessionID, holder)
+}
+
+// TestSharedWorkerRetriesAFailedRelease: a session whose release failed
+// once is given up at a later dispatch, not left to the other workers
+// only after the TTL.
+func TestSharedWorkerRetriesAFailedRelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.db")
+	f := newFleet()
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	fr := &failingRelease{Store: st}
+	q := queue.New(st, f.exec("w1", st), 2, nil)
+	q.Poll = 10 * time.Millisecond
+	q.Share(fr, "w1", time.Hour)
+	create(t, st, "a1", "A", "")
+	if err := q.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close(context.Background())
+	waitDone(t, st, "a1")
+	deadline := time.Now().Add(10 * time.Second) // a hang guard: the TTL is an hour
+	for {
+		leases, err := st.SessionLeases(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(leases) == 0 && fr.failed.Load() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leases %+v still held (a release failed: %v)", leases, fr.failed.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -30,8 +30,9 @@ const (
 
 // Schedules is an open scheduler database.
 type Schedules struct {
-	w, r *sql.DB
-	path string
+	w, r   *sql.DB
+	closeW func() error // gives the shared writer up (openFile)
+	path   string
 }
 
 // ScheduleRow is one stored schedule. Times are UTC; a zero time is absent.
@@ -64,11 +65,11 @@ type FiringRow struct {
 // OpenSchedules opens (creating if needed) the scheduler database at path
 // and migrates it.
 func OpenSchedules(ctx context.Context, path string) (*Schedules, error) {
-	w, r, err := openFile(path)
+	w, r, closeW, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Schedules{w: w, r: r, path: path}
+	s := &Schedules{w: w, r: r, closeW: closeW, path: path}
 	ms, err := migrationsIn(schedMigrationFS, "schedmigrations")
 	if err == nil {
 		err = migrateDB(ctx, w, path, ms)
@@ -81,7 +82,7 @@ func OpenSchedules(ctx context.Context, path string) (*Schedules, error) {
 }
 
 // Close closes the database.
-func (s *Schedules) Close() error { return errors.Join(s.w.Close(), s.r.Close()) }
+func (s *Schedules) Close() error { return errors.Join(s.closeW(), s.r.Close()) }
 
 func millisOrNull(t time.Time) any {
 	if t.IsZero() {

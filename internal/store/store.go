@@ -7,8 +7,8 @@
 //
 // The database runs in WAL mode with foreign keys, a 5 s busy timeout and
 // immediate transactions (no read→write upgrade deadlocks). Writes go through
-// a single connection so SQLite's one writer never waits on itself; reads use
-// a pool. Schema changes are numbered, embedded migrations applied in one
+// a single connection, one per file in the process however many handles are
+// open on it, so SQLite's one writer never waits on itself; reads use a pool. Schema changes are numbered, embedded migrations applied in one
 // transaction each and tracked in PRAGMA user_version; a database written by a
 // newer binary is refused rather than guessed at.
 //
@@ -53,10 +53,13 @@ var (
 
 // Store is an open Delta database.
 type Store struct {
-	w    *sql.DB // the single writer
-	r    *sql.DB // readers (== w for in-memory databases and PostgreSQL)
-	path string
-	pg   bool // PostgreSQL (postgres.go), not SQLite
+	w *sql.DB // the single writer
+	r *sql.DB // readers (== w for in-memory databases and PostgreSQL)
+	// closeW gives up the writer: it is shared by the handles of one
+	// SQLite file in this process (openFile); nil closes w itself.
+	closeW func() error
+	path   string
+	pg     bool // PostgreSQL (postgres.go), not SQLite
 
 	wstmts, rstmts stmtCache     // prepared statements (stmts.go)
 	group          writeGroup    // callers sharing write transactions (group.go)
@@ -97,11 +100,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return s, nil
 	}
-	w, r, err := openFile(path)
+	w, r, closeW, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{w: w, r: r, path: path}
+	s := &Store{w: w, r: r, closeW: closeW, path: path}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -111,11 +114,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // openFile opens the writer and the reader pool of the database file at
-// path, creating its directory.
-func openFile(path string) (w, r *sql.DB, err error) {
+// path, creating its directory. The writer is the process's one writer
+// connection to that file, shared by every handle open on it; closeW
+// gives this handle's share up. SQLite admits one writer at a time anyway,
+// and two writer connections would meet in its busy handler, which polls:
+// under load one can be passed over until its busy timeout and fail with
+// SQLITE_BUSY. Sharing the connection queues them in database/sql instead.
+func openFile(path string) (w, r *sql.DB, closeW func() error, err error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("open store %s: %w", path, err)
+			return nil, nil, nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + strings.Join([]string{
@@ -130,19 +138,66 @@ func openFile(path string) (w, r *sql.DB, err error) {
 		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", writerCheckpointPages), // the checkpointer copies first (walcheckpoint.go)
 		"_txlock=immediate",
 	}, "&")
-	w, err = sql.Open("sqlite", dsn)
+	w, closeW, err = openWriter(path, dsn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
 	r, err = sql.Open("sqlite", dsn)
 	if err != nil {
-		w.Close()
-		return nil, nil, fmt.Errorf("open store %s: %w", path, err)
+		_ = closeW() // the open error is the one to report
+		return nil, nil, nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4) // keep them: reopening runs the pragmas again
-	return w, r, nil
+	return w, r, closeW, nil
+}
+
+// writers holds the writer connection of each SQLite file open in this
+// process, by absolute path, with the number of handles sharing it.
+var writers = struct {
+	mu sync.Mutex
+	m  map[string]*sharedWriter
+}{m: map[string]*sharedWriter{}}
+
+type sharedWriter struct {
+	db   *sql.DB
+	refs int
+}
+
+// openWriter returns the writer of the file at path, opening it with dsn
+// when no handle in this process has it open, and the function that gives
+// this share up (the last one closes it).
+func openWriter(path, dsn string) (*sql.DB, func() error, error) {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	writers.mu.Lock()
+	defer writers.mu.Unlock()
+	sw := writers.m[key]
+	if sw == nil {
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		db.SetMaxOpenConns(1)
+		sw = &sharedWriter{db: db}
+		writers.m[key] = sw
+	}
+	sw.refs++
+	var once sync.Once
+	return sw.db, func() error {
+		var err error
+		once.Do(func() {
+			writers.mu.Lock()
+			defer writers.mu.Unlock()
+			if sw.refs--; sw.refs == 0 {
+				delete(writers.m, key)
+				err = sw.db.Close()
+			}
+		})
+		return err
+	}, nil
 }
 
 // Close closes the database.
@@ -150,7 +205,12 @@ func (s *Store) Close() error {
 	s.stopCheckpointer()
 	s.wstmts.close()
 	s.rstmts.close()
-	err := s.w.Close()
+	var err error
+	if s.closeW != nil {
+		err = s.closeW()
+	} else {
+		err = s.w.Close()
+	}
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}

@@ -131,12 +131,19 @@ func (d *daemon) submit(client *http.Client, input string) (id string, ok bool) 
 
 // post posts a task body; ok as for submit.
 func (d *daemon) post(client *http.Client, body string) (id string, ok bool) {
+	id, why := d.postWhy(client, body)
+	return id, why == ""
+}
+
+// postWhy is post saying why a task was not acknowledged ("" when it was):
+// the client's error, or the status and body answered.
+func (d *daemon) postWhy(client *http.Client, body string) (id, why string) {
 	req, _ := http.NewRequest("POST", d.url+"/v1/tasks", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", false
+		return "", err.Error()
 	}
 	defer resp.Body.Close()
 	// A process that dies right after flushing its 202 never sends the
@@ -144,17 +151,17 @@ func (d *daemon) post(client *http.Client, body string) (id string, ok bool) {
 	// arrived, which is the acknowledgement a client acts on.
 	b, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusAccepted || (err != nil && !errors.Is(err, io.ErrUnexpectedEOF)) {
-		return "", false
+		return "", fmt.Sprintf("%s: %.300s (reading the body: %v)", resp.Status, b, err)
 	}
 	// {"id":"resp_…",…}: avoid a JSON dependency on the response shape
 	// beyond the id.
 	s := string(b)
 	i := strings.Index(s, `"id":"`)
 	if i < 0 {
-		return "", false
+		return "", fmt.Sprintf("%s with no id: %.300s", resp.Status, b)
 	}
 	s = s[i+6:]
-	return s[:strings.IndexByte(s, '"')], true
+	return s[:strings.IndexByte(s, '"')], ""
 }
 
 // openDB opens the daemon's database read-only beside the live daemon.

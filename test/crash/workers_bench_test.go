@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,8 +67,8 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for i := range jobs {
-							if _, ok := ws[i%n].submit(client, fmt.Sprintf("Say ok, %d.", i)); !ok {
-								b.Errorf("task %d not acknowledged", i)
+							if _, why := ws[i%n].postWhy(client, fmt.Sprintf(`{"input":"Say ok, %d."}`, i)); why != "" {
+								b.Errorf("task %d not acknowledged by worker b%d: %s", i, i%n, why)
 							}
 						}
 					}()
@@ -81,6 +82,8 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				// when no run is live. Counting the live rows reads a few index
 				// entries; counting the finished ones would read a range that
 				// grows every round, PostgreSQL CPU charged to the workers.
+				// A hang guard, not a timing assertion: a batch takes seconds.
+				stuck := time.Now().Add(3 * time.Minute)
 				for {
 					var live int
 					if err := db.QueryRow("SELECT count(*) FROM runs WHERE status IN ('queued','running')").Scan(&live); err != nil {
@@ -88,6 +91,10 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 					}
 					if live == 0 {
 						break
+					}
+					if time.Now().After(stuck) {
+						b.Fatalf("%d runs still live 3 minutes after the batch was submitted:\n%s", live,
+							describeRuns(b, db, "status IN ('queued','running')", ws))
 					}
 					time.Sleep(5 * time.Millisecond)
 				}
@@ -111,14 +118,50 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			b.ReportMetric(rate, "tasks/s")
 			b.ReportMetric(100*rate/ideal, "%ideal")
 			var failed int
-			var first string
-			_ = db.QueryRow(`SELECT count(*), COALESCE(MIN(id || ' ' || status || ': ' || error), '')
-				FROM runs WHERE status <> 'done'`).Scan(&failed, &first)
+			if err := db.QueryRow(`SELECT count(*) FROM runs WHERE status <> 'done'`).Scan(&failed); err != nil {
+				b.Fatal(err)
+			}
 			if failed > 0 {
-				b.Fatalf("%d runs did not complete; the first: %s", failed, first)
+				b.Fatalf("%d runs did not complete:\n%s", failed, describeRuns(b, db, "status <> 'done'", ws))
 			}
 		})
 	}
+}
+
+// describeRuns reports the first five runs matching where (a condition on
+// the runs table): id, status, attempts and error, then each one's events
+// with their data, and the end of every worker's log.
+func describeRuns(b *testing.B, db *sql.DB, where string, ws []*daemon) string {
+	b.Helper()
+	var out strings.Builder
+	var ids []string
+	each(b, db, "SELECT id, status, attempts, COALESCE(error, '') FROM runs WHERE "+where+" ORDER BY seq LIMIT 5", func(rows *sql.Rows) error {
+		var id, status, errText string
+		var attempts int
+		if err := rows.Scan(&id, &status, &attempts, &errText); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		fmt.Fprintf(&out, "run %s: %s after %d attempts, error %q\n", id, status, attempts, errText)
+		return nil
+	})
+	for _, id := range ids {
+		fmt.Fprintf(&out, "events of %s:\n", id)
+		each(b, db, "SELECT id, name, COALESCE(data, '') FROM events WHERE run_id = '"+id+"' ORDER BY id", func(rows *sql.Rows) error {
+			var seq int64
+			var name, data string
+			if err := rows.Scan(&seq, &name, &data); err != nil {
+				return err
+			}
+			fmt.Fprintf(&out, "  %d %s %.400s\n", seq, name, data)
+			return nil
+		})
+	}
+	for i, w := range ws {
+		log := w.logText()
+		fmt.Fprintf(&out, "worker b%d log, last 4 KB:\n%s\n", i, log[max(0, len(log)-4096):])
+	}
+	return out.String()
 }
 
 // serverCPU is the CPU time of each PostgreSQL server process, by pid: the

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -242,13 +243,18 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 // every MCP session is closed (its streams end), requests in flight get 5 s
 // to finish, and a connection still open then is closed.
 func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
+	sl := &silentListener{Listener: l, conns: map[*silentConn]bool{}}
 	srv := &http.Server{
 		Handler:           g.HTTPHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnState:         sl.state,
 	}
+	// Shutdown closes the listener before it runs this: no connection
+	// joins the silent ones after.
+	srv.RegisterOnShutdown(sl.closeSilent)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(sl) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve http: %w", err)
@@ -272,4 +278,67 @@ func (g *Gateway) Serve(ctx context.Context, l net.Listener) error {
 		return fmt.Errorf("shutdown http: %w", err)
 	}
 	return nil
+}
+
+// silentListener tracks the connections accepted that have not begun a
+// request. Shutdown waits up to 5 s for such a connection, in case its
+// first request is on the way; but an HTTP client routinely opens one it
+// then never uses (Go's transport dials a spare while a request waits for
+// a connection and parks it idle), and shutdown would wait the whole
+// deadline for it. On shutdown those that have sent no byte yet are closed
+// at once; one that has sent some is left to finish its request.
+type silentListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[*silentConn]bool
+}
+
+// silentConn is an accepted connection that records whether it sent a byte.
+type silentConn struct {
+	net.Conn
+	spoke atomic.Bool
+}
+
+func (c *silentConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.spoke.Store(true)
+	}
+	return n, err
+}
+
+func (l *silentListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	sc := &silentConn{Conn: c}
+	l.mu.Lock()
+	l.conns[sc] = true
+	l.mu.Unlock()
+	return sc, nil
+}
+
+// state drops a connection once it leaves the new state (its first
+// request began, or it closed).
+func (l *silentListener) state(c net.Conn, st http.ConnState) {
+	sc, ok := c.(*silentConn)
+	if !ok || st == http.StateNew {
+		return
+	}
+	l.mu.Lock()
+	delete(l.conns, sc)
+	l.mu.Unlock()
+}
+
+// closeSilent closes the tracked connections that never sent a byte.
+func (l *silentListener) closeSilent() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		if !c.spoke.Load() {
+			_ = c.Close()
+			delete(l.conns, c)
+		}
+	}
 }
