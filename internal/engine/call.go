@@ -29,11 +29,18 @@ func (x *execution) callModel(ctx context.Context, req model.Request) (model.Res
 	attemptStart := wall
 	retries := 0
 	stream := model.Stream{
+		// A reply's stream follows the previous step's commit (ahead.go):
+		// it is published only once that commit is durable, and never
+		// when it failed.
 		OnText: func(d string) {
-			e.o.Broker.Publish(x.event(event.TextDelta, map[string]string{event.KeyDelta: d}))
+			if x.committed() == nil {
+				e.o.Broker.Publish(x.event(event.TextDelta, map[string]string{event.KeyDelta: d}))
+			}
 		},
 		OnReasoning: func(d string) {
-			e.o.Broker.Publish(x.event(event.ReasonDelta, map[string]string{event.KeyDelta: d}))
+			if x.committed() == nil {
+				e.o.Broker.Publish(x.event(event.ReasonDelta, map[string]string{event.KeyDelta: d}))
+			}
 		},
 		OnRetry: func(r model.Retry) {
 			retries++
@@ -87,6 +94,38 @@ type servedProvider interface {
 // With capture on, req (as sent, history of its messages the stored
 // conversation) becomes the step's call row.
 func (x *execution) checkpoint(ctx context.Context, resp model.Response, req model.Request, history int) error {
+	st, heldResults, heldEvents, err := x.step(ctx, resp, req, history)
+	if err != nil {
+		return err
+	}
+	evs, err := x.e.o.Store.CommitStep(ctx, st)
+	if errors.Is(err, store.ErrAlreadyFinal) {
+		// Cancelled (finished) elsewhere while the model ran: the results
+		// are still the calls' answers, but the turn never happened.
+		x.restoreHeld(heldResults, nil)
+		return errCancelled
+	}
+	if err != nil {
+		x.restoreHeld(heldResults, heldEvents)
+		return err
+	}
+	x.stepped(st)
+	x.publish(evs...)
+	return nil
+}
+
+// stepped applies a step to the execution's view of the run: its counters
+// and the conversation the next request carries.
+func (x *execution) stepped(st store.Step) {
+	x.run.Steps++
+	x.run.Usage = x.run.Usage.Add(st.Usage)
+	x.run.Model = st.Model
+	x.remember(st.Message)
+}
+
+// step builds the checkpoint of resp: the assistant message, its intents,
+// usage and events, led by what was held for it (which it takes).
+func (x *execution) step(ctx context.Context, resp model.Response, req model.Request, history int) (st store.Step, heldResults []store.ToolResult, heldEvents []event.Event, err error) {
 	e := x.e
 	// A model can emit arguments that are not JSON. Keep what it sent, as a
 	// JSON string, so the checkpoint stays valid JSON and the tool answers
@@ -96,7 +135,7 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 		// leaves older rows out of it); the journal does.
 		journal, err := e.o.Store.Journal(ctx, x.run.ID)
 		if err != nil {
-			return fmt.Errorf("read the journal of run %s: %w", x.run.ID, err)
+			return st, nil, nil, fmt.Errorf("read the journal of run %s: %w", x.run.ID, err)
 		}
 		x.mu.Lock()
 		x.callIDs = usedCallIDs(x.history)
@@ -111,7 +150,7 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 			resp.ToolCalls[i].Arguments, _ = json.Marshal(string(c.Arguments))
 		}
 	}
-	st := store.Step{
+	st = store.Step{
 		RunID:     x.run.ID,
 		SessionID: x.run.SessionID,
 		Message:   model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Extra: resp.Extra},
@@ -163,25 +202,9 @@ func (x *execution) checkpoint(ctx context.Context, resp model.Response, req mod
 			"cache_read_tokens": total.CacheReadTokens, event.KeyCostUSD: total.CostUSD},
 	}))
 	// The results and the turn.started held back open the transaction.
-	heldResults, heldEvents := x.takeHeld()
+	heldResults, heldEvents = x.takeHeld()
 	st.Results, st.Events = heldResults, append(heldEvents, st.Events...)
-	evs, err := e.o.Store.CommitStep(ctx, st)
-	if errors.Is(err, store.ErrAlreadyFinal) {
-		// Cancelled (finished) elsewhere while the model ran: the results
-		// are still the calls' answers, but the turn never happened.
-		x.restoreHeld(heldResults, nil)
-		return errCancelled
-	}
-	if err != nil {
-		x.restoreHeld(heldResults, heldEvents)
-		return err
-	}
-	x.run.Steps++
-	x.run.Usage = x.run.Usage.Add(resp.Usage)
-	x.run.Model = resp.Model
-	x.remember(st.Message)
-	x.publish(evs...)
-	return nil
+	return st, heldResults, heldEvents, nil
 }
 
 // remember appends a committed message to the in-memory conversation.

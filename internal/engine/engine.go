@@ -489,6 +489,9 @@ type execution struct {
 	prep        *prepared
 	compactions int
 	dialWarned  bool // the dial was found too small for the fixed parts
+	// pending is the step committing in the background (ahead.go), nil
+	// when none is.
+	pending *inflight
 }
 
 // compactAt is the dial in tokens.
@@ -512,10 +515,22 @@ func (x *execution) publish(evs ...event.Event) {
 	}
 }
 
+// loop runs the attempt's turns until the run's final reply, and returns it.
 func (x *execution) loop(ctx context.Context) (string, error) {
-	e := x.e
 	// A summary made ahead and never used is still paid for.
 	defer x.dropPrepared(context.WithoutCancel(ctx))
+	text, err := x.turns(ctx)
+	// A step committing in the background ends before the attempt does;
+	// when it failed, nothing after it happened, and its error is the
+	// attempt's.
+	if serr := x.settle(ctx); serr != nil {
+		return x.lastText, serr
+	}
+	return text, err
+}
+
+func (x *execution) turns(ctx context.Context) (string, error) {
+	e := x.e
 	x.self = e.o.Prompt.ReadSelf()
 	if e.o.AttemptBlocks != nil {
 		// The blocks may call MCP tools for the run (task-start
@@ -590,6 +605,11 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		// the previous call's real prompt did (cached tokens still fill
 		// the window).
 		if est > x.compactAt() || x.lastGross > int64(x.compactAt()) {
+			// Compaction reads and rewrites the stored conversation: the
+			// step committing ahead lands first.
+			if err := x.settle(ctx); err != nil {
+				return x.lastText, err
+			}
 			reason := reasonEstimate
 			if est <= x.compactAt() {
 				reason = reasonPrompt
@@ -615,6 +635,11 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		x.prepareAhead(ctx, est, func() int { return x.fixedTokens(ctx, system, specs, modelName) })
 		x.lastEst = est
 		resp, err := x.callModel(ctx, req)
+		// Nothing of this reply is acted on before the previous step's
+		// commit is durable; when it failed, the reply is dropped unread.
+		if serr := x.settle(ctx); serr != nil {
+			return x.lastText, serr
+		}
 		if errors.Is(err, model.ErrContextOverflow) {
 			// The provider refused the prompt as too long: one forced
 			// compaction, then the same turn once more. With nothing left
@@ -646,17 +671,15 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		if strings.TrimSpace(resp.Text) != "" {
 			x.lastText = resp.Text
 		}
-		// The checkpoint's transaction verifies the lease itself. A
-		// checkpoint that failed otherwise, on a shared database that
-		// cannot confirm the lease now either (unreachable), stops the
-		// run as the turn's check would: another worker may hold it.
-		if err := x.checkpoint(ctx, resp, req, x.historyEnd); err != nil {
-			if !leaseLost(err) {
-				if lerr := x.holdsLease(ctx); lerr != nil {
-					return x.lastText, fmt.Errorf("%w (checkpoint: %v)", lerr, err)
-				}
-			}
-			return x.lastText, err
+		// A step of read-only calls commits in the background while they
+		// run and the next call goes out (ahead.go); any other commits
+		// before its calls start.
+		checkpoint := x.checkpoint
+		if x.aheadable(resp) {
+			checkpoint = x.checkpointAhead
+		}
+		if err := checkpoint(ctx, resp, req, x.historyEnd); err != nil {
+			return x.lastText, x.checkpointFailed(ctx, err)
 		}
 		if len(resp.ToolCalls) == 0 {
 			crashpoint.Hit(crashpoint.AfterFinal)
@@ -669,6 +692,9 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 		// charge was committed meanwhile, re-read the counters so the next
 		// budget check sees it.
 		if e.o.Store.Charges() != charges {
+			if err := x.settle(ctx); err != nil {
+				return x.lastText, err
+			}
 			if r, err := e.o.Store.Run(ctx, x.run.ID); err == nil {
 				x.run.Usage, x.run.Steps = r.Usage, r.Steps
 			}

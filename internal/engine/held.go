@@ -71,6 +71,11 @@ func (x *execution) restoreHeld(results []store.ToolResult, events []event.Event
 // writeEvents writes evs after what is held, in one transaction, and
 // publishes them all.
 func (x *execution) writeEvents(ctx context.Context, evs ...event.Event) error {
+	// What is held may answer the intents of a step still committing
+	// (ahead.go): that commit goes first.
+	if err := x.committed(); err != nil {
+		return err
+	}
 	results, events := x.takeHeld()
 	written, err := x.e.o.Store.CommitResults(ctx, results, append(events, evs...))
 	if err != nil {

@@ -1,0 +1,183 @@
+package engine_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/deltaharness/delta/internal/engine"
+	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
+)
+
+// TestNextReplyWaitsForTheCommitAhead holds the database's write lock from
+// a second connection while a read-only step commits in the background, so
+// the next model call is made with that commit still in flight; the test
+// then makes the commit fail, and checks that nothing of the next reply —
+// which streams text and asks for a call with effects — was acted on: the
+// call never ran, no message, journal entry or event of it exists, its
+// text was never published, and the run stops with no step recorded.
+func TestNextReplyWaitsForTheCommitAhead(t *testing.T) {
+	cases := []struct {
+		name string
+		// fail makes the commit in flight fail, inside the blocking
+		// transaction, before the blocker lets it go.
+		fail       string
+		wantStatus string
+	}{
+		// The run ended elsewhere while its step was committing.
+		{"run finished elsewhere", `UPDATE runs SET status = 'cancelled' WHERE status = 'running'`, store.StatusCancelled},
+		// The commit itself fails (a constraint, a full disk), and only
+		// that one: a later step's commit would succeed.
+		{"commit fails", `CREATE TRIGGER fail_step BEFORE INSERT ON messages WHEN NEW.tool_calls LIKE '%"call_1"%'
+			BEGIN SELECT RAISE(ABORT, 'injected commit failure'); END`, store.StatusFailed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var launched atomic.Int32
+			launch := tool.Func("launch", "launch the rocket", false, func(_ context.Context, _ tool.Call, _ struct{}) (tool.Result, error) {
+				launched.Add(1)
+				return tool.Text("launched"), nil
+			})
+			var (
+				mu       sync.Mutex
+				db       *sql.DB
+				blocker  *sql.Tx
+				calls    int
+				stepsMid = -1 // runs.steps as the second call is made
+				failures []string
+			)
+			fatal := func(s string) {
+				mu.Lock()
+				failures = append(failures, s)
+				mu.Unlock()
+			}
+			p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+				mu.Lock()
+				calls++
+				n := calls
+				mu.Unlock()
+				switch n {
+				case 1:
+					// Take the write lock before the step's commit starts.
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						fatal("begin blocker: " + err.Error())
+						return model.Response{}, err
+					}
+					if _, err := tx.Exec(`UPDATE runs SET seq = seq WHERE 0`); err != nil {
+						fatal("lock: " + err.Error())
+					}
+					blocker = tx
+					return model.Response{ToolCalls: []model.ToolCall{{ID: "call_1", Name: "echo", Arguments: []byte(`{"text":"hi"}`)}}}, nil
+				case 2:
+					if err := blocker.QueryRow(`SELECT steps FROM runs`).Scan(&stepsMid); err != nil {
+						fatal("read steps: " + err.Error())
+					}
+					if _, err := blocker.Exec(tc.fail); err != nil {
+						fatal("inject: " + err.Error())
+					}
+					if err := blocker.Commit(); err != nil {
+						fatal("release: " + err.Error())
+					}
+					s.OnText("LEAKED ")
+					return model.Response{Text: "LEAKED reply", ToolCalls: []model.ToolCall{{ID: "call_2", Name: "launch", Arguments: []byte(`{}`)}}}, nil
+				}
+				return model.Response{Text: "LEAKED third call"}, nil
+			})
+			h := newHarness(t, p, big, echoedTool(), launch)
+			var err error
+			db, err = sql.Open("sqlite", "file:"+filepath.Join(h.dir, "delta.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			var published []event.Event
+			var pubMu sync.Mutex
+			sub := h.opts.Broker.Subscribe(1024, nil)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ev := range sub.C {
+					pubMu.Lock()
+					published = append(published, ev)
+					pubMu.Unlock()
+				}
+			}()
+
+			r := submitAndWait(t, h.svc, engine.Submission{Request: userRequest("go")})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := h.q.Close(ctx); err != nil { // every attempt has ended
+				t.Fatal(err)
+			}
+			h.opts.Broker.Unsubscribe(sub)
+			<-done
+			mu.Lock()
+			defer mu.Unlock()
+			if len(failures) > 0 {
+				t.Fatalf("scripted provider: %v", failures)
+			}
+			if stepsMid != 0 {
+				t.Fatalf("the second call was made with %d steps committed, want 0 (the first step's commit in flight)", stepsMid)
+			}
+			if calls != 2 {
+				t.Fatalf("%d model calls, want 2", calls)
+			}
+			if n := launched.Load(); n != 0 {
+				t.Fatalf("the call the dropped reply asked for ran %d times", n)
+			}
+			got, err := h.st.Run(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tc.wantStatus || got.Steps != 0 {
+				t.Fatalf("run %s with %d steps (error %q), want %s with 0", got.Status, got.Steps, got.Error, tc.wantStatus)
+			}
+			if strings.Contains(string(got.Result), "LEAKED") {
+				t.Fatalf("the dropped reply reached the result: %s", got.Result)
+			}
+			msgs, err := h.st.Messages(context.Background(), r.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				if m.Role != model.RoleUser {
+					t.Fatalf("a message of the failed step or the dropped reply was stored: %+v", m)
+				}
+			}
+			journal, err := h.st.Journal(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(journal) != 0 {
+				t.Fatalf("journal %+v, want empty: no intent committed", journal)
+			}
+			stored, err := h.st.Events(context.Background(), store.EventFilter{RunID: r.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pubMu.Lock()
+			defer pubMu.Unlock()
+			for _, ev := range append(stored, published...) {
+				if ev.RunID != r.ID {
+					continue
+				}
+				raw := string(ev.Data)
+				if strings.Contains(raw, "LEAKED") || strings.Contains(raw, "launch") || strings.Contains(raw, "call_2") {
+					t.Fatalf("event %s carries the dropped reply: %s", ev.Name, raw)
+				}
+				if ev.Name == event.ToolCall || ev.Name == event.Checkpoint || ev.Name == event.ModelCall {
+					t.Fatalf("event %s of a step that never committed: %s", ev.Name, raw)
+				}
+			}
+		})
+	}
+}
