@@ -132,15 +132,24 @@ func (x *execution) step(ctx context.Context, resp model.Response, req model.Req
 	// with an error the model can repair.
 	if x.callIDs == nil {
 		// The window may no longer hold every call of this run (compaction
-		// leaves older rows out of it); the journal does.
-		journal, err := e.o.Store.Journal(ctx, x.run.ID)
-		if err != nil {
-			return st, nil, nil, fmt.Errorf("read the journal of run %s: %w", x.run.ID, err)
+		// leaves older rows out of it); the journal does. The attempt read
+		// it once already, to recover: no call has been journalled since.
+		journalled := x.journalled
+		if journalled == nil {
+			journal, err := e.o.Store.Journal(ctx, x.run.ID)
+			if err != nil {
+				return st, nil, nil, fmt.Errorf("read the journal of run %s: %w", x.run.ID, err)
+			}
+			journalled = make(map[string]bool, len(journal))
+			for id := range journal {
+				journalled[id] = true
+			}
 		}
+		x.journalled = nil
 		x.mu.Lock()
 		x.callIDs = usedCallIDs(x.history)
 		x.mu.Unlock()
-		for id := range journal {
+		for id := range journalled {
 			x.callIDs[id] = true
 		}
 	}

@@ -467,6 +467,9 @@ type execution struct {
 	// unchanged opening from one call of this attempt to the next.
 	memo    model.Memo
 	callIDs map[string]bool // every tool-call id of history, built on the first checkpoint (callid.go)
+	// journalled is the call ids of the run's journal as recovery read
+	// them, for the first checkpoint's callIDs (nil once used).
+	journalled map[string]bool
 	// historyEnd is where the stored conversation ends in the request the
 	// last assemble built; the messages after it are per-turn blocks.
 	historyEnd int

@@ -240,6 +240,10 @@ func (x *execution) recoverCalls(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	x.journalled = make(map[string]bool, len(journal))
+	for id := range journal {
+		x.journalled[id] = true
+	}
 	var rerun []model.ToolCall
 	for _, j := range journal {
 		if j.Done {
