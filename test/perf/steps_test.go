@@ -66,7 +66,7 @@ type rig struct {
 	turns  int
 }
 
-func newRig(b *testing.B, turns int) *rig {
+func newRig(b testing.TB, turns int) *rig {
 	b.Helper()
 	fake, err := scripted.Start(script(turns))
 	if err != nil {
@@ -79,7 +79,7 @@ func newRig(b *testing.B, turns int) *rig {
 
 // newRigAt is newRig against the endpoint at url, with the engine's run
 // concurrency.
-func newRigAt(b *testing.B, turns, concurrency int, url string) *rig {
+func newRigAt(b testing.TB, turns, concurrency int, url string) *rig {
 	b.Helper()
 	dir := b.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "delta.db"))
