@@ -66,6 +66,9 @@ func TestNextReplyWaitsForTheCommitAhead(t *testing.T) {
 				mu.Unlock()
 				switch n {
 				case 1:
+					// A model that takes a few milliseconds to answer, as
+					// a remote one does: its step commits ahead.
+					time.Sleep(2 * time.Millisecond)
 					// Take the write lock before the step's commit starts.
 					tx, err := db.BeginTx(ctx, nil)
 					if err != nil {
