@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -74,11 +75,63 @@ const (
 	pgEventLock   int64 = 0x64656c7461_03 // held by a groupTx transaction's closing pipeline: its events and its commit
 )
 
-// pgPoolSize bounds a worker's connections. A run in flight holds one only
-// for a statement or a transaction, not across its model call, so a pool
-// well below DELTA_MAX_CONCURRENCY serves it; too small a pool queues the
-// runs' checkpoints behind each other inside the worker.
+// pgPoolSize bounds a worker's connections unless the URL's
+// pool_max_conns says otherwise (pgPoolParam). A run in flight holds one
+// only for a statement or a transaction, not across its model call, so a
+// pool well below DELTA_MAX_CONCURRENCY serves it; too small a pool queues
+// the runs' checkpoints behind each other inside the worker.
 const pgPoolSize = 24
+
+// pgPoolParam is pgx's standard URL parameter for the pool's size
+// (pgxpool reads it the same way). It is the pool's, not a server
+// setting: it is taken out of the URL before connecting, since the server
+// would refuse it as an unknown run-time parameter.
+const pgPoolParam = "pool_max_conns"
+
+// pgPoolMax bounds pool_max_conns: far above any worker's need, below a
+// value that is surely a typo.
+const pgPoolMax = 10000
+
+// pgPoolConfig returns dsn without pool_max_conns and the pool size it
+// asks for (pgPoolSize when absent). A value that is not a whole number
+// from 1 to pgPoolMax is an error naming the parameter.
+func pgPoolConfig(dsn string) (string, int, error) {
+	base, query, ok := strings.Cut(dsn, "?")
+	if !ok {
+		return dsn, pgPoolSize, nil
+	}
+	vals, err := url.ParseQuery(query)
+	if err != nil {
+		return "", 0, fmt.Errorf("parse the URL's query: %w", err)
+	}
+	vs, ok := vals[pgPoolParam]
+	if !ok {
+		return dsn, pgPoolSize, nil
+	}
+	if len(vs) != 1 {
+		return "", 0, fmt.Errorf("%s is given %d times; give it once", pgPoolParam, len(vs))
+	}
+	n, err := strconv.Atoi(vs[0])
+	if err != nil || n < 1 || n > pgPoolMax {
+		return "", 0, fmt.Errorf("%s=%q: want a whole number of connections from 1 to %d", pgPoolParam, vs[0], pgPoolMax)
+	}
+	vals.Del(pgPoolParam)
+	if len(vals) == 0 {
+		return base, n, nil
+	}
+	return base + "?" + vals.Encode(), n, nil
+}
+
+// pgConnDSN is dsn as a single connection takes it: without the pool's
+// parameter (a listener's connection is not the pool's). Open has refused
+// a dsn it cannot read.
+func pgConnDSN(dsn string) string {
+	clean, _, err := pgPoolConfig(dsn)
+	if err != nil {
+		return dsn
+	}
+	return clean
+}
 
 // IsPostgresURL reports whether dsn names a PostgreSQL database rather
 // than a SQLite file.
@@ -98,6 +151,10 @@ func redactURL(dsn string) string {
 // openPostgres opens and migrates the PostgreSQL database at dsn.
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	name := redactURL(dsn)
+	dsn, pool, err := pgPoolConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -106,8 +163,8 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	db := sql.OpenDB(pgConnector{c: stdlib.GetConnector(*cfg)})
-	db.SetMaxOpenConns(pgPoolSize)
-	db.SetMaxIdleConns(pgPoolSize)
+	db.SetMaxOpenConns(pool)
+	db.SetMaxIdleConns(pool)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
