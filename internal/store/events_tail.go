@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,7 +19,8 @@ import (
 // Live events across the workers of one PostgreSQL database.
 //
 // Every transaction that inserts events notifies eventsChannel (insertEvent,
-// delivered at commit). Each worker's EventTail listens on it and, on each
+// delivered at commit), a run write with the id of its last event as the
+// payload (commitEvents). Each worker's EventTail listens on it and, on each
 // notification, on a nudge from its own process and on a slow backstop
 // poll, reads every event with an id above the last one it handed on, in id
 // order. It relies on the invariant the write lock gives (postgres.go):
@@ -60,6 +63,13 @@ type EventTail struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	last     int64 // the last id handed on; owned by the reader goroutine after Open
+
+	// top is the highest event id a notification named: that event and
+	// every smaller id have committed (they commit in id order). unsure
+	// is set by a notification naming none and by a lost connection: the
+	// table may hold more, and skipIdle reads its newest id.
+	top    atomic.Int64
+	unsure atomic.Bool
 }
 
 // TailOptions configure an EventTail.
@@ -94,10 +104,14 @@ func NewEventTail(st *Store, dsn string, o TailOptions) *EventTail {
 			if n.Channel == deltasChannel {
 				t.received(n.Payload) // another worker's deltas, handed on at once
 			} else {
+				t.committed(n.Payload)
 				t.Nudge()
 			}
 		},
-		lost: t.Nudge,
+		lost: func() {
+			t.unsure.Store(true) // what was sent meanwhile is gone
+			t.Nudge()
+		},
 	}
 	return t
 }
@@ -153,6 +167,23 @@ func (t *EventTail) Nudge() {
 	}
 }
 
+// committed records an events notification: its payload is the id of the
+// last event its transaction inserted, or empty when the writer did not
+// name one.
+func (t *EventTail) committed(payload string) {
+	id, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil || id <= 0 {
+		t.unsure.Store(true)
+		return
+	}
+	for {
+		cur := t.top.Load()
+		if id <= cur || t.top.CompareAndSwap(cur, id) {
+			return
+		}
+	}
+}
+
 // SendDelta queues an ephemeral event for the other workers. A full queue
 // drops it (deltas are best-effort), never blocking the run.
 func (t *EventTail) SendDelta(e event.Event) {
@@ -169,13 +200,15 @@ func (t *EventTail) read(ctx context.Context) {
 	tick := time.NewTicker(TailBackstop)
 	defer tick.Stop()
 	for {
+		backstop := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.nudge:
 		case <-tick.C:
+			backstop = true
 		}
-		if t.skipIdle(ctx) {
+		if t.skipIdle(ctx, backstop) {
 			continue
 		}
 		for ctx.Err() == nil {
@@ -199,17 +232,27 @@ func (t *EventTail) read(ctx context.Context) {
 
 const maxEventID = "SELECT COALESCE(MAX(id), 0) FROM events"
 
-// skipIdle moves the cursor to the table's newest id when no one follows,
-// and reports whether it did. Asked again after reading the newest id: a
-// follower that subscribed before that read is served from the cursor as
-// it was, one that subscribes after it is owed nothing at or below it.
-func (t *EventTail) skipIdle(ctx context.Context) bool {
+// skipIdle moves the cursor to the newest committed id it knows when no
+// one follows, and reports whether it did. It knows the highest id the
+// notifications named (top); it reads the table's newest id only when it
+// may know less (a notification that named none, a lost connection) and
+// on the backstop tick (read), so an idle worker does not query the table
+// for every commit. Asked again after learning the newest id: a follower
+// that subscribed before is served from the cursor as it was, one that
+// subscribes after it is owed nothing at or below it (that id and every
+// smaller one had committed before it was known).
+func (t *EventTail) skipIdle(ctx context.Context, backstop bool) bool {
 	if t.wanted == nil || t.wanted() {
 		return false
 	}
-	var top int64
-	if err := t.st.r.QueryRowContext(ctx, maxEventID).Scan(&top); err != nil {
-		return false // read the rows instead
+	top := t.top.Load()
+	if backstop || t.unsure.Swap(false) {
+		var newest int64
+		if err := t.st.r.QueryRowContext(ctx, maxEventID).Scan(&newest); err != nil {
+			t.unsure.Store(true)
+			return false // read the rows instead
+		}
+		top = max(top, newest)
 	}
 	if t.wanted() {
 		return false

@@ -27,7 +27,7 @@ type pgListener struct {
 
 // connect opens a connection and listens on every channel.
 func (l *pgListener) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, l.dsn)
+	conn, err := pgx.Connect(ctx, pgConnDSN(l.dsn))
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", l.what, redactURL(l.dsn), err)
 	}

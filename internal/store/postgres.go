@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -74,11 +75,63 @@ const (
 	pgEventLock   int64 = 0x64656c7461_03 // held by a groupTx transaction's closing pipeline: its events and its commit
 )
 
-// pgPoolSize bounds a worker's connections. A run in flight holds one only
-// for a statement or a transaction, not across its model call, so a pool
-// well below DELTA_MAX_CONCURRENCY serves it; too small a pool queues the
-// runs' checkpoints behind each other inside the worker.
+// pgPoolSize bounds a worker's connections unless the URL's
+// pool_max_conns says otherwise (pgPoolParam). A run in flight holds one
+// only for a statement or a transaction, not across its model call, so a
+// pool well below DELTA_MAX_CONCURRENCY serves it; too small a pool queues
+// the runs' checkpoints behind each other inside the worker.
 const pgPoolSize = 24
+
+// pgPoolParam is pgx's standard URL parameter for the pool's size
+// (pgxpool reads it the same way). It is the pool's, not a server
+// setting: it is taken out of the URL before connecting, since the server
+// would refuse it as an unknown run-time parameter.
+const pgPoolParam = "pool_max_conns"
+
+// pgPoolMax bounds pool_max_conns: far above any worker's need, below a
+// value that is surely a typo.
+const pgPoolMax = 10000
+
+// pgPoolConfig returns dsn without pool_max_conns and the pool size it
+// asks for (pgPoolSize when absent). A value that is not a whole number
+// from 1 to pgPoolMax is an error naming the parameter.
+func pgPoolConfig(dsn string) (string, int, error) {
+	base, query, ok := strings.Cut(dsn, "?")
+	if !ok {
+		return dsn, pgPoolSize, nil
+	}
+	vals, err := url.ParseQuery(query)
+	if err != nil {
+		return "", 0, fmt.Errorf("parse the URL's query: %w", err)
+	}
+	vs, ok := vals[pgPoolParam]
+	if !ok {
+		return dsn, pgPoolSize, nil
+	}
+	if len(vs) != 1 {
+		return "", 0, fmt.Errorf("%s is given %d times; give it once", pgPoolParam, len(vs))
+	}
+	n, err := strconv.Atoi(vs[0])
+	if err != nil || n < 1 || n > pgPoolMax {
+		return "", 0, fmt.Errorf("%s=%q: want a whole number of connections from 1 to %d", pgPoolParam, vs[0], pgPoolMax)
+	}
+	vals.Del(pgPoolParam)
+	if len(vals) == 0 {
+		return base, n, nil
+	}
+	return base + "?" + vals.Encode(), n, nil
+}
+
+// pgConnDSN is dsn as a single connection takes it: without the pool's
+// parameter (a listener's connection is not the pool's). Open has refused
+// a dsn it cannot read.
+func pgConnDSN(dsn string) string {
+	clean, _, err := pgPoolConfig(dsn)
+	if err != nil {
+		return dsn
+	}
+	return clean
+}
 
 // IsPostgresURL reports whether dsn names a PostgreSQL database rather
 // than a SQLite file.
@@ -98,6 +151,10 @@ func redactURL(dsn string) string {
 // openPostgres opens and migrates the PostgreSQL database at dsn.
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 	name := redactURL(dsn)
+	dsn, pool, err := pgPoolConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -106,8 +163,8 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	db := sql.OpenDB(pgConnector{c: stdlib.GetConnector(*cfg)})
-	db.SetMaxOpenConns(pgPoolSize)
-	db.SetMaxIdleConns(pgPoolSize)
+	db.SetMaxOpenConns(pool)
+	db.SetMaxIdleConns(pool)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -220,11 +277,12 @@ func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) erro
 }
 
 // pgPending is a groupTx transaction's events, held back by insertEvent
-// until the transaction ends, and whether the event tails are to be told
-// (notifyEvents).
+// until the transaction ends, whether the event tails are to be told
+// (notifyEvents) and whether the idle workers are (notifyRuns).
 type pgPending struct {
 	events []*event.Event
 	notify bool
+	runs   bool
 }
 
 // pgSharedTx is pgTx for groupTx, with its round trips cut to what the
@@ -264,7 +322,7 @@ func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
 		return err
 	}
-	if len(p.events) == 0 {
+	if len(p.events) == 0 && !p.runs {
 		return tx.Commit()
 	}
 	ids := make([]int64, len(p.events))
@@ -273,7 +331,7 @@ func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		if !ok {
 			return fmt.Errorf("write events: connection %T is not the store's", dc)
 		}
-		return commitEvents(ctx, c.Conn.Conn(), p.events, p.notify, ids)
+		return commitEvents(ctx, c.Conn.Conn(), p, ids)
 	})
 	if err != nil {
 		_ = tx.Rollback() // ends what the failed pipeline left open; nothing of it is committed
@@ -293,44 +351,66 @@ func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
 var pgInsertEvent = `INSERT INTO events (run_id, session_id, owner, task_id, turn, name, data, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`
 
-// commitEvents sends the event-ordering lock, the inserts of evs, the
-// event tails' notification when notify is set (delivered at the commit,
-// as notifyEvents's) and the commit to the server in one pipeline, and
+// pgInsertEventNotify is pgInsertEvent for a transaction's last event when
+// the event tails are to be told: the same statement notifies
+// eventsChannel with the event's id as the payload, delivered at commit.
+// Events commit in id order, so a tail that receives it knows every event
+// up to that id has committed (EventTail.skipIdle).
+var pgInsertEventNotify = `WITH e AS (` + pgInsertEvent + `)
+	SELECT id, pg_notify('` + eventsChannel + `', id::text) IS NULL FROM e`
+
+// commitEvents sends the event-ordering lock, the inserts of p's events,
+// the notifications p asks for (delivered at the commit, as notifyEvents's
+// and notifyRuns's) and the commit to the server in one pipeline, and
 // reads the ids drawn into ids. An error anywhere leaves the transaction
 // uncommitted.
-func commitEvents(ctx context.Context, c *pgx.Conn, evs []*event.Event, notify bool, ids []int64) error {
+func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) error {
 	// database/sql may have rolled the transaction back meanwhile (its
 	// context ended): the events must not then commit on their own.
 	if st := c.PgConn().TxStatus(); st != 'T' {
 		return fmt.Errorf("write events: the transaction is no longer open (status %q)", st)
 	}
+	evs := p.events
 	b := &pgx.Batch{}
-	b.Queue("SELECT pg_advisory_xact_lock($1)", pgEventLock)
-	for _, e := range evs {
+	if len(evs) > 0 {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", pgEventLock)
+	}
+	for i, e := range evs {
 		var data any
 		if len(e.Data) > 0 {
 			data = pgText(string(e.Data))
 		}
-		b.Queue(pgInsertEvent, pgText(e.RunID), pgText(e.SessionID), pgText(e.Owner), pgText(e.TaskID), int64(e.Turn),
+		q := pgInsertEvent
+		if p.notify && i == len(evs)-1 {
+			q = pgInsertEventNotify
+		}
+		b.Queue(q, pgText(e.RunID), pgText(e.SessionID), pgText(e.Owner), pgText(e.TaskID), int64(e.Turn),
 			pgText(e.Name), data, e.Time.UnixMilli())
 	}
-	if notify {
-		b.Queue("SELECT pg_notify('" + eventsChannel + "', '')")
+	if p.runs {
+		b.Queue("SELECT pg_notify('" + runsChannel + "', '')")
 	}
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
 	err := func() error {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("event order lock: %w", err)
+		if len(evs) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("event order lock: %w", err)
+			}
 		}
 		for i, e := range evs {
-			if err := br.QueryRow().Scan(&ids[i]); err != nil {
+			dest := []any{&ids[i]}
+			if p.notify && i == len(evs)-1 {
+				var null bool
+				dest = append(dest, &null)
+			}
+			if err := br.QueryRow().Scan(dest...); err != nil {
 				return fmt.Errorf("insert event %s: %w", e.Name, err)
 			}
 		}
-		if notify {
+		if p.runs {
 			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("notify events: %w", err)
+				return fmt.Errorf("notify runs: %w", err)
 			}
 		}
 		tag, err := br.Exec()
@@ -357,6 +437,18 @@ func (s *Store) deferNotify(tx *sql.Tx) bool {
 		return false
 	}
 	v.(*pgPending).notify = true
+	return true
+}
+
+// deferNotifyRuns marks the idle workers' wake-up (notifyRuns) of a
+// groupTx transaction on PostgreSQL for its closing pipeline and reports
+// whether it did.
+func (s *Store) deferNotifyRuns(tx *sql.Tx) bool {
+	v, ok := s.pgEvents.Load(tx)
+	if !ok {
+		return false
+	}
+	v.(*pgPending).runs = true
 	return true
 }
 

@@ -277,3 +277,87 @@ func FuzzPGPlaceholders(f *testing.F) {
 		}
 	})
 }
+
+// TestPGPoolConfig: pool_max_conns in the URL sizes the pool and is taken
+// out of the URL the connections use (the server refuses unknown
+// parameters); anything but a whole number from 1 up is refused, naming
+// the parameter.
+func TestPGPoolConfig(t *testing.T) {
+	for _, tc := range []struct {
+		dsn, want string
+		size      int
+		err       string
+	}{
+		{dsn: "postgres://h/db", want: "postgres://h/db", size: pgPoolSize},
+		{dsn: "postgres://h/db?sslmode=disable", want: "postgres://h/db?sslmode=disable", size: pgPoolSize},
+		{dsn: "postgres://h/db?pool_max_conns=8", want: "postgres://h/db", size: 8},
+		{dsn: "postgresql://u:p@h:5432/db?sslmode=disable&pool_max_conns=64", want: "postgresql://u:p@h:5432/db?sslmode=disable", size: 64},
+		{dsn: "postgres://h1,h2/db?pool_max_conns=1&application_name=w1", want: "postgres://h1,h2/db?application_name=w1", size: 1},
+		{dsn: "postgres://h/db?pool_max_conns=0", err: `pool_max_conns="0": want a whole number of connections from 1 to 10000`},
+		{dsn: "postgres://h/db?pool_max_conns=-3", err: `pool_max_conns="-3"`},
+		{dsn: "postgres://h/db?pool_max_conns=ten", err: `pool_max_conns="ten"`},
+		{dsn: "postgres://h/db?pool_max_conns=2.5", err: `pool_max_conns="2.5"`},
+		{dsn: "postgres://h/db?pool_max_conns=", err: `pool_max_conns=""`},
+		{dsn: "postgres://h/db?pool_max_conns=99999", err: `pool_max_conns="99999"`},
+		{dsn: "postgres://h/db?pool_max_conns=2&pool_max_conns=3", err: "pool_max_conns is given 2 times"},
+		{dsn: "postgres://h/db?pool_max_conns=%zz", err: "parse the URL's query"},
+	} {
+		got, size, err := pgPoolConfig(tc.dsn)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("pgPoolConfig(%q) error = %v, want one containing %q", tc.dsn, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || size != tc.size {
+			t.Errorf("pgPoolConfig(%q) = %q, %d, %v; want %q, %d", tc.dsn, got, size, err, tc.want, tc.size)
+		}
+	}
+}
+
+// TestPostgresPoolMaxConns: a store opened with pool_max_conns has a pool
+// of that size, serves statements (the parameter never reaches the
+// server) and its event tail connects on the same URL; a bad value fails
+// Open with the parameter named and the password kept out.
+func TestPostgresPoolMaxConns(t *testing.T) {
+	postgresOnly(t)
+	ctx := context.Background()
+	base := TestingDSN(t)
+	def, err := Open(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := def.w.Stats().MaxOpenConnections; got != pgPoolSize {
+		t.Errorf("pool size without pool_max_conns = %d, want %d", got, pgPoolSize)
+	}
+	def.Close()
+
+	dsn := base + "&pool_max_conns=3"
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("Open with pool_max_conns=3: %v", err)
+	}
+	defer s.Close()
+	if got := s.w.Stats().MaxOpenConnections; got != 3 {
+		t.Errorf("pool size with pool_max_conns=3 = %d, want 3", got)
+	}
+	if _, _, _, err := s.CreateRun(ctx, NewRun{ID: "r1", SessionID: "s1", Owner: "o", Request: json.RawMessage(`{}`)}); err != nil {
+		t.Fatalf("CreateRun on the sized pool: %v", err)
+	}
+	tail := NewEventTail(s, dsn, TailOptions{})
+	if err := tail.Open(ctx); err != nil {
+		t.Fatalf("event tail on a URL with pool_max_conns: %v", err)
+	}
+	if err := tail.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	bad := strings.Replace(base, "postgres@", "postgres:hunter2secret@", 1) + "&pool_max_conns=lots"
+	_, err = Open(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), `pool_max_conns="lots"`) {
+		t.Fatalf("Open with pool_max_conns=lots = %v, want an error naming the parameter", err)
+	}
+	if strings.Contains(err.Error(), "hunter2secret") {
+		t.Fatalf("the error shows the URL's password: %v", err)
+	}
+}

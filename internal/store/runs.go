@@ -93,6 +93,18 @@ const runCols = `seq, id, session_id, owner, status, request, COALESCE(previous_
 
 type scanner interface{ Scan(dest ...any) error }
 
+// rowScan is a write statement returning one row (RETURNING), run inside
+// tx through scanRow when it is scanned.
+type rowScan struct {
+	s     *Store
+	ctx   context.Context
+	tx    *sql.Tx
+	query string
+	args  []any
+}
+
+func (r rowScan) Scan(dest ...any) error { return r.s.scanRow(r.ctx, r.tx, r.query, r.args, dest...) }
+
 func scanRun(sc scanner) (Run, error) {
 	var r Run
 	var req string
@@ -213,19 +225,20 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 		if nr.PreviousID != "" {
 			prevID = nr.PreviousID
 		}
-		_, err := s.exec(ctx, tx, `INSERT INTO runs (id, session_id, owner, status, request, previous_id, idempotency_key, created_at)
-			VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`, nr.ID, sessionID, nr.Owner, string(nr.Request), prevID, key, now())
+		// RETURNING the row as stored: no second statement to read it back.
+		var err error
+		run, err = scanRun(rowScan{s, ctx, tx, `INSERT INTO runs (id, session_id, owner, status, request, previous_id, idempotency_key, created_at)
+			VALUES (?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING ` + runCols, []any{nr.ID, sessionID, nr.Owner, string(nr.Request), prevID, key, now()}})
 		if err != nil {
-			return err
-		}
-		if run, err = getRun(ctx, txReader{s, tx}, nr.ID); err != nil {
 			return err
 		}
 		created = true
 		ev = event.New(nr.ID, sessionID, event.RunQueued, nil)
 		ev.Owner, ev.TaskID = nr.Owner, taskOf(nr.Request)
-		if err := s.notifyRuns(ctx, tx); err != nil {
-			return err
+		if !s.deferNotifyRuns(tx) {
+			if err := s.notifyRuns(ctx, tx); err != nil {
+				return err
+			}
 		}
 		// The event last (on PostgreSQL the commit's pipeline writes it
 		// anyway, postgres.go).
@@ -274,12 +287,9 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 				}
 			}
 		}
-		_, err = s.exec(ctx, tx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
-			started_at = COALESCE(started_at, ?) WHERE id = ?`, now(), id)
+		run, err = scanRun(rowScan{s, ctx, tx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
+			started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING ` + runCols, []any{now(), id}})
 		if err != nil {
-			return err
-		}
-		if run, err = getRun(ctx, txReader{s, tx}, id); err != nil {
 			return err
 		}
 		return s.insertEvent(ctx, tx, &ev) // last, as in CreateRun

@@ -208,15 +208,18 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 // (ON CONFLICT DO NOTHING: no wait on a committed row).
 func (s *Store) claimRunsPG(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]Run, error) {
 	ms, exp := now.UnixMilli(), now.Add(ttl).UnixMilli()
-	rows, err := s.w.QueryContext(ctx, `WITH cand AS (
-			SELECT r.seq AS cseq, r.session_id AS csession,
-				EXISTS (SELECT 1 FROM session_leases m WHERE m.session_id = r.session_id AND m.holder = ?1 AND m.expires_at > ?2) AS mine
-			FROM runs r
-			WHERE r.status IN ('running','queued')
-			AND r.seq = (SELECT MIN(e.seq) FROM runs e WHERE e.session_id = r.session_id AND e.status IN ('running','queued'))
-			AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.holder <> ?1 AND l.expires_at > ?2)
-			ORDER BY r.status = 'queued', r.seq LIMIT ?4
-			FOR NO KEY UPDATE OF r SKIP LOCKED
+	rows, err := s.w.QueryContext(ctx, pgClaim, holder, ms, exp, max)
+	if err != nil {
+		return nil, err
+	}
+	return scanRuns(rows)
+}
+
+// pgClaim is claimRunsPG's statement.
+var pgClaim = `WITH running AS (` + pgCandidates("running", "?4") + `
+		), queued AS (` + pgCandidates("queued", "?4 - (SELECT count(*) FROM running)") + `
+		), cand AS (
+			SELECT * FROM running UNION ALL SELECT * FROM queued
 		), lockable AS (
 			SELECT l.session_id AS lsession FROM session_leases l JOIN cand ON csession = l.session_id
 			WHERE NOT mine
@@ -235,14 +238,28 @@ func (s *Store) claimRunsPG(ctx context.Context, holder string, ttl time.Duratio
 			ON CONFLICT DO NOTHING
 			RETURNING session_id
 		)
-		SELECT `+runCols+` FROM runs JOIN cand ON cseq = seq
+		SELECT ` + runCols + ` FROM runs JOIN cand ON cseq = seq
 		WHERE mine OR csession IN (SELECT session_id FROM renewed) OR csession IN (SELECT session_id FROM fresh)
-		ORDER BY status = 'queued', seq`,
-		holder, ms, exp, max)
-	if err != nil {
-		return nil, err
-	}
-	return scanRuns(rows)
+		ORDER BY status = 'queued', seq`
+
+// pgCandidates is claimRunsPG's choice of up to limit runs of one status
+// (running ones come before queued ones), in queue order: each its
+// session's earliest live run (runs_live answers that in one probe), of
+// a session no other holder's live lease covers, locked FOR NO KEY UPDATE
+// SKIP LOCKED. One status at a time, the scan follows runs_status in seq
+// order and stops at the limit: a claim reads about as many runs as it
+// takes, not every queued run (sorting them all by status first was the
+// claim's main cost with a backlog).
+func pgCandidates(status, limit string) string {
+	return `
+			SELECT r.seq AS cseq, r.session_id AS csession,
+				EXISTS (SELECT 1 FROM session_leases m WHERE m.session_id = r.session_id AND m.holder = ?1 AND m.expires_at > ?2) AS mine
+			FROM runs r
+			WHERE r.status = '` + status + `'
+			AND r.seq = (SELECT MIN(e.seq) FROM runs e WHERE e.session_id = r.session_id AND e.status IN ('running','queued'))
+			AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.holder <> ?1 AND l.expires_at > ?2)
+			ORDER BY r.seq LIMIT ` + limit + `
+			FOR NO KEY UPDATE OF r SKIP LOCKED`
 }
 
 // extraScan scans a row of scanRun's columns followed by extra ones.
