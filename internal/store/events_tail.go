@@ -59,10 +59,18 @@ type EventTail struct {
 
 	listener *pgListener
 	nudge    chan struct{}
-	deltas   chan event.Event
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	last     int64 // the last id handed on; owned by the reader goroutine after Open
+	// Deltas wait in queue (guarded by qmu) until the sender or a commit
+	// of this worker's events takes them. relay is held from taking them
+	// until they are sent, so deltas queued before a commit reach the
+	// other workers before that commit's events: a run's last text is
+	// not overtaken by its run.finished.
+	qmu    sync.Mutex
+	queue  []event.Event
+	queued chan struct{}
+	relay  sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	last   int64 // the last id handed on; owned by the reader goroutine after Open
 
 	// top is the highest event id a notification named: that event and
 	// every smaller id have committed (they commit in id order). unsure
@@ -96,7 +104,7 @@ func NewEventTail(st *Store, dsn string, o TailOptions) *EventTail {
 		o.Deliver = func(event.Event) {}
 	}
 	t := &EventTail{st: st, dsn: dsn, holder: o.Holder, deliver: o.Deliver, wanted: o.Wanted, logger: o.Logger,
-		nudge: make(chan struct{}, 1), deltas: make(chan event.Event, deltaQueue)}
+		nudge: make(chan struct{}, 1), queued: make(chan struct{}, 1)}
 	// Both channels share the connection, so a batch of deltas sent before
 	// a commit is handed on before the reader is told of the commit.
 	t.listener = &pgListener{dsn: dsn, what: "event tail", channels: []string{eventsChannel, deltasChannel}, logger: o.Logger,
@@ -139,6 +147,7 @@ func (t *EventTail) Open(ctx context.Context) error {
 	go func() { defer t.wg.Done(); t.listener.run(lctx, conn) }()
 	go func() { defer t.wg.Done(); t.read(lctx) }()
 	go func() { defer t.wg.Done(); t.send(lctx) }()
+	t.st.relay.Store(t)
 	return nil
 }
 
@@ -147,6 +156,7 @@ func (t *EventTail) Close(ctx context.Context) error {
 	if t.cancel == nil {
 		return nil
 	}
+	t.st.relay.CompareAndSwap(t, nil)
 	t.cancel()
 	done := make(chan struct{})
 	go func() { t.wg.Wait(); close(done) }()
@@ -187,11 +197,58 @@ func (t *EventTail) committed(payload string) {
 // SendDelta queues an ephemeral event for the other workers. A full queue
 // drops it (deltas are best-effort), never blocking the run.
 func (t *EventTail) SendDelta(e event.Event) {
-	select {
-	case t.deltas <- e:
-	default:
-		t.logger.Debug("delta not relayed: queue full", event.KeyRun, e.RunID)
+	t.qmu.Lock()
+	full := len(t.queue) >= deltaQueue
+	if !full {
+		t.queue = append(t.queue, e)
 	}
+	t.qmu.Unlock()
+	if full {
+		t.logger.Debug("delta not relayed: queue full", event.KeyRun, e.RunID)
+		return
+	}
+	select {
+	case t.queued <- struct{}{}:
+	default:
+	}
+}
+
+// takeDeltas empties the queue into notification payloads. The caller
+// holds relay until it has sent them.
+func (t *EventTail) takeDeltas() []string {
+	t.qmu.Lock()
+	evs := t.queue
+	t.queue = nil
+	t.qmu.Unlock()
+	var payloads []string
+	b := deltaBatch{Holder: t.holder}
+	size := len(t.holder) + 16
+	flush := func() {
+		if len(b.Events) == 0 {
+			return
+		}
+		if raw, err := json.Marshal(b); err == nil {
+			payloads = append(payloads, string(raw))
+		}
+		b.Events, size = nil, len(t.holder)+16
+	}
+	for _, e := range evs {
+		raw, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		if len(t.holder)+16+len(raw)+1 > deltaPayloadMax {
+			t.logger.Debug("delta not relayed: too large for a notification", event.KeyRun, e.RunID, "bytes", len(raw))
+			continue
+		}
+		if size+len(raw)+1 > deltaPayloadMax {
+			flush()
+		}
+		size += len(raw) + 1
+		b.Events = append(b.Events, e)
+	}
+	flush()
+	return payloads
 }
 
 // read hands on the events above the last one, page by page, on each
@@ -285,60 +342,22 @@ func (t *EventTail) received(payload string) {
 
 // send relays queued deltas: whatever queued while the previous
 // notification was on its way goes in the next one, so a token stream
-// costs a round trip per batch, not per delta.
+// costs a round trip per batch, not per delta. A commit of this worker's
+// events takes what is queued at that moment into its own transaction
+// instead (pgDeltasAhead).
 func (t *EventTail) send(ctx context.Context) {
-	var carry *event.Event
 	for {
-		var first event.Event
-		if carry != nil {
-			first, carry = *carry, nil
-		} else {
-			select {
-			case <-ctx.Done():
-				return
-			case first = <-t.deltas:
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.queued:
+		}
+		t.relay.Lock()
+		for _, payload := range t.takeDeltas() {
+			if _, err := t.st.w.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", payload); err != nil && ctx.Err() == nil {
+				t.logger.Debug("deltas not relayed", "err", err)
 			}
 		}
-		b := deltaBatch{Holder: t.holder}
-		size := len(t.holder) + 16
-		add := func(e event.Event) bool {
-			raw, err := json.Marshal(e)
-			if err != nil {
-				return true
-			}
-			if size+len(raw)+1 > deltaPayloadMax {
-				if len(b.Events) == 0 {
-					t.logger.Debug("delta not relayed: too large for a notification", event.KeyRun, e.RunID, "bytes", len(raw))
-					return true
-				}
-				return false
-			}
-			size += len(raw) + 1
-			b.Events = append(b.Events, e)
-			return true
-		}
-		add(first)
-	drain:
-		for {
-			select {
-			case e := <-t.deltas:
-				if !add(e) {
-					carry = &e
-					break drain
-				}
-			default:
-				break drain
-			}
-		}
-		if len(b.Events) == 0 {
-			continue
-		}
-		payload, err := json.Marshal(b)
-		if err != nil {
-			continue
-		}
-		if _, err := t.st.w.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", string(payload)); err != nil && ctx.Err() == nil {
-			t.logger.Debug("deltas not relayed", "err", err, "deltas", len(b.Events))
-		}
+		t.relay.Unlock()
 	}
 }

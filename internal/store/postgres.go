@@ -281,6 +281,7 @@ func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) erro
 // (notifyEvents) and whether the idle workers are (notifyRuns).
 type pgPending struct {
 	events []*event.Event
+	deltas []string // delta notifications sent ahead of the events
 	notify bool
 	runs   bool
 }
@@ -324,6 +325,15 @@ func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	if len(p.events) == 0 && !p.runs {
 		return tx.Commit()
+	}
+	if t := s.relay.Load(); t != nil && len(p.events) > 0 {
+		// The deltas this worker queued before these events travel in
+		// their transaction, ahead of them: notifications of one
+		// transaction arrive in the order sent, and before those of any
+		// later commit, so no worker sees this commit before them.
+		t.relay.Lock()
+		defer t.relay.Unlock()
+		p.deltas = t.takeDeltas()
 	}
 	ids := make([]int64, len(p.events))
 	err = conn.Raw(func(dc any) error {
@@ -372,6 +382,9 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 	}
 	evs := p.events
 	b := &pgx.Batch{}
+	for _, d := range p.deltas {
+		b.Queue("SELECT pg_notify('"+deltasChannel+"', $1)", d)
+	}
 	if len(evs) > 0 {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", pgEventLock)
 	}
@@ -393,6 +406,11 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
 	err := func() error {
+		for range p.deltas {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("relay deltas: %w", err)
+			}
+		}
 		if len(evs) > 0 {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("event order lock: %w", err)

@@ -70,6 +70,9 @@ type Store struct {
 	// pgEvents holds the PostgreSQL groupTx transactions in progress,
 	// each with the events it has held back (postgres.go).
 	pgEvents sync.Map // *sql.Tx → *pgPending
+	// relay is this worker's event tail while it is open: a commit of
+	// events sends the deltas queued before it ahead of them.
+	relay atomic.Pointer[EventTail]
 
 	// resumes holds the runs ResumeRuns marked in this process whose Start
 	// has not yet been called: Start hands out that resume instead of

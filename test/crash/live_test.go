@@ -264,6 +264,7 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 	}
 	c.fake.Release()
 
+	var localText int // text deltas of the run on A, handed on in-process: all of them
 	for i, id := range runs {
 		ts := readTask(t, streams[i], 60*time.Second, logs)
 		if !ts.done {
@@ -278,6 +279,14 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 			t.Fatalf("run %s: the paged endpoint answers\n%v\nthe table holds\n%v", id, paged, table)
 		}
 		t.Logf("run %s: task stream on worker a, opened after %d events, got all %d durable events, deltas %v", id, before[i], len(ts.durable), ts.deltas)
+		// Every run answers the same scripted text. A remote run's text
+		// deltas travel to A ahead of its run.finished, so the stream,
+		// which ends there, has all of them.
+		if id == local {
+			localText = ts.deltas["output_text.delta"]
+		} else if got := ts.deltas["output_text.delta"]; got != localText || got == 0 {
+			t.Errorf("run %s (on b): the task stream on a got %d text deltas, the run on a %d: text lost behind run.finished", id, got, localText)
+		}
 	}
 	// The streamed response ends with its completed response, which only
 	// the remote run.finished reaching worker a's stream can trigger.
@@ -297,6 +306,9 @@ func TestWorkersShareLiveEvents(t *testing.T) {
 		t.Fatalf("the streamed response of run %s ended without response.completed; logs:\n%s", streamedID, logs())
 	}
 	t.Logf("streamed response %s on worker a (run on b): %d text deltas, then response.completed", streamedID, deltas)
+	if deltas != localText {
+		t.Errorf("streamed response %s on worker a (run on b): %d text deltas, the run on a %d: text lost behind run.finished", streamedID, deltas, localText)
+	}
 
 	// The dev stream, from the start: every event of the database up to the
 	// last run.finished, once, in id order; and the remote runs' text.
