@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -268,7 +269,16 @@ func (t *EventTail) read(ctx context.Context) {
 		if t.skipIdle(ctx, backstop) {
 			continue
 		}
-		for ctx.Err() == nil {
+		// Read only up to the highest id a notification named: the
+		// deltas a transaction sent ahead of its events were handed on
+		// before its notification was, so none of its events overtakes
+		// them. A backstop tick, or a notification that named no id,
+		// reads whatever the table holds.
+		bound := t.top.Load()
+		if backstop || t.unsure.Swap(false) {
+			bound = math.MaxInt64
+		}
+		for ctx.Err() == nil && t.last < bound {
 			evs, err := t.st.Events(ctx, EventFilter{Since: t.last, Limit: tailPage})
 			if err != nil {
 				if ctx.Err() == nil {
@@ -277,6 +287,9 @@ func (t *EventTail) read(ctx context.Context) {
 				break // the next nudge or tick retries from the same id
 			}
 			for _, e := range evs {
+				if e.ID > bound {
+					break
+				}
 				t.deliver(e)
 				t.last = e.ID
 			}
