@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,15 +52,22 @@ type frame struct {
 func frames(t *testing.T, body string) []frame {
 	t.Helper()
 	var out []frame
+	readFrames(strings.NewReader(body), func(f frame) { out = append(out, f) })
+	return out
+}
+
+// readFrames parses an SSE body, handing on each frame that has a field
+// (a keep-alive comment has none) until the body ends.
+func readFrames(r io.Reader, emit func(frame)) {
 	var f frame
-	sc := bufio.NewScanner(strings.NewReader(body))
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case line == "":
 			if f != (frame{}) {
-				out = append(out, f)
+				emit(f)
 			}
 			f = frame{}
 		case strings.HasPrefix(line, "id: "):
@@ -70,7 +78,6 @@ func frames(t *testing.T, body string) []frame {
 			f.data = strings.TrimPrefix(line, "data: ")
 		}
 	}
-	return out
 }
 
 // A stream that drops a client for reading too slowly ends with an error

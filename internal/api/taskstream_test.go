@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -37,25 +36,7 @@ func streamFrames(t *testing.T, url string, hdr map[string]string) <-chan frame 
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var f frame
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if f.name != "" {
-					out <- f
-				}
-				f = frame{}
-			case strings.HasPrefix(line, "id: "):
-				f.id = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "event: "):
-				f.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				f.data = strings.TrimPrefix(line, "data: ")
-			}
-		}
+		readFrames(resp.Body, func(f frame) { out <- f })
 	}()
 	return out
 }
