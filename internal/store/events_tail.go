@@ -365,12 +365,23 @@ func (t *EventTail) send(ctx context.Context) {
 			return
 		case <-t.queued:
 		}
+		// The connection first, then relay, as a commit takes them: a
+		// sender holding relay while it waits for the pool would deadlock
+		// with commits that hold the pool's connections and wait for relay.
+		conn, err := t.st.w.Conn(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.logger.Debug("deltas not relayed", "err", err)
+			}
+			continue // the queue keeps them for the next signal or commit
+		}
 		t.relay.Lock()
 		for _, payload := range t.takeDeltas() {
-			if _, err := t.st.w.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", payload); err != nil && ctx.Err() == nil {
+			if _, err := conn.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", payload); err != nil && ctx.Err() == nil {
 				t.logger.Debug("deltas not relayed", "err", err)
 			}
 		}
 		t.relay.Unlock()
+		_ = conn.Close() // back to the pool
 	}
 }

@@ -334,3 +334,51 @@ func TestEventTailSurvivesALostConnection(t *testing.T) {
 		t.Fatalf("after the lost connection the tail handed on %v, want %v", gotIDs, ids)
 	}
 }
+
+// TestDeltaRelayNeverDeadlocksACommit: on a pool smaller than the run
+// writers, the commits of events (which send the queued deltas ahead of
+// them) and the tail's own sender share the connections, and every commit
+// ends; a sender that took the relay before its connection would wait
+// forever on commits that hold the connections and wait for the relay.
+func TestDeltaRelayNeverDeadlocksACommit(t *testing.T) {
+	if store.TestingBackend() != "postgres" {
+		t.Skip("the delta relay runs between PostgreSQL workers")
+	}
+	ctx := context.Background()
+	_, dsn := open(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	small := openAgain(t, dsn+sep+"pool_max_conns=2")
+	tail := openTail(t, small, dsn, "small", newCollector())
+	const writers, commits = 6, 30
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run := fmt.Sprintf("d%d", w)
+				newRun(t, small, store.NewRun{ID: run, SessionID: "ds" + run})
+				for i := range commits {
+					for k := range 3 {
+						tail.SendDelta(event.New(run, "", event.TextDelta, map[string]any{"delta": fmt.Sprint(i, k)}))
+					}
+					if err := small.AddEvents(ctx, []event.Event{event.New(run, "", event.Recall, map[string]int{"i": i})}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("commits of events did not end in 60 s with the delta relay on a pool of 2: deadlocked")
+	}
+}
