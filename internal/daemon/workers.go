@@ -53,16 +53,17 @@ func (l sessionLeases) Guard(ctx context.Context, sessionID string) context.Cont
 
 // routeLive makes the event tail the one source of durable events for
 // this worker's live streams: a durable event this process published is
-// already committed, so it only nudges the tail to read it now (in the
-// table's order, among the other workers' events, once); a delta goes to
-// the local followers at once and to the other workers through the tail.
+// left to the tail, which hands it on when its commit's notification
+// arrives (in the table's order, among the other workers' events, once,
+// after the deltas sent ahead of it); a delta goes to the local followers
+// at once and to the other workers through the tail.
 // An event without an id that is not a delta (one whose write failed) is
 // shown locally, as on a single daemon.
 func routeLive(b *event.Broker, t *store.EventTail) {
 	b.Route(func(e event.Event) {
 		switch {
 		case e.ID != 0:
-			t.Nudge()
+			// committed: the tail's notification brings it
 		case e.Ephemeral():
 			b.Deliver(e)
 			t.SendDelta(e)

@@ -169,8 +169,9 @@ func (t *EventTail) Close(ctx context.Context) error {
 	}
 }
 
-// Nudge makes the tail read the table now: this process committed events
-// and its followers should not wait for the notification's round trip.
+// Nudge makes the tail read the table now, up to the highest id the
+// notifications have named (everything, after a notification that named
+// none or a lost connection).
 func (t *EventTail) Nudge() {
 	select {
 	case t.nudge <- struct{}{}:
