@@ -234,6 +234,9 @@ func TestCockpitInChromium(t *testing.T) {
 	ctx := chromium.Open(t, d.url+"/dev")
 	run(t, ctx, chromedp.EmulateViewport(1400, 900))
 	waitFor(t, ctx, "the stream", `document.getElementById("live").className === "on"`)
+	// The header is filled from /v1/dev/config, which may answer after the
+	// stream is on: wait for it to leave its placeholder.
+	waitFor(t, ctx, "the header", `document.getElementById("h-agent").textContent !== "…"`)
 	if got := text(t, ctx, "#h-agent"); got != "cockpit-test-agent" {
 		t.Errorf("header agent = %q", got)
 	}
