@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/deltaharness/delta/internal/crashpoint"
 	"github.com/deltaharness/delta/internal/event"
@@ -43,19 +42,16 @@ type inflight struct {
 	histLen     int       // len(x.history) before the step's message
 }
 
-// aheadMinCall is how long the model call that answered must have taken
-// for its step to commit ahead. The overlap pays off only when the next
-// call takes a while: against a provider that answers in microseconds (in
-// process), handing the commit to another goroutine and waiting for it
-// costs more than it hides, so such a step commits in line.
-const aheadMinCall = 100 * time.Microsecond
-
 // aheadable reports whether resp's step may commit in the background: it
 // asks for tool calls, every one of them is of a read-only tool, whose
-// result would be held anyway, and the model takes long enough to answer
-// (aheadMinCall).
+// result would be held anyway, and the model took long enough to answer
+// (Options.CommitAheadAfter). The overlap pays off only when the next call
+// takes a while: against a provider that answers in microseconds (in
+// process), handing the commit to another goroutine and waiting for it
+// costs more than it hides, so such a step commits in line.
 func (x *execution) aheadable(resp model.Response) bool {
-	if len(resp.ToolCalls) == 0 || x.callStats.wall < aheadMinCall {
+	after := x.e.o.CommitAheadAfter
+	if len(resp.ToolCalls) == 0 || after < 0 || x.callStats.wall < after {
 		return false
 	}
 	for _, c := range resp.ToolCalls {

@@ -132,6 +132,11 @@ type Options struct {
 	// writes to its session's lease (Guard), when workers share the
 	// database (nil = this process is the only writer).
 	Leases SessionLeases
+	// CommitAheadAfter is how long a model call must have taken for its
+	// step of read-only calls to commit in the background (ahead.go):
+	// against a provider that answers in microseconds the hand-off costs
+	// more than it hides (0 = 100µs, negative = never commit ahead).
+	CommitAheadAfter time.Duration
 }
 
 // Engine executes runs.
@@ -171,6 +176,9 @@ func New(o Options) *Engine {
 	}
 	if o.Redact == nil {
 		o.Redact = func(s string) string { return s }
+	}
+	if o.CommitAheadAfter == 0 {
+		o.CommitAheadAfter = 100 * time.Microsecond
 	}
 	return &Engine{o: o}
 }
