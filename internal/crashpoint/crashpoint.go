@@ -22,7 +22,9 @@ const (
 	// committed — for durability the same as dying during the call.
 	ModelCall = "engine.model-call"
 	// AfterIntent: the assistant message and its tool intents are
-	// committed; no tool has started.
+	// committed (for a step whose calls are all read-only, the commit may
+	// still be in flight: it runs in the background while they run, and
+	// such calls may run again after a crash); no tool has started.
 	AfterIntent = "engine.after-intent"
 	// MidTool: the tool has done its work (a file is written) but its
 	// result is not journalled — the in-doubt side effect.
