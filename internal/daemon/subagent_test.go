@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,40 +10,21 @@ import (
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/model/modeltest"
-	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool/subagent"
-	"github.com/deltaharness/delta/internal/tool/todo"
-	"github.com/deltaharness/delta/internal/workspace"
 )
 
 // delegation wires the built-in tools plus the delegation tools as build
 // does, for a process configured by env.
 func delegation(t *testing.T, env map[string]string) (config.Config, *toolStatus) {
 	t.Helper()
-	dir := t.TempDir()
-	env["DELTA_CODE_CLI"] = "/bin/true"
-	env["DELTA_WORKSPACE"] = dir
-	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := workspace.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "d.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	b := builtins(t, env)
 	logger := slog.New(slog.DiscardHandler)
-	provider, err := newCascade(cfg, logger)
+	provider, err := newCascade(b.cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, ts := buildTools(cfg, ws, nil, todo.New(st, todo.Options{}), nil, logger)
-	addSubagent(cfg, ws.Dir(), st, provider, model.Prices(nil), reg, ts, logger)
-	return cfg, ts
+	addSubagent(b.cfg, b.ws.Dir(), b.st, provider, model.Prices(nil), b.reg, b.ts, logger)
+	return b.cfg, b.ts
 }
 
 func TestDelegationToolsTrustedTierAtDepthZeroOnly(t *testing.T) {

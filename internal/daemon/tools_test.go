@@ -9,14 +9,35 @@ import (
 
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/store"
+	"github.com/deltaharness/delta/internal/tool"
 	"github.com/deltaharness/delta/internal/tool/todo"
 	"github.com/deltaharness/delta/internal/workspace"
 )
 
 func envelope(t *testing.T, env map[string]string) (config.Config, *toolStatus) {
 	t.Helper()
+	b := builtins(t, env)
+	return b.cfg, b.ts
+}
+
+// wired is what builtins set up: the process's configuration, its
+// workspace and store, and the built-in tools build registers.
+type wired struct {
+	cfg config.Config
+	ws  *workspace.Root
+	st  *store.Store
+	reg *tool.Registry
+	ts  *toolStatus
+}
+
+// builtins wires the built-in tools as build does, for a process
+// configured by env in a fresh workspace (DELTA_WORKSPACE) with its own
+// store.
+func builtins(t *testing.T, env map[string]string) wired {
+	t.Helper()
 	dir := t.TempDir()
 	env["DELTA_CODE_CLI"] = "/bin/true"
+	env["DELTA_WORKSPACE"] = dir
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
@@ -25,13 +46,13 @@ func envelope(t *testing.T, env map[string]string) (config.Config, *toolStatus) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(dir, "d.db"))
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "d.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	_, ts := buildTools(cfg, ws, nil, todo.New(st, todo.Options{}), nil, slog.New(slog.DiscardHandler))
-	return cfg, ts
+	reg, ts := buildTools(cfg, ws, nil, todo.New(st, todo.Options{}), nil, slog.New(slog.DiscardHandler))
+	return wired{cfg: cfg, ws: ws, st: st, reg: reg, ts: ts}
 }
 
 var safeFloor = []string{"read_file", "list_files", "grep", "web_fetch", "web_search", "todo"}
