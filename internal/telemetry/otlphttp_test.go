@@ -73,12 +73,7 @@ func TestTracesRetryA503(t *testing.T) {
 	s := openStore(t)
 	rcv := otlptest.Start()
 	defer rcv.Close()
-	rcv.FailWith(func(n int) int {
-		if n == 1 {
-			return http.StatusServiceUnavailable
-		}
-		return 0
-	})
+	rcv.FailFirst(http.StatusServiceUnavailable)
 	simulatedRun(t, s, "run-a", time.UnixMilli(1_700_000_000_000))
 	x := newTraces(t, s, rcv.URL(), func(o *TracesOptions) { o.Timeout = 10 * time.Second })
 	if err := x.Flush(ctx); err != nil {

@@ -59,12 +59,7 @@ func TestTracesRetryKeepsTheCursorAndTheIDs(t *testing.T) {
 	s := openStore(t)
 	rcv := otlptest.Start()
 	defer rcv.Close()
-	rcv.FailWith(func(n int) int {
-		if n == 1 {
-			return http.StatusBadRequest // not retried by the SDK: one failed export
-		}
-		return 0
-	})
+	rcv.FailFirst(http.StatusBadRequest) // not retried by the SDK: one failed export
 	simulatedRun(t, s, "run-a", time.UnixMilli(1_700_000_000_000))
 	x := newTraces(t, s, rcv.URL(), nil)
 	if err := x.Flush(ctx); err == nil || !strings.Contains(err.Error(), "400") {

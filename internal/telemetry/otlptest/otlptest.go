@@ -59,6 +59,17 @@ func (r *Receiver) URL() string { return r.srv.URL }
 // Close stops the server.
 func (r *Receiver) Close() { r.srv.Close() }
 
+// FailFirst makes the first request answer with status and the following
+// ones succeed; the first request's spans are kept apart (Rejected).
+func (r *Receiver) FailFirst(status int) {
+	r.FailWith(func(n int) int {
+		if n == 1 {
+			return status
+		}
+		return 0
+	})
+}
+
 // FailWith makes the n-th request (from 1) answer with fail(n) when it is
 // not 0 or 200; its spans are kept apart (Rejected).
 func (r *Receiver) FailWith(fail func(n int) int) {
