@@ -133,18 +133,7 @@ func FuzzLenientChunkMatchesSDK(f *testing.F) {
 		if !json.Valid(data) {
 			t.Skip() // the strict decoder refuses it before the lenient one runs
 		}
-		got, err := lenientChunk(data)
-		var sc sdk.ChatCompletionChunk
-		sdkErr := json.Unmarshal(data, &sc)
-		if (err == nil) != (sdkErr == nil) {
-			t.Fatalf("error %v, SDK error %v\n%s", err, sdkErr, data)
-		}
-		if err != nil {
-			return
-		}
-		if want := chunkOf(&sc); !reflect.DeepEqual(got, want) {
-			t.Fatalf("read\n got %s\nsdk  %s\nfrom %s", dump(got), dump(want), data)
-		}
+		readsAsSDK(t, data, lenientChunk, chunkOf)
 	})
 }
 
@@ -163,19 +152,26 @@ func FuzzCompletionMatchesSDK(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := decodeCompletion(data)
-		var sc sdk.ChatCompletion
-		sdkErr := json.Unmarshal(data, &sc)
-		if (err == nil) != (sdkErr == nil) {
-			t.Fatalf("error %v, SDK error %v\n%s", err, sdkErr, data)
-		}
-		if err != nil {
-			return
-		}
-		if want := completionOf(&sc); !reflect.DeepEqual(got, want) {
-			t.Fatalf("read\n got %s\nsdk  %s\nfrom %s", dump(got), dump(want), data)
-		}
+		readsAsSDK(t, data, decodeCompletion, completionOf)
 	})
+}
+
+// readsAsSDK fails t unless ours reads data as the SDK's decoding into S
+// does (read through of): both refuse it, or both accept it and agree.
+func readsAsSDK[S any](t *testing.T, data []byte, ours func([]byte) (chunk, error), of func(*S) chunk) {
+	t.Helper()
+	got, err := ours(data)
+	var sc S
+	sdkErr := json.Unmarshal(data, &sc)
+	if (err == nil) != (sdkErr == nil) {
+		t.Fatalf("error %v, SDK error %v\n%s", err, sdkErr, data)
+	}
+	if err != nil {
+		return
+	}
+	if want := of(&sc); !reflect.DeepEqual(got, want) {
+		t.Fatalf("read\n got %s\nsdk  %s\nfrom %s", dump(got), dump(want), data)
+	}
 }
 
 func dump(v any) string { return fmt.Sprintf("%+v", v) }
