@@ -22,28 +22,41 @@ func readAll(t *testing.T, p string) string {
 
 func TestReadFile(t *testing.T) {
 	root, _ := fixture(t)
-	tests := []struct {
-		rel     string
-		want    string
-		wantErr error
-	}{
+	checkRel(t, "ReadFile", func(rel string) (string, error) {
+		b, err := root.ReadFile(rel)
+		return string(b), err
+	}, []relCase[string]{
 		{rel: "a.txt", want: "alpha"},
 		{rel: "inlink", want: "bravo"},
 		{rel: "missing.txt", wantErr: fs.ErrNotExist},
 		{rel: "leak", wantErr: ErrOutside},
 		{rel: "leakdir/secret.txt", wantErr: ErrOutside},
 		{rel: "../outside/secret.txt", wantErr: ErrOutside},
-	}
-	for _, tt := range tests {
-		got, err := root.ReadFile(tt.rel)
+	})
+}
+
+// relCase is one path a lookup is asked for and what it must answer: want,
+// or an error that is wantErr.
+type relCase[T comparable] struct {
+	rel     string
+	want    T
+	wantErr error
+}
+
+// checkRel asks lookup (the method name names in failures) for each case's
+// path.
+func checkRel[T comparable](t *testing.T, name string, lookup func(rel string) (T, error), cases []relCase[T]) {
+	t.Helper()
+	for _, tt := range cases {
+		got, err := lookup(tt.rel)
 		if tt.wantErr != nil {
 			if !errors.Is(err, tt.wantErr) {
-				t.Errorf("ReadFile(%q) = %q, %v; want %v", tt.rel, got, err, tt.wantErr)
+				t.Errorf("%s(%q) = %#v, %v; want %v", name, tt.rel, got, err, tt.wantErr)
 			}
 			continue
 		}
-		if err != nil || string(got) != tt.want {
-			t.Errorf("ReadFile(%q) = %q, %v; want %q", tt.rel, got, err, tt.want)
+		if err != nil || got != tt.want {
+			t.Errorf("%s(%q) = %#v, %v; want %#v", name, tt.rel, got, err, tt.want)
 		}
 	}
 }
@@ -348,28 +361,12 @@ func TestList(t *testing.T) {
 
 func TestExists(t *testing.T) {
 	root, _ := fixture(t)
-	tests := []struct {
-		rel     string
-		want    bool
-		wantErr error
-	}{
+	checkRel(t, "Exists", root.Exists, []relCase[bool]{
 		{rel: "a.txt", want: true},
 		{rel: "dir", want: true},
 		{rel: "inlink", want: true},
 		{rel: "dangling-in", want: false},
 		{rel: "nope", want: false},
 		{rel: "leak", wantErr: ErrOutside},
-	}
-	for _, tt := range tests {
-		got, err := root.Exists(tt.rel)
-		if tt.wantErr != nil {
-			if !errors.Is(err, tt.wantErr) {
-				t.Errorf("Exists(%q) = %v, %v; want %v", tt.rel, got, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("Exists(%q) = %v, %v; want %v", tt.rel, got, err, tt.want)
-		}
-	}
+	})
 }
