@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 	"github.com/deltaharness/delta/internal/bobby/pagetest"
 	"github.com/deltaharness/delta/test/bobbytest"
 )
@@ -118,19 +119,9 @@ func (r *goRun) h(extra map[string]any) map[string]any {
 	return m
 }
 
-func get(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
-}
+func get(m map[string]any, path ...string) any { return gatewaytest.Get(m, path...) }
 
-func str(v any) string { s, _ := v.(string); return s }
+func str(v any) string { return gatewaytest.Str(v) }
 
 // full is v as JSON, for assertions.
 func full(v any) string {

@@ -3,7 +3,6 @@ package bobbye2e
 import (
 	"context"
 	"crypto/rand"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 	"github.com/deltaharness/delta/test/bobbytest"
 )
 
@@ -72,20 +72,9 @@ func TestSIGHUPRotatesToken(t *testing.T) {
 	waitLog(t, s, "MCP sessions ended (they must initialize again) for: agent")
 
 	post := func(token, sid string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.MCPURL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+token)
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		t.Helper()
+		resp, b := gatewaytest.Post(t, ctx, s.MCPURL, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Authorization", gatewaytest.Bearer(token), "Mcp-Session-Id", sid)
+		return resp.StatusCode, b
 	}
 	if status, _ := post(oldToken, sess.ID()); status != http.StatusUnauthorized {
 		t.Errorf("the rotated-out token: status %d, want 401", status)

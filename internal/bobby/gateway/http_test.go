@@ -3,12 +3,12 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,34 +27,14 @@ func TestHTTPAuth(t *testing.T) {
 		{"valid", "Bearer alice-token", http.StatusOK},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, base+MCPPath, strings.NewReader(initBody))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if tt.auth != "" {
-				req.Header.Set("Authorization", tt.auth)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body) // drained only so the connection is reused
-			resp.Body.Close()
+			resp, _ := gatewaytest.Post(t, testCtx(t), base+MCPPath, initBody, "Authorization", tt.auth)
 			if resp.StatusCode != tt.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
 			}
 		})
 	}
 	// DELETE ends an MCP session; the id is then unknown.
-	req, _ := http.NewRequest(http.MethodPost, base+MCPPath, strings.NewReader(initBody))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer alice-token")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body) // drained only so the connection is reused
-	resp.Body.Close()
+	resp, _ := gatewaytest.Post(t, testCtx(t), base+MCPPath, initBody, "Authorization", "Bearer alice-token")
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if sid == "" {
 		t.Fatal("initialize returned no Mcp-Session-Id")
@@ -62,7 +42,7 @@ func TestHTTPAuth(t *testing.T) {
 	del, _ := http.NewRequest(http.MethodDelete, base+MCPPath, nil)
 	del.Header.Set("Mcp-Session-Id", sid)
 	del.Header.Set("Authorization", "Bearer alice-token")
-	resp, err = http.DefaultClient.Do(del)
+	resp, err := http.DefaultClient.Do(del)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,16 +50,7 @@ func TestHTTPAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE = %s", resp.Status)
 	}
-	list, _ := http.NewRequest(http.MethodPost, base+MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
-	list.Header.Set("Content-Type", "application/json")
-	list.Header.Set("Accept", "application/json, text/event-stream")
-	list.Header.Set("Authorization", "Bearer alice-token")
-	list.Header.Set("Mcp-Session-Id", sid)
-	resp, err = http.DefaultClient.Do(list)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ = gatewaytest.Post(t, testCtx(t), base+MCPPath, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Authorization", "Bearer alice-token", "Mcp-Session-Id", sid)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("request on a deleted session = %s", resp.Status)
 	}

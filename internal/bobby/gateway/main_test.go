@@ -20,6 +20,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/bobby/browser"
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 	"github.com/deltaharness/delta/internal/bobby/pagetest"
 	"github.com/deltaharness/delta/internal/bobby/policy"
 )
@@ -302,16 +303,6 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 	return names
 }
 
-func get(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
-}
+func get(m map[string]any, path ...string) any { return gatewaytest.Get(m, path...) }
 
-func asStr(v any) string { s, _ := v.(string); return s }
+func asStr(v any) string { return gatewaytest.Str(v) }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 )
 
 // waitUntil polls cond until it holds or the deadline passes.
@@ -84,17 +84,8 @@ func TestIdleSessionsReaped(t *testing.T) {
 func TestCallBeforeInitialize(t *testing.T) {
 	_, base := httpGateway(t)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
-	req, _ := http.NewRequest(http.MethodPost, base+MCPPath, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer alice-token")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(raw, []byte(`"code":-32600`)) || !bytes.Contains(raw, []byte(`"id":7`)) {
+	resp, raw := gatewaytest.Post(t, testCtx(t), base+MCPPath, body, "Authorization", "Bearer alice-token")
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(raw, `"code":-32600`) || !strings.Contains(raw, `"id":7`) {
 		t.Errorf("HTTP tools/list before initialize = %d %s", resp.StatusCode, raw)
 	}
 

@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/bobby/config"
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 	"github.com/deltaharness/delta/internal/bobby/policy"
 )
 
@@ -34,20 +34,8 @@ func TestReloadPrincipals(t *testing.T) {
 
 	post := func(token, sid, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, base+MCPPath, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+token)
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, b := gatewaytest.Post(t, testCtx(t), base+MCPPath, body, "Authorization", gatewaytest.Bearer(token), "Mcp-Session-Id", sid)
+		return resp.StatusCode, b
 	}
 	const list = `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
 	status, body := post("alice-token-2", alice.ID(), list)
