@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -462,23 +461,5 @@ func sweepRetention(ctx context.Context, cfg config.Config, st *store.Store, log
 	if cfg.RetentionSweep <= 0 {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(cfg.RetentionSweep)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				sweep()
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return every(ctx, cfg.RetentionSweep, func() bool { sweep(); return true })
 }

@@ -24,12 +24,35 @@ func holdLease(ctx context.Context, st *store.Store, holder string, ttl time.Dur
 	}
 	logger.Info("writer lease acquired", "holder", holder, "ttl", ttl)
 	lostc := make(chan error, 1)
+	stopRenewing := every(ctx, max(ttl/3, time.Millisecond), func() bool {
+		_, err := st.AcquireLease(ctx, holder, ttl, time.Now())
+		switch {
+		case err == nil:
+		case errors.Is(err, store.ErrLeaseHeld):
+			lostc <- err
+			return false
+		case ctx.Err() == nil:
+			logger.Warn("renew writer lease", "err", err)
+		}
+		return true
+	})
+	stop = func() error {
+		stopRenewing()
+		return st.ReleaseLease(context.WithoutCancel(ctx), holder)
+	}
+	return lostc, stop, nil
+}
+
+// every calls f every d on its own goroutine until ctx ends, f returns
+// false or the returned stop is called; stop returns once that goroutine
+// has, so f is not running after it.
+func every(ctx context.Context, d time.Duration, f func() bool) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(max(ttl/3, time.Millisecond))
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
@@ -38,22 +61,11 @@ func holdLease(ctx context.Context, st *store.Store, holder string, ttl time.Dur
 			case <-ctx.Done():
 				return
 			case <-t.C:
-			}
-			_, err := st.AcquireLease(ctx, holder, ttl, time.Now())
-			switch {
-			case err == nil:
-			case errors.Is(err, store.ErrLeaseHeld):
-				lostc <- err
-				return
-			case ctx.Err() == nil:
-				logger.Warn("renew writer lease", "err", err)
+				if !f() {
+					return
+				}
 			}
 		}
 	}()
-	stop = func() error {
-		close(done)
-		wg.Wait()
-		return st.ReleaseLease(context.WithoutCancel(ctx), holder)
-	}
-	return lostc, stop, nil
+	return func() { close(done); wg.Wait() }
 }
