@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -376,21 +375,7 @@ func TestDevStreamIsRedacted(t *testing.T) {
 	c := newCockpit(t, api.Options{}, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.url+"/v1/dev/stream", nil)
-	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by the defer below; the scanner goroutine reads it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	frames := make(chan string, 256)
-	go func() {
-		defer close(frames)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			frames <- sc.Text()
-		}
-	}()
+	frames := streamLines(t, ctx, c.url+"/v1/dev/stream")
 	id := c.submit(t, "", "echo back: kb-secret-value-42 and sk-live0123456789abcdefXYZ")
 	check := func(how string, lines []string) {
 		t.Helper()

@@ -44,22 +44,7 @@ func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/dev/stream?since=0&run=resp_x", nil)
-	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by the defer below; the scanner goroutine reads it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-				lines <- id
-			}
-		}
-		close(lines)
-	}()
+	lines := streamLines(t, ctx, srv.URL+"/v1/dev/stream?since=0&run=resp_x")
 	// The subscription exists once the response headers are out.
 	for _, id := range []int64{7, 5, 6} {
 		broker.Publish(event.Event{ID: id, RunID: "resp_x", Name: event.ToolResult, Time: time.Now()})
@@ -67,11 +52,13 @@ func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
 	var got []string
 	for len(got) < 3 {
 		select {
-		case id, ok := <-lines:
+		case l, ok := <-lines:
 			if !ok {
 				t.Fatalf("stream ended after %v", got)
 			}
-			got = append(got, id)
+			if id, ok := strings.CutPrefix(l, "id: "); ok {
+				got = append(got, id)
+			}
 		case <-ctx.Done():
 			t.Fatalf("live stream delivered only %v of ids 7, 5, 6", got)
 		}
@@ -79,4 +66,31 @@ func TestDevStreamDeliversLiveEventsPublishedOutOfOrder(t *testing.T) {
 	if strings.Join(got, ",") != "7,5,6" {
 		t.Fatalf("live ids %v, want 7,5,6", got)
 	}
+}
+
+// streamLines opens the event stream at url for as long as ctx and the
+// test last and hands on its lines as they come, closing the channel when
+// the stream ends.
+func streamLines(t *testing.T, ctx context.Context, url string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed at cleanup; the scanner goroutine reads it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	lines := make(chan string, 256)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return lines
 }
