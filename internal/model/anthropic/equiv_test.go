@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"testing"
 
@@ -171,7 +172,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	}
 	schema := wiretest.ToolSchema
 	tests := wiretest.EncodingCases(equivRequest)
-	for name, req := range map[string]model.Request{
+	maps.Copy(tests, map[string]model.Request{
 		"golden request": goldenLike(),
 		"50 messages":    history50(),
 		"tool round trip": with(func(r *model.Request) {
@@ -216,9 +217,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 		"schema one odd key":     with(schema(`{"properties":{},"x.y":1}`)),
 		"schema odd keys":        with(schema(`{"properties":{},"$defs":{"a":{"type":"string"}},"additionalProperties":false,"x-y_z$":[1, 2],"a.b":1,"c|d":2,"e#f":3,"g@h":4,"i*j":5,"k?l":6,"m:n":7,"o\\p":8,"q r":9,"<s>":10,"é":11,"0":12,"-1":13,"\"q\"":14,"t!u":15,"v=w":16,"#":17,"@this":18}`)),
 		"schema empty key":       with(schema(`{"properties":{},"":1}`)),
-	} {
-		tests[name] = req
-	}
+	})
 	for name, req := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

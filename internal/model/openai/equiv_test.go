@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,7 +141,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	}
 	schema := wiretest.ToolSchema
 	tests := wiretest.EncodingCases(equivRequest)
-	for name, req := range map[string]model.Request{
+	maps.Copy(tests, map[string]model.Request{
 		"50 messages":          history50(),
 		"tool round trip":      with(func(r *model.Request) { toolRound(r, `{"path":"a.md","content":"# Brief <x> & \u2028"}`) }),
 		"arguments with space": with(func(r *model.Request) { toolRound(r, " {\n  \"path\" : \"a b.md\" }\n") }),
@@ -152,26 +153,18 @@ func TestEncoderMatchesSDK(t *testing.T) {
 		"effort":               with(func(r *model.Request) { r.ReasoningEffort = " HIGH " }),
 		"effort to escape":     with(func(r *model.Request) { r.ReasoningEffort = "<&>" }),
 		"schema keys to order": with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
-	} {
-		tests[name] = req
-	}
-	for name, req := range tests {
-		for _, base := range []string{directBase, routerBase} {
-			t.Run(name+"/"+base, func(t *testing.T) {
+	})
+	lanes := []string{directBase, routerBase}
+	wiretest.SentOnEach(t, tests, lanes, checkSame)
+	for _, name := range []string{"schema spaced", "effort"} {
+		// The lane where the SDK compacts the schema.
+		r := tests[name]
+		r.ReasoningEffort = "medium"
+		for _, base := range lanes {
+			t.Run(name+"/"+base+"/with effort", func(t *testing.T) {
 				t.Parallel()
-				if !checkSame(t, base, req) {
-					t.Error("not sent")
-				}
+				checkSame(t, base, r)
 			})
-			if name == "schema spaced" || name == "effort" {
-				// The lane where the SDK compacts the schema.
-				r := req
-				r.ReasoningEffort = "medium"
-				t.Run(name+"/"+base+"/with effort", func(t *testing.T) {
-					t.Parallel()
-					checkSame(t, base, r)
-				})
-			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"testing"
 
@@ -154,7 +155,7 @@ func TestEncoderMatchesSDK(t *testing.T) {
 	}
 	schema := wiretest.ToolSchema
 	tests := wiretest.EncodingCases(equivRequest)
-	for name, req := range map[string]model.Request{
+	maps.Copy(tests, map[string]model.Request{
 		"50 messages": history50(),
 		"tool round trip": with(func(r *model.Request) {
 			toolRound(r, `{"path":"a.md","content":"# Brief <x> & \u2028"}`, `{"responses":{"items":[{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"gAAAA"}],"phase":"commentary"}}`)
@@ -181,19 +182,8 @@ func TestEncoderMatchesSDK(t *testing.T) {
 			r.Messages = []model.Message{{Role: model.RoleUser, Content: "  <delta:turn/>"}}
 		}),
 		"schema keys to order": with(schema(`{"type":"object","properties":{},"$defs":{"a":{}},"additionalProperties":false,"Zed":1,"é":2,"<k>":3,"a\"b":4,"\u2028":5,"":6}`)),
-	} {
-		tests[name] = req
-	}
-	for name, req := range tests {
-		for _, base := range []string{plainBase, nativeBase} {
-			t.Run(name+"/"+base, func(t *testing.T) {
-				t.Parallel()
-				if !checkSame(t, base, req) {
-					t.Error("not sent")
-				}
-			})
-		}
-	}
+	})
+	wiretest.SentOnEach(t, tests, []string{plainBase, nativeBase}, checkSame)
 }
 
 // FuzzEncoderMatchesSDK builds requests from arbitrary text, tool

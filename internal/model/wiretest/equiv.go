@@ -138,6 +138,23 @@ func CheckSame(t testing.TB, got, want Sent, reordered bool) bool {
 	return true
 }
 
+// SentOnEach runs send for every case on every lane (a base URL), each in
+// a parallel subtest named case/lane, and fails the subtests where send
+// reports that nothing was sent.
+func SentOnEach(t *testing.T, cases map[string]model.Request, lanes []string, send func(t testing.TB, lane string, req model.Request) bool) {
+	t.Helper()
+	for name, req := range cases {
+		for _, lane := range lanes {
+			t.Run(name+"/"+lane, func(t *testing.T) {
+				t.Parallel()
+				if !send(t, lane, req) {
+					t.Error("not sent")
+				}
+			})
+		}
+	}
+}
+
 // EncodingRequest is the base request of the equivalence tests for
 // modelName: the suite's basic request with a system block that is empty
 // and one full of characters to escape.
