@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -12,11 +11,7 @@ import (
 func history50() model.Request { return wiretest.History50("openai/gpt-5", "call_", nil) }
 
 // parse reads a stream with the wire's accumulator.
-func parse(r *http.Response, s model.Stream) (model.Response, error) {
-	acc := newAccumulator(s)
-	err := acc.read(r)
-	return acc.response(), err
-}
+var parse = wiretest.Accumulate(newAccumulator, (*accumulator).read, (*accumulator).response)
 
 // BenchmarkWire runs the shared wire benchmarks on the Chat Completions
 // wire, OpenRouter's lane.

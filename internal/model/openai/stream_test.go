@@ -2,12 +2,11 @@ package openai
 
 import (
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
+	"github.com/deltaharness/delta/internal/model/wiretest"
 )
 
 func sse(events ...string) string {
@@ -18,14 +17,10 @@ func sse(events ...string) string {
 	return b.String()
 }
 
+// readBody reads body as a recorded event stream with the wire's
+// accumulator.
 func readBody(body string, s model.Stream) (model.Response, error) {
-	acc := newAccumulator(s)
-	res := &http.Response{
-		Header: http.Header{"Content-Type": []string{"text/event-stream"}},
-		Body:   io.NopCloser(strings.NewReader(body)),
-	}
-	err := acc.read(res)
-	return acc.response(), err
+	return parse(wiretest.Recorded([]byte(body)), s)
 }
 
 func TestReadStream(t *testing.T) {

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -25,11 +24,7 @@ func BenchmarkWire(b *testing.B) {
 			return p.encode(), err
 		},
 		Stream: []byte(recordedStream), StreamCalls: 1,
-		Parse: func(r *http.Response, s model.Stream) (model.Response, error) {
-			acc := newAccumulator(s, true)
-			err := acc.read(r)
-			return acc.response(), err
-		},
-		New: func(url string) model.Provider { return New(Options{BaseURL: url, APIKey: "sk-bench"}) },
+		Parse: wiretest.Accumulate(func(s model.Stream) *accumulator { return newAccumulator(s, true) }, (*accumulator).read, (*accumulator).response),
+		New:   func(url string) model.Provider { return New(Options{BaseURL: url, APIKey: "sk-bench"}) },
 	})
 }

@@ -87,6 +87,19 @@ func Recorded(body []byte) *http.Response {
 // reasoning to s as they arrive, and assembles the response.
 type Parse func(r *http.Response, s model.Stream) (model.Response, error)
 
+// Accumulate is the Parse of a wire whose stream reader is an
+// accumulator, run as the wire's client runs it: newAcc makes one for the
+// stream, read feeds it the response and response assembles the answer.
+// A wire's tests pass its own with method expressions:
+// Accumulate(newAccumulator, (*accumulator).read, (*accumulator).response).
+func Accumulate[A any](newAcc func(model.Stream) A, read func(A, *http.Response) error, response func(A) model.Response) Parse {
+	return func(r *http.Response, s model.Stream) (model.Response, error) {
+		acc := newAcc(s)
+		err := read(acc, r)
+		return response(acc), err
+	}
+}
+
 // ParseRecorded reads the recorded event stream in the file at path with
 // parse, and returns the response with the text and the reasoning the
 // stream was handed.
