@@ -127,7 +127,7 @@ type PromoterOptions struct {
 // next binding change (Bind) or the next start.
 type Promoter struct {
 	o    PromoterOptions
-	wake chan struct{}
+	loop wakeLoop
 	mu   sync.Mutex // one drain at a time
 
 	// bmu guards the adapters (CuratedTool and Capability at first,
@@ -159,7 +159,7 @@ func NewPromoter(o PromoterOptions) *Promoter {
 	if o.TargetKind == "" {
 		o.TargetKind = "note"
 	}
-	return &Promoter{o: o, wake: make(chan struct{}, 1), stale: map[int64]bool{},
+	return &Promoter{o: o, loop: newWakeLoop(), stale: map[int64]bool{},
 		curated: o.CuratedTool, capability: o.Capability}
 }
 
@@ -213,26 +213,10 @@ func (p *Promoter) Stage(w store.MemoryWrite, put store.MemoryPut) *store.Promot
 }
 
 // Notify asks the loop to drain; it never blocks.
-func (p *Promoter) Notify() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
+func (p *Promoter) Notify() { p.loop.notify() }
 
 // Run drains once, then on every Notify, until ctx ends.
-func (p *Promoter) Run(ctx context.Context) {
-	for {
-		if err := p.Drain(ctx); err != nil && ctx.Err() == nil {
-			p.o.Logger.Warn("promotion drain", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.wake:
-		}
-	}
-}
+func (p *Promoter) Run(ctx context.Context) { p.loop.run(ctx, p.Drain, p.o.Logger, "promotion drain") }
 
 // Drain attempts every due promotion whose adapter is still bound.
 func (p *Promoter) Drain(ctx context.Context) error {

@@ -57,7 +57,7 @@ type ReflectorOptions struct {
 // response was released, so a reflection never delays or changes it.
 type Reflector struct {
 	o    ReflectorOptions
-	wake chan struct{}
+	loop wakeLoop
 	mu   sync.Mutex // one drain at a time
 }
 
@@ -69,30 +69,16 @@ func NewReflector(o ReflectorOptions) *Reflector {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Reflector{o: o, wake: make(chan struct{}, 1)}
+	return &Reflector{o: o, loop: newWakeLoop()}
 }
 
 // Notify asks the loop to drain; it never blocks.
-func (r *Reflector) Notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+func (r *Reflector) Notify() { r.loop.notify() }
 
 // Run drains once (the reflections a crash left owed), then again on every
 // Notify, until ctx ends.
 func (r *Reflector) Run(ctx context.Context) {
-	for {
-		if err := r.Drain(ctx); err != nil && ctx.Err() == nil {
-			r.o.Logger.Warn("reflection drain", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.wake:
-		}
-	}
+	r.loop.run(ctx, r.Drain, r.o.Logger, "reflection drain")
 }
 
 // Drain reflects on every owed run.
