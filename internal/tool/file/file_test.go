@@ -102,6 +102,17 @@ func call(t *testing.T, tl tool.Tool, args any) tool.Result {
 	return tooltest.Run(t, tl, tool.Call{RunID: "r", CallID: "c", Args: raw})
 }
 
+// changeCase is one call of a tool that changes files: its arguments,
+// whether its result is an error, what the result's text holds, and what
+// files hold afterwards (path → content, "<missing>" for absent).
+type changeCase struct {
+	name  string
+	args  m
+	isErr bool
+	want  []string
+	check map[string]string
+}
+
 // expect checks a result is (or is not) an error and holds every substring.
 func expect(t *testing.T, res tool.Result, isErr bool, want ...string) {
 	t.Helper()

@@ -8,13 +8,7 @@ import (
 )
 
 func TestMove(t *testing.T) {
-	tests := []struct {
-		name  string
-		args  m
-		isErr bool
-		want  []string
-		check map[string]string // path → content afterwards ("<missing>" for absent)
-	}{
+	tests := []changeCase{
 		{name: "rename", args: m{"from": "notes/a.md", "to": "notes/b.md"}, want: []string{"moved notes/a.md to notes/b.md"},
 			check: map[string]string{"notes/a.md": "<missing>", "notes/b.md": "alpha\n"}},
 		{name: "into new folders", args: m{"from": "notes/a.md", "to": "archive/2026/a.md"}, check: map[string]string{"archive/2026/a.md": "alpha\n"}},

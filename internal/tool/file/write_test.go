@@ -8,13 +8,7 @@ import (
 )
 
 func TestWrite(t *testing.T) {
-	tests := []struct {
-		name  string
-		args  m
-		isErr bool
-		want  []string
-		check map[string]string // path → content afterwards
-	}{
+	tests := []changeCase{
 		{name: "new file in new folders", args: m{"path": "out/deep/r.md", "content": "report"},
 			want: []string{"wrote 6 bytes to out/deep/r.md (new file)"}, check: map[string]string{"out/deep/r.md": "report"}},
 		{name: "replace", args: m{"path": "notes/a.md", "content": "beta"},
