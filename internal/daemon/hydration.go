@@ -85,12 +85,8 @@ func (hy *hydration) block(ctx context.Context, runID, sessionID, task string) s
 	if hy == nil {
 		return ""
 	}
-	first, err := hy.st.FirstOfSession(ctx, runID)
-	if err != nil || !first {
-		return ""
-	}
-	run, err := hy.st.Run(ctx, runID)
-	if err != nil {
+	run, ok := firstRun(ctx, hy.st, runID)
+	if !ok {
 		return ""
 	}
 	res := hy.h.Hydrate(ctx, hydrate.Request{RunID: runID, SessionID: sessionID, Task: task,
@@ -124,4 +120,16 @@ func metadataOf(run store.Run) json.RawMessage {
 	}
 	_ = json.Unmarshal(run.Request, &req) // a request that does not parse has no metadata
 	return req.Metadata
+}
+
+// firstRun is the run runID when it is the first of its session; false for
+// any later run, or when either read fails (the block it would start is
+// then left out, not the run).
+func firstRun(ctx context.Context, st *store.Store, runID string) (store.Run, bool) {
+	first, err := st.FirstOfSession(ctx, runID)
+	if err != nil || !first {
+		return store.Run{}, false
+	}
+	run, err := st.Run(ctx, runID)
+	return run, err == nil
 }

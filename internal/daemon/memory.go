@@ -110,12 +110,8 @@ func (m *memoryRail) block(ctx context.Context, runID, sessionID, task string) s
 	if m == nil {
 		return ""
 	}
-	first, err := m.st.FirstOfSession(ctx, runID)
-	if err != nil || !first {
-		return ""
-	}
-	run, err := m.st.Run(ctx, runID)
-	if err != nil {
+	run, ok := firstRun(ctx, m.st, runID)
+	if !ok {
 		return ""
 	}
 	view := store.MemoryView{Namespace: m.namespace, AgentID: m.agentID, UserID: run.Owner, TaskType: metaOf(run).TaskType}
