@@ -117,6 +117,18 @@ func StreamedCall(id, prefix string, index int, name, args string) ToolCall {
 	return ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
 }
 
+// StreamError is an error event a provider sent inside a 200 stream: an
+// upstream that failed mid-answer, an overloaded model, a failed response.
+// Status is the HTTP status the event stands for, 0 when it names none;
+// Code is the provider's error code, where it sends one.
+type StreamError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *StreamError) Error() string { return "error event in stream: " + e.Message }
+
 // NetworkError is the *Error for a failure without a status: a refused
 // connection, a cut stream, a garbled event. The endpoint may well answer
 // the next attempt, so it is retriable.

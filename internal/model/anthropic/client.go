@@ -186,10 +186,10 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	if res != nil && res.StatusCode >= 400 {
 		return c.statusError(res.StatusCode, model.BodyText(res), err)
 	}
-	var se *streamError
+	var se *model.StreamError
 	if errors.As(err, &se) {
-		e := c.statusError(se.status, se.message, err)
-		if se.status == 0 {
+		e := c.statusError(se.Status, se.Message, err)
+		if se.Status == 0 {
 			e.Retriable = true
 		}
 		return e

@@ -87,15 +87,6 @@ func newAccumulator(s model.Stream) *accumulator {
 	return &accumulator{s: s, byIndex: map[int]*blockBuilder{}}
 }
 
-// streamError is an error event inside a 200 stream (overloaded_error
-// mid-answer is the common one).
-type streamError struct {
-	status  int
-	message string
-}
-
-func (e *streamError) Error() string { return "error event in stream: " + e.message }
-
 // errorStatus maps Anthropic error types to the HTTP status they stand for.
 var errorStatus = map[string]int{
 	"invalid_request_error": http.StatusBadRequest,
@@ -134,11 +125,12 @@ func (a *accumulator) event(data []byte) error {
 	}
 	switch e.Type {
 	case "error":
-		se := &streamError{message: "unspecified error"}
+		// overloaded_error mid-answer is the common one
+		se := &model.StreamError{Message: "unspecified error"}
 		if e.Error != nil {
-			se.status = errorStatus[e.Error.Type]
+			se.Status = errorStatus[e.Error.Type]
 			if e.Error.Message != "" {
-				se.message = e.Error.Message
+				se.Message = e.Error.Message
 			}
 		}
 		return se

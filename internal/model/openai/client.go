@@ -263,13 +263,13 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	}); e != nil {
 		return e
 	}
-	var se *streamError
+	var se *model.StreamError
 	if errors.As(err, &se) {
 		if overflow("", se.Error()) {
-			return statusError(se.code, "", se.Error(), c.apiKey, err)
+			return statusError(se.Status, "", se.Error(), c.apiKey, err)
 		}
-		retriable := se.code == 0 || model.RetriableStatus(se.code)
-		return &model.Error{Status: se.code, Message: model.CleanMessage(se.Error(), c.apiKey), Retriable: retriable, Err: err}
+		retriable := se.Status == 0 || model.RetriableStatus(se.Status)
+		return &model.Error{Status: se.Status, Message: model.CleanMessage(se.Error(), c.apiKey), Retriable: retriable, Err: err}
 	}
 	// Network failures, cut streams and garbled chunks: the endpoint may
 	// well answer the next attempt.

@@ -50,15 +50,6 @@ func (a *accumulator) read(res *http.Response) error {
 		func() bool { return a.done || a.finished }) // a cut after the finish still has the whole answer
 }
 
-// streamError is an error object the server sent inside a 200 stream
-// (OpenRouter does this when the upstream fails mid-answer).
-type streamError struct {
-	code    int // HTTP-like status from error.code, 0 when absent
-	message string
-}
-
-func (e *streamError) Error() string { return "error event in stream: " + e.message }
-
 // event applies one SSE data payload.
 func (a *accumulator) event(data []byte) error { return a.apply(data, decodeChunk) }
 
@@ -120,13 +111,15 @@ func errorEvent(data []byte) error {
 		return fmt.Errorf("malformed stream chunk: %w", err)
 	}
 	if probe.Error != nil {
-		se := &streamError{message: probe.Error.Message}
+		// OpenRouter sends one when the upstream fails mid-answer; its
+		// error.code is an HTTP-like status, left 0 when it is none.
+		se := &model.StreamError{Message: probe.Error.Message}
 		var code int
 		if json.Unmarshal(probe.Error.Code, &code) == nil && code >= 400 && code <= 599 {
-			se.code = code
+			se.Status = code
 		}
-		if se.message == "" {
-			se.message = "unspecified error"
+		if se.Message == "" {
+			se.Message = "unspecified error"
 		}
 		return se
 	}

@@ -154,10 +154,10 @@ func (c *Client) fail(ctx, callCtx context.Context, res *http.Response, err erro
 	}); e != nil {
 		return e
 	}
-	var se *streamError
+	var se *model.StreamError
 	if errors.As(err, &se) {
-		e := c.statusError(se.status, se.code, se.message, err)
-		if se.status == 0 && !errors.Is(e, model.ErrContextOverflow) {
+		e := c.statusError(se.Status, se.Code, se.Message, err)
+		if se.Status == 0 && !errors.Is(e, model.ErrContextOverflow) {
 			e.Retriable = true
 		}
 		return e

@@ -78,14 +78,6 @@ func newAccumulator(s model.Stream, native bool) *accumulator {
 	return &accumulator{s: s, native: native, byItem: map[string]*callBuilder{}}
 }
 
-// streamError is response.failed or an error event inside a 200 stream.
-type streamError struct {
-	status        int
-	code, message string
-}
-
-func (e *streamError) Error() string { return "error event in stream: " + e.message }
-
 // codeStatus maps error codes sent in the stream to the status they mean.
 var codeStatus = map[string]int{
 	"rate_limit_exceeded":  http.StatusTooManyRequests,
@@ -118,13 +110,13 @@ func (a *accumulator) event(data []byte) error {
 		if msg == "" {
 			msg = "unspecified error"
 		}
-		return &streamError{status: codeStatus[e.Code], code: e.Code, message: msg}
+		return &model.StreamError{Status: codeStatus[e.Code], Code: e.Code, Message: msg}
 	case "response.failed":
-		se := &streamError{message: "response failed"}
+		se := &model.StreamError{Message: "response failed"}
 		if e.Response != nil && e.Response.Error != nil {
-			se.code, se.status = e.Response.Error.Code, codeStatus[e.Response.Error.Code]
+			se.Code, se.Status = e.Response.Error.Code, codeStatus[e.Response.Error.Code]
 			if e.Response.Error.Message != "" {
-				se.message = e.Response.Error.Message
+				se.Message = e.Response.Error.Message
 			}
 		}
 		return se

@@ -65,8 +65,8 @@ func TestRecordedStream(t *testing.T) {
 func TestFailedResponse(t *testing.T) {
 	body := `data: {"type":"response.failed","response":{"status":"failed","error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}}` + "\n\n"
 	err := newAccumulator(model.Stream{}, false).read(wiretest.Recorded([]byte(body)))
-	se, ok := err.(*streamError)
-	if !ok || se.code != "context_length_exceeded" {
+	se, ok := err.(*model.StreamError)
+	if !ok || se.Code != "context_length_exceeded" {
 		t.Fatalf("err = %v", err)
 	}
 }
