@@ -42,16 +42,7 @@ func TestPolicy(t *testing.T) {
 		{name: "custom at exact budget", content: ptr(strings.Repeat("a", 800*4)), wantSource: PolicyCustom, wantText: strings.Repeat("a", 800*4)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if tt.content != nil {
-				writeFile(t, dir, PolicyFile, *tt.content)
-			}
-			if tt.dir {
-				if err := os.Mkdir(filepath.Join(dir, PolicyFile), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			b, err := Load(Options{Dir: dir, HasWriteRail: tt.rail})
+			b, err := Load(Options{Dir: bundleWith(t, PolicyFile, tt.content, tt.dir), HasWriteRail: tt.rail})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,6 +119,22 @@ func TestEmbeddedPolicy(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// bundleWith is a fresh bundle directory holding name with content (none
+// for nil), or a directory in its place when asDir.
+func bundleWith(t *testing.T, name string, content *string, asDir bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	if content != nil {
+		writeFile(t, dir, name, *content)
+	}
+	if asDir {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
 
 func clipText(s string) string { return capChars(s, 80) }
 

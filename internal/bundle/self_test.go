@@ -53,16 +53,7 @@ func TestReadSelf(t *testing.T) {
 		{"over 1 MB empty", ptr(strings.Repeat("z", SelfMaxFileBytes+1)), false, wantEqual("")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if tt.content != nil {
-				writeFile(t, dir, SelfFile, *tt.content)
-			}
-			if tt.mkdir {
-				if err := os.Mkdir(filepath.Join(dir, SelfFile), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			b, err := Load(Options{Dir: dir})
+			b, err := Load(Options{Dir: bundleWith(t, SelfFile, tt.content, tt.mkdir)})
 			if err != nil {
 				t.Fatal(err)
 			}
