@@ -33,30 +33,46 @@ func prompt(req modeltest.ChatRequest) (system, user string) {
 	return sys.String(), usr.String()
 }
 
+// reflectionReply answers a reflection call (its system prompt asks for one
+// reusable lesson) with the artifact pick chooses from the run's user
+// turns, {"none":true} when it chooses none; false for any other call.
+func reflectionReply(req modeltest.ChatRequest, pick func(user string) map[string]any) (modeltest.Reply, bool) {
+	system, u := prompt(req)
+	if !strings.Contains(system, "reusable lesson") {
+		return modeltest.Reply{}, false
+	}
+	art := pick(u)
+	if art == nil {
+		art = map[string]any{"none": true}
+	}
+	b, _ := json.Marshal(art)
+	return modeltest.Reply{Text: string(b)}, true
+}
+
 // memoryScript plays both models. A reflection call (its system prompt asks
 // for one reusable lesson) answers by what the run was: a review digest
 // yields its lesson, LOWCONF a 0.59-confidence one, OVERSIZE a 501-character
 // one, anything else none. A main-loop call echoes the recalled-memory block
 // it was given, or says it had none.
 func memoryScript(req modeltest.ChatRequest) modeltest.Reply {
-	system, u := prompt(req)
-	if strings.Contains(system, "reusable lesson") {
-		art := map[string]any{"none": true}
+	if r, ok := reflectionReply(req, func(u string) map[string]any {
 		switch {
 		case strings.Contains(u, "FETCH"):
-			art = map[string]any{"kind": "fact", "content": poisoned, "confidence": 0.95}
+			return map[string]any{"kind": "fact", "content": poisoned, "confidence": 0.95}
 		case strings.Contains(u, "LOWCONF"):
-			art = map[string]any{"kind": "fact", "content": "Job descriptions are sometimes long.", "confidence": 0.59}
+			return map[string]any{"kind": "fact", "content": "Job descriptions are sometimes long.", "confidence": 0.59}
 		case strings.Contains(u, "OVERSIZE"):
-			art = map[string]any{"kind": "fact", "content": strings.Repeat("x", 501), "confidence": 0.9}
+			return map[string]any{"kind": "fact", "content": strings.Repeat("x", 501), "confidence": 0.9}
 		case strings.Contains(u, "Reviewer note: bob"):
-			art = map[string]any{"kind": "preference", "content": "Bob wants bullet lists only.", "confidence": 0.9, "scope": "task_type"}
+			return map[string]any{"kind": "preference", "content": "Bob wants bullet lists only.", "confidence": 0.9, "scope": "task_type"}
 		case strings.Contains(u, "Review outcome"):
-			art = map[string]any{"kind": "pitfall", "content": aliceLesson, "confidence": 0.7, "scope": "agent"}
+			return map[string]any{"kind": "pitfall", "content": aliceLesson, "confidence": 0.7, "scope": "agent"}
 		}
-		b, _ := json.Marshal(art)
-		return modeltest.Reply{Text: string(b)}
+		return nil
+	}); ok {
+		return r
 	}
+	_, u := prompt(req)
 	fetched := false
 	for _, m := range req.Messages {
 		if m.Role == "tool" {

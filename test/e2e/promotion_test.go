@@ -59,17 +59,16 @@ func learningDaemon(t *testing.T, env ...string) (*daemon, *learningScript) {
 }
 
 func (s *learningScript) reply(req modeltest.ChatRequest) modeltest.Reply {
-	system, u := prompt(req)
-	if strings.Contains(system, "reusable lesson") {
-		art := map[string]any{"none": true}
+	if r, ok := reflectionReply(req, func(u string) map[string]any {
 		switch {
 		case strings.Contains(u, "LESSON"):
-			art = map[string]any{"kind": "pitfall", "content": jdLesson, "confidence": 0.85}
+			return map[string]any{"kind": "pitfall", "content": jdLesson, "confidence": 0.85}
 		case strings.Contains(u, "PROCEDURE"):
-			art = map[string]any{"kind": "procedure", "content": jdProcedure, "confidence": 0.9}
+			return map[string]any{"kind": "procedure", "content": jdProcedure, "confidence": 0.9}
 		}
-		b, _ := json.Marshal(art)
-		return modeltest.Reply{Text: string(b)}
+		return nil
+	}); ok {
+		return r
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
