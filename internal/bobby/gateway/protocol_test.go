@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/bobby/gatewaytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -83,33 +83,21 @@ func TestProtocolVersionsHTTP(t *testing.T) {
 	mustFail(t, legacy, "a11y_snapshot", map[string]any{"workflowHandle": h}, CodeUnknownWorkflowHandle)
 	mustOK(t, legacy, "a11y_snapshot", map[string]any{"sessionId": start["sessionId"], "pageId": start["pageId"]})
 
-	do := func(method, body string, hdr map[string]string) (int, []byte) {
+	do := func(method, body string, header ...string) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(testCtx(t), method, base+MCPPath, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer alice-token")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		resp, b := gatewaytest.Do(t, testCtx(t), method, base+MCPPath, body, append([]string{"Authorization", "Bearer alice-token"}, header...)...)
+		return resp.StatusCode, []byte(b)
 	}
 	// initialize is the 2025-11-25 handshake: asked for 2026-07-28, it
 	// offers the newest version it negotiates.
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
-	if status, body := do(http.MethodPost, initialize, nil); status != http.StatusOK || !strings.Contains(string(body), `"protocolVersion":"2025-11-25"`) {
+	if status, body := do(http.MethodPost, initialize); status != http.StatusOK || !strings.Contains(string(body), `"protocolVersion":"2025-11-25"`) {
 		t.Errorf("initialize asking 2026-07-28 = %d %s, want 2025-11-25 offered", status, body)
 	}
 	// server/discover under 2026-07-28 offers it first, then the
 	// initialize-based versions.
 	discover := `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
-	status, body := do(http.MethodPost, discover, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+	status, body := do(http.MethodPost, discover, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "server/discover")
 	var disc struct {
 		Result struct{ SupportedVersions []string }
 	}
@@ -119,12 +107,12 @@ func TestProtocolVersionsHTTP(t *testing.T) {
 	}
 	// A 2026-07-28 request lacking the per-request _meta is a clear 400.
 	call := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_list","arguments":{}}}`
-	if status, body := do(http.MethodPost, call, map[string]string{"MCP-Protocol-Version": "2026-07-28"}); status != http.StatusBadRequest ||
+	if status, body := do(http.MethodPost, call, "MCP-Protocol-Version", "2026-07-28"); status != http.StatusBadRequest ||
 		!strings.Contains(string(body), "protocolVersion") {
 		t.Errorf("2026-07-28 tools/call without _meta = %d %s", status, body)
 	}
 	// There is no GET stream without a session.
-	if status, _ := do(http.MethodGet, "", map[string]string{"MCP-Protocol-Version": "2026-07-28"}); status != http.StatusMethodNotAllowed {
+	if status, _ := do(http.MethodGet, "", "MCP-Protocol-Version", "2026-07-28"); status != http.StatusMethodNotAllowed {
 		t.Errorf("GET under 2026-07-28 = %d, want 405", status)
 	}
 	// Without a token, 401 as for every version.

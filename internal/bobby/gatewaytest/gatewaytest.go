@@ -20,14 +20,23 @@ import (
 // closed.
 func Post(t testing.TB, ctx context.Context, url, body string, header ...string) (*http.Response, string) {
 	t.Helper()
+	return Do(t, ctx, http.MethodPost, url, body, header...)
+}
+
+// Do is Post with another method; a request without a body has no
+// Content-Type.
+func Do(t testing.TB, ctx context.Context, method, url, body string, header ...string) (*http.Response, string) {
+	t.Helper()
 	if len(header)%2 != 0 {
-		t.Fatalf("gatewaytest.Post: headers come in name, value pairs: %q", header)
+		t.Fatalf("gatewaytest.Do: headers come in name, value pairs: %q", header)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for i := 0; i < len(header); i += 2 {
 		if header[i+1] != "" {
