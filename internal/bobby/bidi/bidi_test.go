@@ -366,9 +366,10 @@ func TestLaunchRefusesAMissingBinary(t *testing.T) {
 	}
 }
 
-// wsPeer is a scripted BiDi endpoint: for each command frame it receives,
-// answer returns the frames to send back (nil = hang up).
-func wsPeer(t *testing.T, answer func(id int64, method string) []string) string {
+// wsPeer is a scripted BiDi endpoint: accepted (when not nil) sees each
+// connection first, then for each command frame it receives, answer returns
+// the frames to send back (nil = hang up).
+func wsPeer(t *testing.T, accepted func(c *websocket.Conn), answer func(id int64, method string) []string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
@@ -376,6 +377,9 @@ func wsPeer(t *testing.T, answer func(id int64, method string) []string) string 
 			return
 		}
 		defer func() { _ = c.CloseNow() }()
+		if accepted != nil {
+			accepted(c)
+		}
 		for {
 			_, b, err := c.Read(r.Context())
 			if err != nil {
@@ -402,7 +406,7 @@ func wsPeer(t *testing.T, answer func(id int64, method string) []string) string 
 }
 
 func TestMalformedFramesAreSkippedAndAHangUpFailsPendingCalls(t *testing.T) {
-	url := wsPeer(t, func(id int64, method string) []string {
+	url := wsPeer(t, nil, func(id int64, method string) []string {
 		if method == "hang.up" {
 			return nil
 		}

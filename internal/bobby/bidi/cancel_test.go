@@ -2,10 +2,8 @@ package bidi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,31 +16,13 @@ import (
 // WebSocket library closes a connection whose write context ends mid-frame,
 // so a tool timeout would otherwise take every page of the browser with it.
 func TestCancelDuringAWriteKeepsTheConnection(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer func() { _ = c.CloseNow() }()
+	url := wsPeer(t, func(c *websocket.Conn) {
 		c.SetReadLimit(-1)
 		time.Sleep(400 * time.Millisecond) // a busy browser: the big frame waits in the socket
-		for {
-			_, b, err := c.Read(r.Context())
-			if err != nil {
-				return
-			}
-			var cmd struct {
-				ID int64 `json:"id"`
-			}
-			_ = json.Unmarshal(b, &cmd)
-			reply, _ := json.Marshal(map[string]any{"type": "success", "id": cmd.ID, "result": map[string]any{}})
-			if err := c.Write(r.Context(), websocket.MessageText, reply); err != nil {
-				return
-			}
-		}
-	}))
-	defer srv.Close()
-	conn, err := Dial(testCtx(t), "ws"+strings.TrimPrefix(srv.URL, "http"))
+	}, func(id int64, _ string) []string {
+		return []string{fmt.Sprintf(`{"type":"success","id":%d,"result":{}}`, id)}
+	})
+	conn, err := Dial(testCtx(t), url)
 	if err != nil {
 		t.Fatal(err)
 	}
