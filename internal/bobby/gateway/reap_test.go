@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -89,21 +88,7 @@ func TestCallBeforeInitialize(t *testing.T) {
 		t.Errorf("HTTP tools/list before initialize = %d %s", resp.StatusCode, raw)
 	}
 
-	cmd := stdioCmd(t)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	stdin, lines := startStdio(t, stdioCmd(t))
 	_, _ = io.WriteString(stdin, body+"\n"+`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"runtime_info","arguments":{}}}`+"\n")
 	for id := 7.0; id <= 8; id++ {
 		var line string

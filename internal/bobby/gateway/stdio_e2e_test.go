@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,6 +23,36 @@ func stdioCmd(t *testing.T, env ...string) *exec.Cmd {
 	cmd := exec.Command(bobbyBin, "stdio")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}, env...)
 	return cmd
+}
+
+// startStdio starts cmd, a bobby stdio, to be driven with raw frames: the
+// frames go to stdin, and its stdout's lines (up to 16 MiB each) come on
+// lines, closed when it exits. At cleanup stdin closes and the process is
+// ended and waited for.
+func startStdio(t *testing.T, cmd *exec.Cmd) (stdin io.WriteCloser, lines <-chan string) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	out := make(chan string, 16)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			out <- sc.Text()
+		}
+	}()
+	return stdin, out
 }
 
 func connectStdio(t *testing.T, cmd *exec.Cmd, listChanged chan<- struct{}) *mcp.ClientSession {
@@ -91,37 +122,25 @@ func testStdioBinary(t *testing.T, version string) {
 // garbage line get JSON-RPC errors and the session keeps answering.
 func TestStdioFrames(t *testing.T) {
 	cmd := stdioCmd(t)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	lines := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		close(lines)
-	}()
+	stdin, lines := startStdio(t, cmd)
 	next := func() map[string]any {
-		select {
-		case m, ok := <-lines:
-			if !ok {
-				t.Fatalf("bobby exited; stderr: %s", stderr.String())
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("bobby exited; stderr: %s", stderr.String())
+				}
+				var m map[string]any
+				if json.Unmarshal([]byte(l), &m) == nil {
+					return m
+				}
+			case <-deadline:
+				t.Fatal("no answer")
 			}
-			return m
-		case <-time.After(30 * time.Second):
-			t.Fatal("no answer")
 		}
-		return nil
 	}
 	send := func(s string) {
 		if _, err := stdin.Write([]byte(s + "\n")); err != nil {
