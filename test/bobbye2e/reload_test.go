@@ -73,8 +73,8 @@ func TestSIGHUPRotatesToken(t *testing.T) {
 
 	post := func(token, sid string) (int, string) {
 		t.Helper()
-		resp, b := gatewaytest.Post(t, ctx, s.MCPURL, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Authorization", gatewaytest.Bearer(token), "Mcp-Session-Id", sid)
-		return resp.StatusCode, b
+		a := gatewaytest.Post(t, ctx, s.MCPURL, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Authorization", gatewaytest.Bearer(token), "Mcp-Session-Id", sid)
+		return a.Status, a.Body
 	}
 	if status, _ := post(oldToken, sess.ID()); status != http.StatusUnauthorized {
 		t.Errorf("the rotated-out token: status %d, want 401", status)

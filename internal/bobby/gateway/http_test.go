@@ -27,15 +27,13 @@ func TestHTTPAuth(t *testing.T) {
 		{"valid", "Bearer alice-token", http.StatusOK},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, _ := gatewaytest.Post(t, testCtx(t), base+MCPPath, initBody, "Authorization", tt.auth)
-			if resp.StatusCode != tt.want {
-				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
+			if a := gatewaytest.Post(t, testCtx(t), base+MCPPath, initBody, "Authorization", tt.auth); a.Status != tt.want {
+				t.Errorf("status %d, want %d", a.Status, tt.want)
 			}
 		})
 	}
 	// DELETE ends an MCP session; the id is then unknown.
-	resp, _ := gatewaytest.Post(t, testCtx(t), base+MCPPath, initBody, "Authorization", "Bearer alice-token")
-	sid := resp.Header.Get("Mcp-Session-Id")
+	sid := gatewaytest.Post(t, testCtx(t), base+MCPPath, initBody, "Authorization", "Bearer alice-token").Header.Get("Mcp-Session-Id")
 	if sid == "" {
 		t.Fatal("initialize returned no Mcp-Session-Id")
 	}
@@ -50,9 +48,8 @@ func TestHTTPAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE = %s", resp.Status)
 	}
-	resp, _ = gatewaytest.Post(t, testCtx(t), base+MCPPath, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Authorization", "Bearer alice-token", "Mcp-Session-Id", sid)
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("request on a deleted session = %s", resp.Status)
+	if a := gatewaytest.Post(t, testCtx(t), base+MCPPath, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Authorization", "Bearer alice-token", "Mcp-Session-Id", sid); a.Status != http.StatusNotFound {
+		t.Errorf("request on a deleted session = %d", a.Status)
 	}
 
 	resp, err = http.Get(base + "/healthz")

@@ -85,8 +85,8 @@ func TestProtocolVersionsHTTP(t *testing.T) {
 
 	do := func(method, body string, header ...string) (int, []byte) {
 		t.Helper()
-		resp, b := gatewaytest.Do(t, testCtx(t), method, base+MCPPath, body, append([]string{"Authorization", "Bearer alice-token"}, header...)...)
-		return resp.StatusCode, []byte(b)
+		a := gatewaytest.Do(t, testCtx(t), method, base+MCPPath, body, append([]string{"Authorization", "Bearer alice-token"}, header...)...)
+		return a.Status, []byte(a.Body)
 	}
 	// initialize is the 2025-11-25 handshake: asked for 2026-07-28, it
 	// offers the newest version it negotiates.

@@ -83,9 +83,9 @@ func TestIdleSessionsReaped(t *testing.T) {
 func TestCallBeforeInitialize(t *testing.T) {
 	_, base := httpGateway(t)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
-	resp, raw := gatewaytest.Post(t, testCtx(t), base+MCPPath, body, "Authorization", "Bearer alice-token")
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(raw, `"code":-32600`) || !strings.Contains(raw, `"id":7`) {
-		t.Errorf("HTTP tools/list before initialize = %d %s", resp.StatusCode, raw)
+	a := gatewaytest.Post(t, testCtx(t), base+MCPPath, body, "Authorization", "Bearer alice-token")
+	if a.Status != http.StatusBadRequest || !strings.Contains(a.Body, `"code":-32600`) || !strings.Contains(a.Body, `"id":7`) {
+		t.Errorf("HTTP tools/list before initialize = %d %s", a.Status, a.Body)
 	}
 
 	stdin, lines := startStdio(t, stdioCmd(t))

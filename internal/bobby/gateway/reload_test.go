@@ -34,8 +34,8 @@ func TestReloadPrincipals(t *testing.T) {
 
 	post := func(token, sid, body string) (int, string) {
 		t.Helper()
-		resp, b := gatewaytest.Post(t, testCtx(t), base+MCPPath, body, "Authorization", gatewaytest.Bearer(token), "Mcp-Session-Id", sid)
-		return resp.StatusCode, b
+		a := gatewaytest.Post(t, testCtx(t), base+MCPPath, body, "Authorization", gatewaytest.Bearer(token), "Mcp-Session-Id", sid)
+		return a.Status, a.Body
 	}
 	const list = `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
 	status, body := post("alice-token-2", alice.ID(), list)

@@ -14,18 +14,25 @@ import (
 	"testing"
 )
 
+// Answer is what the gateway answered one raw request: its status, its
+// headers and its body, read whole (the connection is already released).
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
 // Post sends body to url as one raw MCP message (JSON, accepting JSON or an
 // event stream), with the headers given as name, value pairs — a pair whose
-// value is "" is left out — and returns the answer with its body read and
-// closed.
-func Post(t testing.TB, ctx context.Context, url, body string, header ...string) (*http.Response, string) {
+// value is "" is left out — and returns the answer.
+func Post(t testing.TB, ctx context.Context, url, body string, header ...string) Answer {
 	t.Helper()
 	return Do(t, ctx, http.MethodPost, url, body, header...)
 }
 
 // Do is Post with another method; a request without a body has no
 // Content-Type.
-func Do(t testing.TB, ctx context.Context, method, url, body string, header ...string) (*http.Response, string) {
+func Do(t testing.TB, ctx context.Context, method, url, body string, header ...string) Answer {
 	t.Helper()
 	if len(header)%2 != 0 {
 		t.Fatalf("gatewaytest.Do: headers come in name, value pairs: %q", header)
@@ -49,7 +56,7 @@ func Do(t testing.TB, ctx context.Context, method, url, body string, header ...s
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body) // a cut answer is what the caller's checks of it see
-	return resp, string(b)
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 }
 
 // Bearer is the Authorization value for token, "" (no header) for none.
