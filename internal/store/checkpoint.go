@@ -28,7 +28,8 @@ type JournalEntry struct {
 }
 
 // Step is one successful model call's checkpoint: the assistant message, the
-// intents of every tool call it asked for, and its usage.
+// intents of every tool call it asked for, and its usage, added to the run's
+// totals (the step's own usage is in its events).
 type Step struct {
 	RunID     string
 	SessionID string
@@ -76,10 +77,6 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 			return fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
 		}
 		if err != nil {
-			return err
-		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO usage (run_id, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.RunID, step, st.Model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, now()); err != nil {
 			return err
 		}
 		if st.Call != nil {
@@ -282,9 +279,15 @@ func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEn
 
 // Messages returns a session's active conversation in order: the messages
 // no compaction has replaced with its summary (LatestCompaction).
+//
+// A compaction marks the oldest active messages inactive, so the inactive
+// messages of a session are always a prefix of it: the active ones are
+// those past the newest inactive one (inactiveUpTo), read as a range of
+// messages_session. No index over every message's active flag is kept: an
+// index every insert must update costs each step's commit a page.
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message, error) {
 	rows, err := s.readRows(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,''), COALESCE(extra,'')
-		FROM messages WHERE session_id = ? AND active = 1 ORDER BY id`, sessionID)
+		FROM messages WHERE session_id = ?1 AND id > `+inactiveUpTo+` AND active = 1 ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)
 	}
@@ -309,6 +312,10 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 	}
 	return out, rows.Err()
 }
+
+// inactiveUpTo is the id of the newest inactive message of the session
+// ?1, or 0: one probe of the index of inactive messages (messages_inactive).
+const inactiveUpTo = `COALESCE((SELECT max(id) FROM messages WHERE session_id = ?1 AND active = 0), 0)`
 
 func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
 	var calls, callID, name, extra any

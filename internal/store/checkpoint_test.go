@@ -152,3 +152,48 @@ func TestCommitStepWritesHeldResultsFirst(t *testing.T) {
 		t.Fatalf("conversation %v, want %v", got, want)
 	}
 }
+
+// TestCommitStepGivesEachEventItsStoredID: the ids a step's commit hands
+// back are the ids its events are stored under, in order, for a step with
+// more events than one statement inserts and with other events between
+// its commits.
+func TestCommitStepGivesEachEventItsStoredID(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_ids", SessionID: "s_ids"})
+	if _, _, err := s.Start(ctx, "resp_ids", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	var want []event.Event
+	for i, n := range []int{1, 5, 16, 17, 40} {
+		if err := s.AddEvents(ctx, []event.Event{event.New("resp_ids", "s_ids", event.ModelRetry, map[string]any{"between": i})}); err != nil {
+			t.Fatal(err)
+		}
+		var evs []event.Event
+		for j := range n {
+			evs = append(evs, event.New("resp_ids", "s_ids", event.ToolCall, map[string]any{"step": i, "event": j}))
+		}
+		evs[n-1].Data = nil // a row without data among them
+		got, err := s.CommitStep(ctx, store.Step{RunID: "resp_ids", SessionID: "s_ids", Model: "m",
+			Message: model.Message{Role: model.RoleAssistant, Content: "x"}, Events: evs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n {
+			t.Fatalf("step %d: %d events back, want %d", i, len(got), n)
+		}
+		want = append(want, got...)
+	}
+	stored, err := s.Events(ctx, store.EventFilter{RunID: "resp_ids", Name: event.ToolCall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != len(want) {
+		t.Fatalf("%d events stored, want %d", len(stored), len(want))
+	}
+	for i := range want {
+		if stored[i].ID != want[i].ID || string(stored[i].Data) != string(want[i].Data) {
+			t.Fatalf("event %d: stored id %d data %s, commit said id %d data %s", i, stored[i].ID, stored[i].Data, want[i].ID, want[i].Data)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func TestCompactionMigrationAppliesAfterVersionTen(t *testing.T) {
 	ctx := context.Background()
 	s, path := open(t)
 	s.Close()
-	rewrite(t, path, "DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10")
+	rewrite(t, path, "DROP INDEX messages_inactive", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10")
 	s, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
