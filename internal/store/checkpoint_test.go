@@ -197,3 +197,42 @@ func TestCommitStepGivesEachEventItsStoredID(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitResultsFillsIDsInPlace: a result's events get their ids in its
+// own slice, which is how a caller tells a result written from one whose
+// call was already done (left without ids).
+func TestCommitResultsFillsIDsInPlace(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_in", SessionID: "s_in"})
+	if _, _, err := s.Start(ctx, "resp_in", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{}`)
+	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_in", SessionID: "s_in", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "write_file", Arguments: args}}},
+		Intents: []store.Intent{{CallID: "c1", Name: "write_file", Args: args}}}); err != nil {
+		t.Fatal(err)
+	}
+	result := func() store.ToolResult {
+		return store.ToolResult{RunID: "resp_in", SessionID: "s_in", CallID: "c1", Name: "write_file", Text: "ok",
+			Events: []event.Event{event.New("resp_in", "s_in", event.ToolResult, map[string]any{"call_id": "c1"})}}
+	}
+	first := result()
+	other := []event.Event{event.New("resp_in", "s_in", event.ModelRetry, nil)}
+	got, err := s.CommitResults(ctx, []store.ToolResult{first}, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Events[0].ID == 0 || len(got) != 2 || got[0].ID != first.Events[0].ID || got[1].ID <= got[0].ID {
+		t.Fatalf("first result: event id %d, written %+v", first.Events[0].ID, got)
+	}
+	again := result()
+	got, err = s.CommitResults(ctx, []store.ToolResult{again}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Events[0].ID != 0 || len(got) != 0 {
+		t.Fatalf("a result of a call already done: event id %d, written %+v; want neither", again.Events[0].ID, got)
+	}
+}
