@@ -370,10 +370,6 @@ type storedMessage struct {
 	model.Message
 }
 
-func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
-	return s.insertMessages(ctx, tx, []storedMessage{{SessionID: sessionID, RunID: runID, Message: m}})
-}
-
 // insertMessages appends msgs to their sessions in order, in one INSERT
 // (per rowsPerInsert of them).
 func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
