@@ -81,7 +81,7 @@ func (x *execution) checkpointAhead(ctx context.Context, resp model.Response, re
 	// reason, never half-known, and settles it as after a synchronous
 	// checkpoint.
 	cctx := context.WithoutCancel(ctx)
-	go func() {
+	x.commitAhead(func() {
 		defer close(p.done)
 		evs, err := x.e.o.Store.CommitStep(cctx, st)
 		if err != nil {
@@ -90,9 +90,37 @@ func (x *execution) checkpointAhead(ctx context.Context, resp model.Response, re
 		}
 		x.publish(evs...)
 		crashpoint.Hit(crashpoint.AfterIntent)
-	}()
+	})
 	x.pending = p
 	return nil
+}
+
+// commitAhead runs commit on the execution's committing goroutine,
+// started at its first commit and kept until the execution ends
+// (stopCommitter). One goroutine for all of a run's commits, not one
+// each: a commit runs deep in the SQLite driver, and a fresh goroutine's
+// stack grew, copied three or four times, on every step. At most one
+// commit is in flight (settle waits for it before the next), so the
+// channel never holds more than one.
+func (x *execution) commitAhead(commit func()) {
+	if x.commits == nil {
+		x.commits = make(chan func(), 1)
+		go func(commits <-chan func()) {
+			for c := range commits {
+				c()
+			}
+		}(x.commits)
+	}
+	x.commits <- commit
+}
+
+// stopCommitter ends the committing goroutine, if any, once the commit it
+// was given, if any, has run.
+func (x *execution) stopCommitter() {
+	if x.commits != nil {
+		close(x.commits)
+		x.commits = nil
+	}
 }
 
 // committed waits for the commit in flight, if any, and reports whether it

@@ -276,6 +276,7 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		req.ReasoningEffort = e.o.ReasoningEffort
 	}
 	x = &execution{e: e, run: run, req: req, logger: logger, task: run.TaskID(), turn: run.Steps}
+	defer x.stopCommitter()
 	if run.CancelRequested {
 		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusCancelled, "", "cancelled before start")
 		return
@@ -503,6 +504,9 @@ type execution struct {
 	// pending is the step committing in the background (ahead.go), nil
 	// when none is.
 	pending *inflight
+	// commits feeds the goroutine that commits ahead (ahead.go), started
+	// at the first such commit; nil before.
+	commits chan func()
 }
 
 // compactAt is the dial in tokens.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
@@ -28,7 +29,8 @@ type JournalEntry struct {
 }
 
 // Step is one successful model call's checkpoint: the assistant message, the
-// intents of every tool call it asked for, and its usage.
+// intents of every tool call it asked for, and its usage, added to the run's
+// totals (the step's own usage is in its events).
 type Step struct {
 	RunID     string
 	SessionID string
@@ -50,22 +52,27 @@ type Step struct {
 
 // CommitStep writes a step atomically, its held Results first, and returns
 // the events written with IDs: the results' events, then Events.
+//
+// A step is few statements, whatever it holds: the journal rows of the held
+// results, then one INSERT of every message (the results' tool messages,
+// then the step's), one of every intent, the run's counters and one INSERT
+// of every event (events.go). Each statement run costs the writer a round
+// through database/sql and the driver, and the rows of one INSERT land on
+// the same pages anyway.
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
 	var written []bool
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if written, err = s.writeResults(ctx, tx, st.Results); err != nil {
+		msgs, evs, w, err := s.finishCalls(ctx, tx, st.Results)
+		if err != nil {
 			return err
 		}
-		if err := s.insertMessage(ctx, tx, st.SessionID, st.RunID, st.Message); err != nil {
+		written = w
+		msgs = append(msgs, storedMessage{SessionID: st.SessionID, RunID: st.RunID, Message: st.Message})
+		if err := s.insertMessages(ctx, tx, msgs); err != nil {
 			return err
 		}
-		for _, in := range st.Intents {
-			_, err := s.exec(ctx, tx, `INSERT INTO tool_journal (run_id, call_id, name, args, read_only, status, created_at)
-				VALUES (?, ?, ?, ?, ?, 'intent', ?)`, st.RunID, in.CallID, in.Name, string(in.Args), in.ReadOnly, now())
-			if err != nil {
-				return fmt.Errorf("journal intent %s: %w", in.CallID, err)
-			}
+		if err := s.insertIntents(ctx, tx, st.RunID, st.Intents); err != nil {
+			return err
 		}
 		u := st.Usage
 		var step int
@@ -78,22 +85,37 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO usage (run_id, step, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.RunID, step, st.Model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, now()); err != nil {
-			return err
-		}
 		if st.Call != nil {
 			if err := s.insertCall(ctx, tx, st.RunID, step, st.Call); err != nil {
 				return err
 			}
 		}
-		return s.insertEvents(ctx, tx, st.Events)
+		return s.insertEventLists(ctx, tx, append(evs, st.Events)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
 	}
 	return append(writtenEvents(st.Results, written), st.Events...), nil
 }
+
+// insertIntents journals the intents of one step's calls, in one INSERT.
+func (s *Store) insertIntents(ctx context.Context, tx *sql.Tx, runID string, intents []Intent) error {
+	for len(intents) > 0 {
+		chunk := intents[:min(len(intents), rowsPerInsert)]
+		intents = intents[len(chunk):]
+		args := make([]any, 0, 6*len(chunk))
+		at := now()
+		for _, in := range chunk {
+			args = append(args, runID, in.CallID, in.Name, string(in.Args), in.ReadOnly, at)
+		}
+		if _, err := s.exec(ctx, tx, intentInserts[len(chunk)], args...); err != nil {
+			return fmt.Errorf("journal intents of call %s…: %w", chunk[0].CallID, err)
+		}
+	}
+	return nil
+}
+
+var intentInserts = rowInserts(`INSERT INTO tool_journal (run_id, call_id, name, args, read_only, status, created_at) VALUES `, `(?, ?, ?, ?, ?, 'intent', ?)`)
 
 // ToolResult is one finished tool call.
 type ToolResult struct {
@@ -115,7 +137,16 @@ type ToolResult struct {
 // message to the conversation, all in one transaction. A call already done
 // is left as it is (ErrAlreadyFinal): its first result stands.
 func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Event, error) {
-	err := s.groupTx(ctx, func(tx *sql.Tx) error { return s.writeResult(ctx, tx, tr) })
+	err := s.groupTx(ctx, func(tx *sql.Tx) error {
+		if err := s.finishCall(ctx, tx, tr); err != nil {
+			return err
+		}
+		m := storedMessage{SessionID: tr.SessionID, RunID: tr.RunID, Message: toolMessage(tr)}
+		if err := s.insertMessages(ctx, tx, []storedMessage{m}); err != nil {
+			return err
+		}
+		return s.insertEvents(ctx, tx, tr.Events)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint result of call %s: %w", tr.CallID, err)
 	}
@@ -129,11 +160,15 @@ func (s *Store) CommitToolResult(ctx context.Context, tr ToolResult) ([]event.Ev
 func (s *Store) CommitResults(ctx context.Context, results []ToolResult, events []event.Event) ([]event.Event, error) {
 	var written []bool
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if written, err = s.writeResults(ctx, tx, results); err != nil {
+		msgs, evs, w, err := s.finishCalls(ctx, tx, results)
+		if err != nil {
 			return err
 		}
-		return s.insertEvents(ctx, tx, events)
+		written = w
+		if err := s.insertMessages(ctx, tx, msgs); err != nil {
+			return err
+		}
+		return s.insertEventLists(ctx, tx, append(evs, events)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %d results: %w", len(results), err)
@@ -141,26 +176,34 @@ func (s *Store) CommitResults(ctx context.Context, results []ToolResult, events 
 	return append(writtenEvents(results, written), events...), nil
 }
 
-// writeResults writes results in order inside tx and reports which were
-// written; a call already done is skipped. Their events get their ids in
-// place, by the commit on PostgreSQL (postgres.go): writtenEvents collects
-// them after the transaction.
-func (s *Store) writeResults(ctx context.Context, tx *sql.Tx, results []ToolResult) ([]bool, error) {
+// finishCalls marks the calls of results done in the journal, in order,
+// and returns the tool messages of those it finished, their events' lists
+// (to be written after them) and which it finished. A call already done is
+// skipped: its first result stands, its message and events are not
+// written again. The events get their ids in place when they are written,
+// on PostgreSQL by the commit (postgres.go): writtenEvents collects them
+// after the transaction.
+func (s *Store) finishCalls(ctx context.Context, tx *sql.Tx, results []ToolResult) ([]storedMessage, [][]event.Event, []bool, error) {
+	var msgs []storedMessage
+	var evs [][]event.Event
 	written := make([]bool, len(results))
 	for i, tr := range results {
-		err := s.writeResult(ctx, tx, tr)
+		err := s.finishCall(ctx, tx, tr)
 		if errors.Is(err, ErrAlreadyFinal) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("result of call %s: %w", tr.CallID, err)
+			return nil, nil, nil, fmt.Errorf("result of call %s: %w", tr.CallID, err)
 		}
+		msgs = append(msgs, storedMessage{SessionID: tr.SessionID, RunID: tr.RunID, Message: toolMessage(tr)})
+		evs = append(evs, tr.Events)
 		written[i] = true
 	}
-	return written, nil
+	return msgs, evs, written, nil
 }
 
-// writtenEvents is the events of the results writeResults wrote, in order.
+// writtenEvents is the events of the results finishCalls finished, in
+// order.
 func writtenEvents(results []ToolResult, written []bool) []event.Event {
 	var out []event.Event
 	for i, tr := range results {
@@ -171,9 +214,15 @@ func writtenEvents(results []ToolResult, written []bool) []event.Event {
 	return out
 }
 
-// writeResult is CommitToolResult's work inside tx. It fills in the IDs of
-// tr.Events in place.
-func (s *Store) writeResult(ctx context.Context, tx *sql.Tx, tr ToolResult) error {
+// toolMessage is the conversation's message of tr.
+func toolMessage(tr ToolResult) model.Message {
+	return model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
+}
+
+// finishCall records tr's result on its journal entry, which must still be
+// an intent (ErrAlreadyFinal otherwise), and rewrites the call's stored
+// arguments when BoundArgs is set.
+func (s *Store) finishCall(ctx context.Context, tx *sql.Tx, tr ToolResult) error {
 	res, err := s.exec(ctx, tx, `UPDATE tool_journal SET status = 'done', result = ?, is_error = ?, finished_at = ?
 		WHERE run_id = ? AND call_id = ? AND status = 'intent'`, tr.Text, tr.IsError, now(), tr.RunID, tr.CallID)
 	if err != nil {
@@ -183,15 +232,9 @@ func (s *Store) writeResult(ctx context.Context, tx *sql.Tx, tr ToolResult) erro
 		return fmt.Errorf("call %s: %w", tr.CallID, ErrAlreadyFinal)
 	}
 	if len(tr.BoundArgs) > 0 {
-		if err := s.rewriteCallArgs(ctx, tx, tr); err != nil {
-			return err
-		}
+		return s.rewriteCallArgs(ctx, tx, tr)
 	}
-	m := model.Message{Role: model.RoleTool, Content: tr.Text, ToolCallID: tr.CallID, Name: tr.Name}
-	if err := s.insertMessage(ctx, tx, tr.SessionID, tr.RunID, m); err != nil {
-		return err
-	}
-	return s.insertEvents(ctx, tx, tr.Events)
+	return nil
 }
 
 // rewriteCallArgs replaces one call's arguments on the assistant message of
@@ -282,9 +325,15 @@ func (s *Store) Journal(ctx context.Context, runID string) (map[string]JournalEn
 
 // Messages returns a session's active conversation in order: the messages
 // no compaction has replaced with its summary (LatestCompaction).
+//
+// A compaction marks the oldest active messages inactive, so the inactive
+// messages of a session are always a prefix of it: the active ones are
+// those past the newest inactive one (inactiveUpTo), read as a range of
+// messages_session. No index over every message's active flag is kept: an
+// index every insert must update costs each step's commit a page.
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message, error) {
 	rows, err := s.readRows(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,''), COALESCE(extra,'')
-		FROM messages WHERE session_id = ? AND active = 1 ORDER BY id`, sessionID)
+		FROM messages WHERE session_id = ?1 AND id > `+inactiveUpTo+` AND active = 1 ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)
 	}
@@ -310,33 +359,78 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 	return out, rows.Err()
 }
 
-func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, sessionID, runID string, m model.Message) error {
-	var calls, callID, name, extra any
-	if len(m.Extra) > 0 {
-		extra = string(m.Extra)
-	}
-	if len(m.ToolCalls) > 0 {
-		b, err := json.Marshal(m.ToolCalls)
-		if err != nil {
+// inactiveUpTo is the id of the newest inactive message of the session
+// ?1, or 0: one probe of the index of inactive messages (messages_inactive).
+const inactiveUpTo = `COALESCE((SELECT max(id) FROM messages WHERE session_id = ?1 AND active = 0), 0)`
+
+// storedMessage is one message to insert with the session and run it
+// belongs to.
+type storedMessage struct {
+	SessionID, RunID string
+	model.Message
+}
+
+// insertMessages appends msgs to their sessions in order, in one INSERT
+// (per rowsPerInsert of them).
+func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, msgs []storedMessage) error {
+	at := now()
+	for len(msgs) > 0 {
+		chunk := msgs[:min(len(msgs), rowsPerInsert)]
+		msgs = msgs[len(chunk):]
+		args := make([]any, 0, 9*len(chunk))
+		for _, sm := range chunk {
+			m := sm.Message
+			var calls, callID, name, extra any
+			if len(m.Extra) > 0 {
+				extra = string(m.Extra)
+			}
+			if len(m.ToolCalls) > 0 {
+				b, err := json.Marshal(m.ToolCalls)
+				if err != nil {
+					return err
+				}
+				calls = string(b)
+			}
+			if m.ToolCallID != "" {
+				callID = m.ToolCallID
+			}
+			if m.Name != "" {
+				name = m.Name
+			}
+			if m.Role != model.RoleUser && m.Role != model.RoleAssistant && m.Role != model.RoleTool {
+				return errors.New("insert message: role " + string(m.Role) + " is not stored")
+			}
+			args = append(args, sm.SessionID, sm.RunID, string(m.Role), m.Content, calls, callID, name, extra, at)
+		}
+		if _, err := s.exec(ctx, tx, messageInserts[len(chunk)], args...); err != nil {
 			return err
 		}
-		calls = string(b)
+		s.recallPending.Add(int64(len(chunk)))
 	}
-	if m.ToolCallID != "" {
-		callID = m.ToolCallID
+	return nil
+}
+
+var messageInserts = rowInserts(`INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, extra, created_at) VALUES `,
+	`(?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+
+// rowsPerInsert bounds the rows of one multi-row INSERT: each count up to
+// it is a statement text of its own, prepared once.
+const rowsPerInsert = 16
+
+// rowInserts returns, at index n (1 to rowsPerInsert), the INSERT that
+// begins with head (ending in VALUES) and gives n rows of the form row.
+func rowInserts(head, row string) []string {
+	out := make([]string, rowsPerInsert+1)
+	var b strings.Builder
+	b.WriteString(head)
+	for n := 1; n <= rowsPerInsert; n++ {
+		if n > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+		out[n] = b.String()
 	}
-	if m.Name != "" {
-		name = m.Name
-	}
-	if m.Role != model.RoleUser && m.Role != model.RoleAssistant && m.Role != model.RoleTool {
-		return errors.New("insert message: role " + string(m.Role) + " is not stored")
-	}
-	_, err := s.exec(ctx, tx, `INSERT INTO messages (session_id, run_id, role, content, tool_calls, tool_call_id, name, extra, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sessionID, runID, string(m.Role), m.Content, calls, callID, name, extra, now())
-	if err == nil {
-		s.recallPending.Add(1)
-	}
-	return err
+	return out
 }
 
 // FinalReply reports whether the newest message of a session is an

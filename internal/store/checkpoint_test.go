@@ -152,3 +152,87 @@ func TestCommitStepWritesHeldResultsFirst(t *testing.T) {
 		t.Fatalf("conversation %v, want %v", got, want)
 	}
 }
+
+// TestCommitStepGivesEachEventItsStoredID: the ids a step's commit hands
+// back are the ids its events are stored under, in order, for a step with
+// more events than one statement inserts and with other events between
+// its commits.
+func TestCommitStepGivesEachEventItsStoredID(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_ids", SessionID: "s_ids"})
+	if _, _, err := s.Start(ctx, "resp_ids", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	var want []event.Event
+	for i, n := range []int{1, 5, 16, 17, 40} {
+		if err := s.AddEvents(ctx, []event.Event{event.New("resp_ids", "s_ids", event.ModelRetry, map[string]any{"between": i})}); err != nil {
+			t.Fatal(err)
+		}
+		var evs []event.Event
+		for j := range n {
+			evs = append(evs, event.New("resp_ids", "s_ids", event.ToolCall, map[string]any{"step": i, "event": j}))
+		}
+		evs[n-1].Data = nil // a row without data among them
+		got, err := s.CommitStep(ctx, store.Step{RunID: "resp_ids", SessionID: "s_ids", Model: "m",
+			Message: model.Message{Role: model.RoleAssistant, Content: "x"}, Events: evs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n {
+			t.Fatalf("step %d: %d events back, want %d", i, len(got), n)
+		}
+		want = append(want, got...)
+	}
+	stored, err := s.Events(ctx, store.EventFilter{RunID: "resp_ids", Name: event.ToolCall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != len(want) {
+		t.Fatalf("%d events stored, want %d", len(stored), len(want))
+	}
+	for i := range want {
+		if stored[i].ID != want[i].ID || string(stored[i].Data) != string(want[i].Data) {
+			t.Fatalf("event %d: stored id %d data %s, commit said id %d data %s", i, stored[i].ID, stored[i].Data, want[i].ID, want[i].Data)
+		}
+	}
+}
+
+// TestCommitResultsFillsIDsInPlace: a result's events get their ids in its
+// own slice, which is how a caller tells a result written from one whose
+// call was already done (left without ids).
+func TestCommitResultsFillsIDsInPlace(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "resp_in", SessionID: "s_in"})
+	if _, _, err := s.Start(ctx, "resp_in", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{}`)
+	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_in", SessionID: "s_in", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "write_file", Arguments: args}}},
+		Intents: []store.Intent{{CallID: "c1", Name: "write_file", Args: args}}}); err != nil {
+		t.Fatal(err)
+	}
+	result := func() store.ToolResult {
+		return store.ToolResult{RunID: "resp_in", SessionID: "s_in", CallID: "c1", Name: "write_file", Text: "ok",
+			Events: []event.Event{event.New("resp_in", "s_in", event.ToolResult, map[string]any{"call_id": "c1"})}}
+	}
+	first := result()
+	other := []event.Event{event.New("resp_in", "s_in", event.ModelRetry, nil)}
+	got, err := s.CommitResults(ctx, []store.ToolResult{first}, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Events[0].ID == 0 || len(got) != 2 || got[0].ID != first.Events[0].ID || got[1].ID <= got[0].ID {
+		t.Fatalf("first result: event id %d, written %+v", first.Events[0].ID, got)
+	}
+	again := result()
+	got, err = s.CommitResults(ctx, []store.ToolResult{again}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Events[0].ID != 0 || len(got) != 0 {
+		t.Fatalf("a result of a call already done: event id %d, written %+v; want neither", again.Events[0].ID, got)
+	}
+}

@@ -94,7 +94,7 @@ func (s *Store) CommitCompaction(ctx context.Context, c Compact) ([]event.Event,
 		var last int64
 		var n int
 		err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0), COUNT(*) FROM (SELECT id FROM messages
-			WHERE session_id = ? AND active = 1 ORDER BY id LIMIT ?) AS covered`, c.SessionID, c.Covered).Scan(&last, &n)
+			WHERE session_id = ?1 AND id > `+inactiveUpTo+` AND active = 1 ORDER BY id LIMIT ?2) AS covered`, c.SessionID, c.Covered).Scan(&last, &n)
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,9 @@ func (s *Store) CommitCompaction(ctx context.Context, c Compact) ([]event.Event,
 		if role == string(model.RoleTool) {
 			return ErrSplitTurn
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1 AND id <= ?`,
+		// The oldest active messages: the inactive ones stay a prefix of
+		// the session, which Messages relies on.
+		if _, err := s.exec(ctx, tx, `UPDATE messages SET active = 0 WHERE session_id = ?1 AND id > `+inactiveUpTo+` AND active = 1 AND id <= ?2`,
 			c.SessionID, last); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -87,7 +88,7 @@ func TestCompactionMigrationAppliesAfterVersionTen(t *testing.T) {
 	ctx := context.Background()
 	s, path := open(t)
 	s.Close()
-	rewrite(t, path, "DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10")
+	rewrite(t, path, "DROP INDEX messages_inactive", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active", "PRAGMA user_version = 10")
 	s, err := store.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -96,5 +97,49 @@ func TestCompactionMigrationAppliesAfterVersionTen(t *testing.T) {
 	session(t, s, "r1", "s1", []model.Message{user("hello")})
 	if _, err := s.CommitCompaction(ctx, store.Compact{RunID: "r1", SessionID: "s1", Covered: 1, Summary: "n"}); err != nil {
 		t.Fatalf("compaction after migrating from version 10: %v", err)
+	}
+}
+
+// TestCompactionsCoverTheOldestActiveInTurn: each compaction covers the
+// oldest messages still active, so after two of them the window is the
+// newest messages, in order, and another session's older messages are
+// none of its business.
+func TestCompactionsCoverTheOldestActiveInTurn(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	session(t, s, "r2", "s2", []model.Message{user("other one"), user("other two")})
+	session(t, s, "r1", "s1", []model.Message{user("one"), user("two"), user("three")})
+	if _, err := s.CommitStep(ctx, store.Step{RunID: "r1", SessionID: "s1", Model: "m",
+		Message: model.Message{Role: model.RoleAssistant, Content: "four"}}); err != nil {
+		t.Fatal(err)
+	}
+	window := func(sessionID string) []string {
+		t.Helper()
+		msgs, err := s.Messages(ctx, sessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Content)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		covered int
+		want    []string
+	}{{1, []string{"two", "three", "four"}}, {2, []string{"four"}}} {
+		if _, err := s.CommitCompaction(ctx, store.Compact{RunID: "r1", SessionID: "s1", Covered: c.covered, Summary: "n"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := window("s1"); !slices.Equal(got, c.want) {
+			t.Fatalf("after covering %d more: window %q, want %q", c.covered, got, c.want)
+		}
+	}
+	if _, err := s.CommitCompaction(ctx, store.Compact{RunID: "r1", SessionID: "s1", Covered: 2, Summary: "n"}); err == nil {
+		t.Fatal("covering 2 of 1 active message succeeded")
+	}
+	if got := window("s2"); !slices.Equal(got, []string{"other one", "other two"}) {
+		t.Fatalf("the other session's window = %q, want it whole", got)
 	}
 }

@@ -55,7 +55,7 @@ var pgCache sync.Map // string → pgStatement
 // pgKeys are the tables whose integer key LastInsertId reports, with the
 // key's column.
 var pgKeys = map[string]string{
-	"runs": "seq", "messages": "id", "usage": "id", "events": "id", "self_revisions": "id",
+	"runs": "seq", "messages": "id", "events": "id", "self_revisions": "id",
 	"calls": "id", "compactions": "id", "memories": "id", "promotion_outbox": "id",
 }
 

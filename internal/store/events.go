@@ -53,15 +53,70 @@ func spine(r Run, evs []event.Event) {
 // insertEvents stores evs in tx and fills in their ids; on PostgreSQL one
 // notification covers them all (as insertEvent).
 func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event) error {
-	for i := range evs {
-		if err := s.insertEventRow(ctx, tx, &evs[i]); err != nil {
-			return err
-		}
+	return s.insertEventLists(ctx, tx, evs)
+}
+
+// insertEventLists is insertEvents of the lists one after the other, each
+// list's events given their ids in place.
+func (s *Store) insertEventLists(ctx context.Context, tx *sql.Tx, lists ...[]event.Event) error {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
 	}
-	if len(evs) == 0 {
+	if n == 0 {
 		return nil
 	}
+	if !s.pg {
+		evs := make([]*event.Event, 0, n)
+		for _, l := range lists {
+			for i := range l {
+				evs = append(evs, &l[i])
+			}
+		}
+		return s.insertEventRows(ctx, tx, evs)
+	}
+	for _, l := range lists {
+		for i := range l {
+			if err := s.insertEventRow(ctx, tx, &l[i]); err != nil {
+				return err
+			}
+		}
+	}
 	return s.notifyEvents(ctx, tx)
+}
+
+var eventInserts = rowInserts("INSERT INTO events (run_id, session_id, owner, task_id, turn, name, data, created_at) VALUES ", "(?, ?, ?, ?, ?, ?, ?, ?)")
+
+// insertEventRows is insertEventLists on SQLite: the events of one write
+// (a step's are five or so) go in as one INSERT of many rows, one
+// statement run instead of one per event. One statement's rows take
+// consecutive ids (the one writer, AUTOINCREMENT: each row's id is one past
+// the last), so the last row's id gives every row's.
+func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, evs []*event.Event) error {
+	for len(evs) > 0 {
+		chunk := evs[:min(len(evs), rowsPerInsert)]
+		evs = evs[len(chunk):]
+		args := make([]any, 0, 8*len(chunk))
+		for _, e := range chunk {
+			var data any
+			if len(e.Data) > 0 {
+				data = string(e.Data)
+			}
+			args = append(args, e.RunID, e.SessionID, e.Owner, e.TaskID, e.Turn, e.Name, data, e.Time.UnixMilli())
+		}
+		res, err := s.exec(ctx, tx, eventInserts[len(chunk)], args...)
+		if err != nil {
+			return fmt.Errorf("insert events %s…: %w", chunk[0].Name, err)
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("insert events %s…: %w", chunk[0].Name, err)
+		}
+		for i, e := range chunk {
+			e.ID = last - int64(len(chunk)-1-i)
+		}
+	}
+	return nil
 }
 
 // notifyEvents tells the event tails of every worker on this PostgreSQL

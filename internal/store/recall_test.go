@@ -118,7 +118,7 @@ func TestRecallIndexFollowsRewritesAndBackfillsOldDatabases(t *testing.T) {
 	s.Close()
 
 	// Make the file look like one written before the index existed.
-	rewrite(t, path, "DROP INDEX messages_active", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active",
+	rewrite(t, path, "DROP INDEX messages_inactive", "DROP TABLE compactions", "ALTER TABLE messages DROP COLUMN active",
 		"DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_fts_delete",
 		"DROP TRIGGER messages_fts_update", "DROP VIEW messages_recall_text", "DROP TABLE messages_fts", "PRAGMA user_version = 7")
 	s, err := store.Open(ctx, path)

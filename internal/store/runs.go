@@ -281,10 +281,12 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 		}
 		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
 		if !r.InputAppended {
-			for _, m := range input {
-				if err := s.insertMessage(ctx, tx, r.SessionID, id, m); err != nil {
-					return err
-				}
+			msgs := make([]storedMessage, len(input))
+			for i, m := range input {
+				msgs[i] = storedMessage{SessionID: r.SessionID, RunID: id, Message: m}
+			}
+			if err := s.insertMessages(ctx, tx, msgs); err != nil {
+				return err
 			}
 		}
 		run, err = scanRun(rowScan{s, ctx, tx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
@@ -390,7 +392,7 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 	if !Terminal(status) {
 		return event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
 	}
-	var ev event.Event
+	var fin []event.Event
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		r, err := s.lockRun(ctx, tx, id)
 		if err != nil {
@@ -411,7 +413,7 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		if errText != "" {
 			data[event.KeyError] = errText
 		}
-		ev = event.New(id, r.SessionID, event.RunFinished, data)
+		ev := event.New(id, r.SessionID, event.RunFinished, data)
 		ev.Turn = r.Steps
 		spine(r, extra)
 		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
@@ -420,16 +422,15 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 				return err
 			}
 		}
-		// The events last, as in CreateRun.
-		if err := s.insertEvents(ctx, tx, extra); err != nil {
-			return err
-		}
-		return s.insertEvent(ctx, tx, &ev)
+		// The events last, as in CreateRun, in one INSERT on SQLite; ev
+		// gets its id in fin (on PostgreSQL at the commit).
+		fin = []event.Event{ev}
+		return s.insertEventLists(ctx, tx, extra, fin)
 	})
 	if err != nil {
 		return event.Event{}, fmt.Errorf("finish run %s: %w", id, err)
 	}
-	return ev, nil
+	return fin[0], nil
 }
 
 // requestCancel marks a live run cancel-requested.

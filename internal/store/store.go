@@ -1,5 +1,5 @@
 // Package store keeps Delta's durable state in one SQLite file: sessions,
-// runs, conversation messages, the tool journal, usage and events, and the
+// runs with their usage, conversation messages, the tool journal and events, and the
 // tables of the packages that keep state beside a run: the todo tool's
 // plans, search_tools' activations and the vault's sealed secrets. Every
 // SQL statement lives in this package, so the schema has one owner; other
