@@ -15,7 +15,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -46,8 +45,9 @@ type Claimer interface {
 	ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]store.Run, error)
 	// RenewSessionLeases extends every lease holder still holds.
 	RenewSessionLeases(ctx context.Context, holder string, ttl time.Duration, now time.Time) (int64, error)
-	// ReleaseSession gives a session's lease up if holder holds it.
-	ReleaseSession(ctx context.Context, sessionID, holder string) error
+	// ReleaseSessions gives up the leases of the sessions holder holds
+	// among sessionIDs, in one write.
+	ReleaseSessions(ctx context.Context, sessionIDs []string, holder string) error
 	// ResumeRuns marks running rows resumed in one transaction.
 	ResumeRuns(ctx context.Context, ids []string) ([]event.Event, error)
 	// CancelRequestedRuns lists the running runs with a cancel request
@@ -166,14 +166,12 @@ func (q *Queue) Close(ctx context.Context) error {
 	}
 	// The interrupted runs stay running: giving their sessions up lets
 	// another worker resume them now rather than after the TTL.
-	var errs []error
+	held := make([]string, 0, len(q.share.held))
 	for sid := range q.share.held {
-		if err := q.share.store.ReleaseSession(ctx, sid, q.share.holder); err != nil {
-			errs = append(errs, err)
-		}
+		held = append(held, sid)
 	}
 	clear(q.share.held)
-	return errors.Join(errs...)
+	return q.share.store.ReleaseSessions(ctx, held, q.share.holder)
 }
 
 // Notify tells the dispatcher a run was queued or a slot freed.

@@ -89,16 +89,17 @@ func (q *Queue) dispatchShared() {
 		q.start(store.RunHead{ID: r.ID, SessionID: r.SessionID, Status: r.Status})
 	}
 	q.mu.Unlock()
-	// The releases are for the other workers: this one's picks start first.
-	for _, sid := range release {
-		if err := sh.store.ReleaseSession(q.ctx, sid, sh.holder); err != nil && q.ctx.Err() == nil {
-			// Still held: the next dispatch (the poll at the latest) gives
-			// it up again, rather than the other workers waiting the TTL.
-			q.logger.Warn("release session lease", "session", sid, "err", err)
-			q.mu.Lock()
+	// The releases are for the other workers: this one's picks start
+	// first. They go in one write, however many runs just ended.
+	if err := sh.store.ReleaseSessions(q.ctx, release, sh.holder); err != nil && q.ctx.Err() == nil {
+		// Still held: the next dispatch (the poll at the latest) gives
+		// them up again, rather than the other workers waiting the TTL.
+		q.logger.Warn("release session leases", "sessions", len(release), "err", err)
+		q.mu.Lock()
+		for _, sid := range release {
 			sh.held[sid] = true
-			q.mu.Unlock()
 		}
+		q.mu.Unlock()
 	}
 }
 

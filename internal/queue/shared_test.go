@@ -257,11 +257,11 @@ type failingRelease struct {
 	failed atomic.Bool
 }
 
-func (f *failingRelease) ReleaseSession(ctx context.Context, sessionID, holder string) error {
-	if f.failed.CompareAndSwap(false, true) {
+func (f *failingRelease) ReleaseSessions(ctx context.Context, sessionIDs []string, holder string) error {
+	if len(sessionIDs) > 0 && f.failed.CompareAndSwap(false, true) {
 		return errors.New("connection reset")
 	}
-	return f.Store.ReleaseSession(ctx, sessionID, holder)
+	return f.Store.ReleaseSessions(ctx, sessionIDs, holder)
 }
 
 // TestSharedWorkerRetriesAFailedRelease: a session whose release failed

@@ -61,17 +61,22 @@ type EventTail struct {
 	listener *pgListener
 	nudge    chan struct{}
 	// Deltas wait in queue (guarded by qmu) until the sender or a commit
-	// of this worker's events takes them. relay is held from taking them
-	// until they are sent, so deltas queued before a commit reach the
-	// other workers before that commit's events: a run's last text is
-	// not overtaken by its run.finished.
-	qmu    sync.Mutex
-	queue  []event.Event
-	queued chan struct{}
-	relay  sync.Mutex
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	last   int64 // the last id handed on; owned by the reader goroutine after Open
+	// of this worker's events takes them (ahead). Whoever takes deltas is
+	// a carrier until its notification has committed; a commit or a
+	// carrier waits, before it sends, for the carriers taken before it
+	// whose deltas are of its runs or sessions. So the deltas queued
+	// before a commit reach the other workers before that commit's
+	// events (a run's last text is not overtaken by its run.finished),
+	// and a run's deltas keep their order, while commits of other runs
+	// go on side by side. relay guards carriers and the taking.
+	qmu      sync.Mutex
+	queue    []event.Event
+	queued   chan struct{}
+	relay    sync.Mutex
+	carriers []*carrier
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	last     int64 // the last id handed on; owned by the reader goroutine after Open
 
 	// top is the highest event id a notification named: that event and
 	// every smaller id have committed (they commit in id order). unsure
@@ -215,13 +220,98 @@ func (t *EventTail) SendDelta(e event.Event) {
 	}
 }
 
-// takeDeltas empties the queue into notification payloads. The caller
-// holds relay until it has sent them.
-func (t *EventTail) takeDeltas() []string {
+// carrier is a taker of deltas whose notification has not committed yet.
+type carrier struct {
+	keys map[string]bool // the runs and sessions of its deltas (relayKeys)
+	done chan struct{}   // closed once its notification committed or failed
+}
+
+// relayKeys adds to keys the run and the session of each event: what a
+// commit's events and a carrier's deltas are ordered by.
+func relayKeys(keys map[string]bool, evs []*event.Event) map[string]bool {
+	for _, e := range evs {
+		if keys == nil {
+			keys = make(map[string]bool, 2*len(evs))
+		}
+		if e.RunID != "" {
+			keys["r\x00"+e.RunID] = true
+		}
+		if e.SessionID != "" {
+			keys["s\x00"+e.SessionID] = true
+		}
+	}
+	return keys
+}
+
+// ahead takes the queued deltas for a transaction committing evs (none:
+// the sender's own notification) and waits for the carriers taken before
+// it that hold deltas of the same runs or sessions as evs or the taken
+// deltas. It returns the deltas as notification payloads, to be sent
+// ahead of evs in the same transaction, and done, which the caller calls
+// once that transaction has committed or failed (it ends this taker's
+// turn as a carrier). An ended ctx while waiting is the error; the taken
+// deltas are then lost, as deltas are whenever their commit fails.
+func (t *EventTail) ahead(ctx context.Context, evs []*event.Event) (payloads []string, done func(), err error) {
+	t.relay.Lock()
 	t.qmu.Lock()
-	evs := t.queue
+	deltas := t.queue
 	t.queue = nil
 	t.qmu.Unlock()
+	ptrs := make([]*event.Event, len(deltas))
+	for i := range deltas {
+		ptrs[i] = &deltas[i]
+	}
+	var c *carrier
+	if len(deltas) > 0 {
+		c = &carrier{keys: relayKeys(nil, ptrs), done: make(chan struct{})}
+	}
+	var wait []chan struct{}
+	if len(t.carriers) > 0 {
+		keys := relayKeys(nil, evs)
+		if c != nil {
+			keys = relayKeys(keys, ptrs)
+		}
+		for _, o := range t.carriers {
+			for k := range o.keys {
+				if keys[k] {
+					wait = append(wait, o.done)
+					break
+				}
+			}
+		}
+	}
+	if c != nil {
+		t.carriers = append(t.carriers, c)
+	}
+	t.relay.Unlock()
+	done = func() {
+		if c == nil {
+			return
+		}
+		t.relay.Lock()
+		for i, o := range t.carriers {
+			if o == c {
+				t.carriers = append(t.carriers[:i], t.carriers[i+1:]...)
+				break
+			}
+		}
+		t.relay.Unlock()
+		close(c.done)
+	}
+	for _, w := range wait {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			done()
+			return nil, func() {}, ctx.Err()
+		}
+	}
+	return t.payloads(deltas), done, nil
+}
+
+// payloads encodes deltas into notification payloads under PostgreSQL's
+// limit, in order; a delta too large for any is dropped.
+func (t *EventTail) payloads(evs []event.Event) []string {
 	var payloads []string
 	b := deltaBatch{Holder: t.holder}
 	size := len(t.holder) + 16
@@ -366,9 +456,9 @@ func (t *EventTail) send(ctx context.Context) {
 			return
 		case <-t.queued:
 		}
-		// The connection first, then relay, as a commit takes them: a
-		// sender holding relay while it waits for the pool would deadlock
-		// with commits that hold the pool's connections and wait for relay.
+		// The connection first, then the deltas, as a commit takes them: a
+		// carrier waiting for the pool would hold up the commits that hold
+		// the pool's connections and wait for it.
 		conn, err := t.st.w.Conn(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -376,13 +466,15 @@ func (t *EventTail) send(ctx context.Context) {
 			}
 			continue // the queue keeps them for the next signal or commit
 		}
-		t.relay.Lock()
-		for _, payload := range t.takeDeltas() {
-			if _, err := conn.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", payload); err != nil && ctx.Err() == nil {
-				t.logger.Debug("deltas not relayed", "err", err)
+		payloads, done, err := t.ahead(ctx, nil)
+		if err == nil {
+			for _, payload := range payloads {
+				if _, err := conn.ExecContext(ctx, "SELECT pg_notify('"+deltasChannel+"', ?)", payload); err != nil && ctx.Err() == nil {
+					t.logger.Debug("deltas not relayed", "err", err)
+				}
 			}
+			done()
 		}
-		t.relay.Unlock()
 		_ = conn.Close() // back to the pool
 	}
 }

@@ -330,10 +330,16 @@ func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		// The deltas this worker queued before these events travel in
 		// their transaction, ahead of them: notifications of one
 		// transaction arrive in the order sent, and before those of any
-		// later commit, so no worker sees this commit before them.
-		t.relay.Lock()
-		defer t.relay.Unlock()
-		p.deltas = t.takeDeltas()
+		// later commit, so no worker sees this commit before them. Deltas
+		// of these runs taken earlier by another carrier are waited for
+		// (ahead); commits of other runs are not.
+		var done func()
+		p.deltas, done, err = t.ahead(ctx, p.events)
+		if err != nil {
+			_ = tx.Rollback() // the wait's error is the one to report; nothing is committed
+			return fmt.Errorf("relay deltas: %w", err)
+		}
+		defer done()
 	}
 	ids := make([]int64, len(p.events))
 	err = conn.Raw(func(dc any) error {

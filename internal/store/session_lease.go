@@ -333,14 +333,65 @@ func (s *Store) AcquireSession(ctx context.Context, sessionID, holder string, tt
 // RenewSessionLeases is holder's heartbeat: every lease it still holds
 // runs until now+ttl. It returns how many it renewed; a session another
 // worker took over after the TTL is not among them.
+//
+// On PostgreSQL it renews first the lease rows it can lock at once (SKIP
+// LOCKED), in one statement, then each row held by a run's write in
+// progress (its lease guard reads the row FOR SHARE) in a statement of its
+// own. One statement over all the rows would lock them one after another
+// and, stopped at a row a write holds, keep every row it had renewed locked
+// meanwhile: each run write of those sessions would then queue behind the
+// heartbeat, which waits for a write of its own, and so on.
 func (s *Store) RenewSessionLeases(ctx context.Context, holder string, ttl time.Duration, now time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, "UPDATE session_leases SET expires_at = ? WHERE holder = ?", now.Add(ttl).UnixMilli(), holder)
+	exp := now.Add(ttl).UnixMilli()
+	if !s.pg {
+		res, err := s.w.ExecContext(ctx, "UPDATE session_leases SET expires_at = ? WHERE holder = ?", exp, holder)
+		if err != nil {
+			return 0, fmt.Errorf("renew session leases of %q: %w", holder, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("renew session leases of %q: %w", holder, err)
+		}
+		return n, nil
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE session_leases l SET expires_at = ? FROM (
+			SELECT session_id FROM session_leases WHERE holder = ? AND expires_at <> ? FOR NO KEY UPDATE SKIP LOCKED
+		) free WHERE l.session_id = free.session_id AND l.holder = ?`, exp, holder, exp, holder)
 	if err != nil {
 		return 0, fmt.Errorf("renew session leases of %q: %w", holder, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, fmt.Errorf("renew session leases of %q: %w", holder, err)
+	}
+	// What is left: the rows locked a moment ago (and any this holder took
+	// since, already renewed by their claim if their expiry is exp).
+	rows, err := s.r.QueryContext(ctx, "SELECT session_id FROM session_leases WHERE holder = ? AND expires_at <> ?", holder, exp)
+	if err != nil {
+		return n, fmt.Errorf("renew session leases of %q: %w", holder, err)
+	}
+	var busy []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return n, fmt.Errorf("renew session leases of %q: %w", holder, err)
+		}
+		busy = append(busy, id)
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("renew session leases of %q: %w", holder, err)
+	}
+	for _, id := range busy {
+		res, err := s.w.ExecContext(ctx, "UPDATE session_leases SET expires_at = ? WHERE session_id = ? AND holder = ?", exp, id, holder)
+		if err != nil {
+			return n, fmt.Errorf("renew session lease of %s for %q: %w", id, holder, err)
+		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return n, fmt.Errorf("renew session lease of %s for %q: %w", id, holder, err)
+		}
+		n += m
 	}
 	return n, nil
 }
@@ -384,21 +435,41 @@ func (s *Store) HoldsSession(ctx context.Context, sessionID, holder string, now 
 // ReleaseSession gives sessionID's lease up if holder holds it, so another
 // worker can take the session's next run at once.
 func (s *Store) ReleaseSession(ctx context.Context, sessionID, holder string) error {
+	return s.ReleaseSessions(ctx, []string{sessionID}, holder)
+}
+
+// ReleaseSessions gives up, in one statement, the leases of sessionIDs
+// that holder holds, and wakes the idle workers once: a worker whose runs
+// end together releases their sessions in one round trip, not one each.
+func (s *Store) ReleaseSessions(ctx context.Context, sessionIDs []string, holder string) error {
+	if len(sessionIDs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(sessionIDs)+1)
+	args = append(args, holder)
+	for _, id := range sessionIDs {
+		args = append(args, id)
+	}
+	in := "?" + strings.Repeat(", ?", len(sessionIDs)-1)
+	what := sessionIDs[0]
+	if len(sessionIDs) > 1 {
+		what = fmt.Sprintf("%s and %d more", what, len(sessionIDs)-1)
+	}
 	if s.pg {
 		// One statement, one round trip: the release and the wake-up of
 		// the workers (notifyRuns's channel). A data-modifying WITH runs
 		// whether or not the query reads it.
-		if _, err := s.w.ExecContext(ctx, `WITH d AS (DELETE FROM session_leases WHERE session_id = ? AND holder = ? RETURNING 1)
-			SELECT pg_notify('`+runsChannel+`', '')`, sessionID, holder); err != nil {
-			return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
+		if _, err := s.w.ExecContext(ctx, `WITH d AS (DELETE FROM session_leases WHERE holder = ? AND session_id IN (`+in+`) RETURNING 1)
+			SELECT pg_notify('`+runsChannel+`', '')`, args...); err != nil {
+			return fmt.Errorf("release session %s for %q: %w", what, holder, err)
 		}
 		return nil
 	}
-	if _, err := s.w.ExecContext(ctx, "DELETE FROM session_leases WHERE session_id = ? AND holder = ?", sessionID, holder); err != nil {
-		return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
+	if _, err := s.w.ExecContext(ctx, "DELETE FROM session_leases WHERE holder = ? AND session_id IN ("+in+")", args...); err != nil {
+		return fmt.Errorf("release session %s for %q: %w", what, holder, err)
 	}
 	if err := s.notifyRuns(ctx, s.w); err != nil {
-		return fmt.Errorf("release session %s for %q: %w", sessionID, holder, err)
+		return fmt.Errorf("release session %s for %q: %w", what, holder, err)
 	}
 	return nil
 }
