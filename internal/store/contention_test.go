@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -168,5 +169,91 @@ func TestReleaseSessionsGivesUpOnlyTheHoldersOwn(t *testing.T) {
 	}
 	if fmt.Sprint(left) != "[b=w1 d=w2]" {
 		t.Fatalf("leases left %v, want [b=w1 d=w2]", left)
+	}
+}
+
+// TestHeldWritesCommitOrRollBackWithTheirTransaction: a write made with
+// execLater in a run-life transaction is seen by the transaction's next
+// statement, commits with the transaction (with and without events), and
+// one that fails fails the transaction as a whole, its earlier writes
+// rolled back with it.
+func TestHeldWritesCommitOrRollBackWithTheirTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, TestingDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	insert := "INSERT INTO sessions (id, owner, created_at) VALUES (?, '', 0)"
+	count := func(id string) int {
+		t.Helper()
+		var n int
+		if err := s.r.QueryRowContext(ctx, "SELECT COUNT(*) FROM sessions WHERE id = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	err = s.groupTx(ctx, func(tx *sql.Tx) error {
+		if err := s.execLater(ctx, tx, insert, "seen"); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM sessions WHERE id = ?", "seen").Scan(&n); err != nil {
+			return err
+		}
+		if n != 1 {
+			t.Errorf("the transaction's next statement saw %d rows of its held write, want 1", n)
+		}
+		return s.execLater(ctx, tx, insert, "last") // held to the commit, no event
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count("seen") != 1 || count("last") != 1 {
+		t.Fatalf("committed rows seen=%d last=%d, want 1 and 1", count("seen"), count("last"))
+	}
+
+	ev := event.New("", "with-event", event.Recall, nil)
+	err = s.groupTx(ctx, func(tx *sql.Tx) error {
+		if err := s.execLater(ctx, tx, insert, "with-event"); err != nil {
+			return err
+		}
+		return s.insertEvent(ctx, tx, &ev) // the commit's pipeline carries both
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count("with-event") != 1 || ev.ID == 0 {
+		t.Fatalf("row %d, event id %d: the held write and the event did not commit together", count("with-event"), ev.ID)
+	}
+
+	for _, withEvent := range []bool{false, true} {
+		ev := event.New("", "doomed", event.Recall, nil)
+		err = s.groupTx(ctx, func(tx *sql.Tx) error {
+			if err := s.execLater(ctx, tx, insert, "doomed"); err != nil {
+				return err
+			}
+			if err := s.execLater(ctx, tx, insert, "seen"); err != nil { // a duplicate key
+				return err
+			}
+			if withEvent {
+				return s.insertEvent(ctx, tx, &ev)
+			}
+			return nil
+		})
+		if err == nil {
+			t.Fatalf("with event %v: a failing held write committed", withEvent)
+		}
+		if n := count("doomed"); n != 0 {
+			t.Fatalf("with event %v: the write before the failing one committed (%d rows)", withEvent, n)
+		}
+	}
+	// The connections are clean for the next transaction.
+	if err := s.groupTx(ctx, func(tx *sql.Tx) error { return s.execLater(ctx, tx, insert, "after") }); err != nil {
+		t.Fatal(err)
+	}
+	if count("after") != 1 {
+		t.Fatal("a transaction after the failed ones did not commit")
 	}
 }

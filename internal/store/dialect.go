@@ -158,22 +158,109 @@ func (p pgConnector) Driver() driver.Driver { return p.c.Driver() }
 
 // pgConn is a pgx database/sql connection that rewrites every statement
 // with pgSQL and sends booleans as the integers the schema stores.
-type pgConn struct{ *stdlib.Conn }
+//
+// Inside a groupTx transaction (a pgOwnTx) it holds the writes made with
+// pgLaterKey in their context (execLater) instead of sending each in a
+// round trip of its own: they go, in order, ahead of the transaction's
+// next statement in a round trip of their own, or, when none follows, in
+// the pipeline that commits (commitEvents, pgOwnTx.Commit). A held
+// write's error is that of the round trip that sends it.
+type pgConn struct {
+	*stdlib.Conn
+	own   bool      // a pgOwnTx is open on this connection
+	later []pgLater // the writes it holds
+}
+
+// pgLater is one held write, rewritten, with its arguments.
+type pgLater struct {
+	sql  string
+	args []any
+}
+
+// pgLaterKey in a write's context lets the connection hold it (pgConn).
+type pgLaterKey struct{}
+
+// flushLater sends the held writes, if any, in one round trip.
+func (c *pgConn) flushLater(ctx context.Context) error {
+	if len(c.later) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	queueLater(b, c.takeLater())
+	br := c.Conn.Conn().SendBatch(ctx, b)
+	err := execLater(br, b.Len())
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// takeLater returns the held writes and holds none.
+func (c *pgConn) takeLater() []pgLater {
+	l := c.later
+	c.later = nil
+	return l
+}
+
+// queueLater adds held writes to a pipeline.
+func queueLater(b *pgx.Batch, later []pgLater) {
+	for _, w := range later {
+		b.Queue(w.sql, w.args...)
+	}
+}
+
+// execLater reads the results of the first n statements of a pipeline,
+// held writes.
+func execLater(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("held write: %w", err)
+		}
+	}
+	return nil
+}
+
+// ResetSession drops what a transaction left held (none is, once its
+// Commit or Rollback ran) before the pool hands the connection on.
+func (c *pgConn) ResetSession(ctx context.Context) error {
+	c.own, c.later = false, nil
+	return c.Conn.ResetSession(ctx)
+}
 
 func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
+	if err := c.flushLater(context.Background()); err != nil {
+		return nil, err
+	}
 	return c.Conn.PrepareContext(context.Background(), pgSQL(query).sql)
 }
 
 func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := c.flushLater(ctx); err != nil {
+		return nil, err
+	}
 	return c.Conn.PrepareContext(ctx, pgSQL(query).sql)
 }
 
 func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.flushLater(ctx); err != nil {
+		return nil, err
+	}
 	return c.Conn.QueryContext(ctx, pgSQL(query).sql, args)
 }
 
 func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	st := pgSQL(query)
+	if c.own && ctx.Value(pgLaterKey{}) != nil {
+		vals := make([]any, len(args))
+		for i, a := range args {
+			vals[i] = a.Value
+		}
+		c.later = append(c.later, pgLater{sql: st.sql, args: vals})
+		return driver.ResultNoRows, nil // its caller reads no result
+	}
+	if err := c.flushLater(ctx); err != nil {
+		return nil, err
+	}
 	if !st.returning {
 		return c.Conn.ExecContext(ctx, st.sql, args)
 	}
@@ -231,7 +318,8 @@ func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx,
 		}
 		return nil, err
 	}
-	return &pgOwnTx{ctx: ctx, conn: pc, o: o}, nil
+	c.own, c.later = true, nil
+	return &pgOwnTx{ctx: ctx, conn: pc, c: c, o: o}, nil
 }
 
 func (o *pgOpen) begin(ctx context.Context, c *pgx.Conn) error {
@@ -272,24 +360,46 @@ func (o *pgOpen) begin(ctx context.Context, c *pgx.Conn) error {
 type pgOwnTx struct {
 	ctx  context.Context
 	conn *pgx.Conn
+	c    *pgConn
 	o    *pgOpen
 }
 
+// Commit sends the held writes, if any, and COMMIT in one pipeline.
 func (t *pgOwnTx) Commit() error {
+	later := t.c.takeLater()
+	t.c.own = false
 	if t.o.ended.Load() {
 		return nil
 	}
-	tag, err := t.conn.Exec(t.ctx, "COMMIT")
-	if err != nil {
-		return err
+	b := &pgx.Batch{}
+	queueLater(b, later)
+	b.Queue("COMMIT")
+	br := t.conn.SendBatch(t.ctx, b)
+	err := func() error {
+		if err := execLater(br, len(later)); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("commit: the server answered %s", tag)
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
 	}
-	if tag.String() != "COMMIT" {
-		return fmt.Errorf("commit: the server answered %s", tag)
+	if err != nil && t.conn.PgConn().TxStatus() != 'I' {
+		// A held write failed: the transaction is aborted, not ended.
+		_, _ = t.conn.Exec(context.WithoutCancel(t.ctx), "ROLLBACK")
 	}
-	return nil
+	return err
 }
 
 func (t *pgOwnTx) Rollback() error {
+	t.c.later, t.c.own = nil, false
 	if t.o.ended.Load() {
 		return nil
 	}

@@ -280,6 +280,7 @@ func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) erro
 // until the transaction ends, whether the event tails are to be told
 // (notifyEvents) and whether the idle workers are (notifyRuns).
 type pgPending struct {
+	later  []pgLater // the connection's held writes (execLater), sent first
 	events []*event.Event
 	deltas []string // delta notifications sent ahead of the events
 	notify bool
@@ -347,6 +348,7 @@ func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		if !ok {
 			return fmt.Errorf("write events: connection %T is not the store's", dc)
 		}
+		p.later = c.takeLater()
 		return commitEvents(ctx, c.Conn.Conn(), p, ids)
 	})
 	if err != nil {
@@ -388,6 +390,7 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 	}
 	evs := p.events
 	b := &pgx.Batch{}
+	queueLater(b, p.later)
 	for _, d := range p.deltas {
 		b.Queue("SELECT pg_notify('"+deltasChannel+"', $1)", d)
 	}
@@ -412,6 +415,9 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 	b.Queue("COMMIT")
 	br := c.SendBatch(ctx, b)
 	err := func() error {
+		if err := execLater(br, len(p.later)); err != nil {
+			return err
+		}
 		for range p.deltas {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("relay deltas: %w", err)

@@ -405,7 +405,9 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		if result != nil {
 			res = string(result)
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?`,
+		// Nothing reads its result (the row is locked above): on
+		// PostgreSQL it travels with the commit's pipeline.
+		if err := s.execLater(ctx, tx, `UPDATE runs SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?`,
 			status, res, errText, now(), id); err != nil {
 			return err
 		}
@@ -418,7 +420,7 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		spine(r, extra)
 		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
 		if reflect {
-			if _, err := s.exec(ctx, tx, "INSERT OR IGNORE INTO reflection_outbox (run_id, created_at) VALUES (?, ?)", id, now()); err != nil {
+			if err := s.execLater(ctx, tx, "INSERT OR IGNORE INTO reflection_outbox (run_id, created_at) VALUES (?, ?)", id, now()); err != nil {
 				return err
 			}
 		}

@@ -98,6 +98,21 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any)
 	return tx.ExecContext(ctx, query, args...)
 }
 
+// execLater is exec for a write whose result its caller does not read. On
+// PostgreSQL, inside a groupTx transaction, the connection holds it and
+// sends it ahead of the transaction's next statement, or in the pipeline
+// that commits when nothing follows (pgConn): a write at the end of a
+// transaction costs no round trip of its own. Its error then surfaces
+// from that later round trip, and the transaction rolls back as it would
+// have. Elsewhere it is exec.
+func (s *Store) execLater(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	if s.pg {
+		ctx = context.WithValue(ctx, pgLaterKey{}, true)
+	}
+	_, err := s.exec(ctx, tx, query, args...)
+	return err
+}
+
 // scanRow is exec for a statement that returns one row (RETURNING),
 // scanned into dest.
 func (s *Store) scanRow(ctx context.Context, tx *sql.Tx, query string, args []any, dest ...any) error {

@@ -21,7 +21,9 @@ import (
 // (workers × 96 tasks) from the first submission to the last run terminal.
 // It reports tasks/s, the share of the ideal, the workers' CPU (per task,
 // and in cores over the batch), PostgreSQL's CPU in cores (its server
-// processes) and the machine's one-minute load average at the end: on a
+// processes), the mean number of backends waiting on a lock and idle in a
+// transaction (sampled every 5 ms), the median run from start to finish
+// and the machine's one-minute load average at the end: on a
 // two-core machine the workers, PostgreSQL, the fake and anything else
 // running share the cores, so the cores are the ceiling.
 //
@@ -57,6 +59,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				cpu0 += processCPU(b, w.proc.Cmd.Process.Pid)
 			}
 			pg0 := serverCPU(b, db)
+			sampler := sampleBackends(b, c.openDB())
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
@@ -101,6 +104,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				elapsed += time.Since(t0)
 			}
 			b.StopTimer()
+			lockWait, idleInTx := sampler.stop()
 			pgCPU := time.Duration(0)
 			for pid, t := range serverCPU(b, db) {
 				pgCPU += t - pg0[pid] // a server process started since counts whole
@@ -113,6 +117,13 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "worker-cores")
 			b.ReportMetric(pgCPU.Seconds()/elapsed.Seconds(), "pg-cores")
 			b.ReportMetric(loadAverage(b), "load1")
+			b.ReportMetric(lockWait, "pg-lock-waiting")
+			b.ReportMetric(idleInTx, "pg-idle-in-tx")
+			var runMS float64
+			if err := db.QueryRow(`SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY finished_at - started_at) FROM runs`).Scan(&runMS); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(runMS, "run-p50-ms")
 			rate := float64(batch*b.N) / elapsed.Seconds()
 			ideal := float64(n*perWorker) / latency.Seconds()
 			b.ReportMetric(rate, "tasks/s")
@@ -126,6 +137,59 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			}
 		})
 	}
+}
+
+// backendSampler counts, every few milliseconds while a benchmark runs,
+// the PostgreSQL backends waiting on a lock (a row, an advisory lock, a
+// relation extension) and those idle inside a transaction (waiting for
+// their worker's next statement): where a task's time goes between the
+// database and the workers.
+type backendSampler struct {
+	done         chan struct{}
+	wg           sync.WaitGroup
+	samples      int
+	locked, inTx int
+}
+
+// sampleBackends starts sampling pg_stat_activity through db.
+func sampleBackends(b *testing.B, db *sql.DB) *backendSampler {
+	b.Helper()
+	s := &backendSampler{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+			var locked, inTx int
+			err := db.QueryRow(`SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'),
+				count(*) FILTER (WHERE state LIKE 'idle in transaction%')
+				FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&locked, &inTx)
+			if err != nil {
+				continue // the cluster stopping at the end
+			}
+			s.samples++
+			s.locked += locked
+			s.inTx += inTx
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the mean number of backends waiting
+// on a lock and idle in a transaction.
+func (s *backendSampler) stop() (lockWait, idleInTx float64) {
+	close(s.done)
+	s.wg.Wait()
+	if s.samples == 0 {
+		return 0, 0
+	}
+	return float64(s.locked) / float64(s.samples), float64(s.inTx) / float64(s.samples)
 }
 
 // describeRuns reports the first five runs matching where (a condition on
