@@ -448,7 +448,7 @@ func (t *EventTail) received(payload string) {
 // notification was on its way goes in the next one, so a token stream
 // costs a round trip per batch, not per delta. A commit of this worker's
 // events takes what is queued at that moment into its own transaction
-// instead (pgDeltasAhead).
+// instead (ahead).
 func (t *EventTail) send(ctx context.Context) {
 	for {
 		select {
