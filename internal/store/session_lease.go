@@ -366,20 +366,8 @@ func (s *Store) RenewSessionLeases(ctx context.Context, holder string, ttl time.
 	}
 	// What is left: the rows locked a moment ago (and any this holder took
 	// since, already renewed by their claim if their expiry is exp).
-	rows, err := s.r.QueryContext(ctx, "SELECT session_id FROM session_leases WHERE holder = ? AND expires_at <> ?", holder, exp)
+	busy, err := s.unrenewed(ctx, holder, exp)
 	if err != nil {
-		return n, fmt.Errorf("renew session leases of %q: %w", holder, err)
-	}
-	var busy []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return n, fmt.Errorf("renew session leases of %q: %w", holder, err)
-		}
-		busy = append(busy, id)
-	}
-	if err := rows.Err(); err != nil {
 		return n, fmt.Errorf("renew session leases of %q: %w", holder, err)
 	}
 	for _, id := range busy {
@@ -394,6 +382,24 @@ func (s *Store) RenewSessionLeases(ctx context.Context, holder string, ttl time.
 		n += m
 	}
 	return n, nil
+}
+
+// unrenewed lists the sessions holder leases whose expiry is not exp.
+func (s *Store) unrenewed(ctx context.Context, holder string, exp int64) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT session_id FROM session_leases WHERE holder = ? AND expires_at <> ?", holder, exp)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // CancelRequestedRuns lists the running runs with a cancel request whose
