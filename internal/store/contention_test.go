@@ -76,11 +76,7 @@ func TestHeartbeatRenewsFreeLeasesBesideABusyOne(t *testing.T) {
 		t.Skip("one SQLite writer: no row is locked beside the heartbeat")
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, TestingDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTesting(t)
 	t0 := time.Now()
 	const ttl = time.Minute
 	for _, sid := range []string{"busy", "free1", "free2"} {
@@ -142,11 +138,7 @@ func TestHeartbeatRenewsFreeLeasesBesideABusyOne(t *testing.T) {
 // sessions drops the ones the holder leases and leaves another holder's.
 func TestReleaseSessionsGivesUpOnlyTheHoldersOwn(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, TestingDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTesting(t)
 	t0 := time.Now()
 	for sid, holder := range map[string]string{"a": "w1", "b": "w1", "c": "w1", "d": "w2"} {
 		if err := s.AcquireSession(ctx, sid, holder, time.Minute, t0); err != nil {
@@ -179,11 +171,7 @@ func TestReleaseSessionsGivesUpOnlyTheHoldersOwn(t *testing.T) {
 // rolled back with it.
 func TestHeldWritesCommitOrRollBackWithTheirTransaction(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, TestingDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTesting(t)
 	insert := "INSERT INTO sessions (id, owner, created_at) VALUES (?, '', 0)"
 	count := func(id string) int {
 		t.Helper()
@@ -194,7 +182,7 @@ func TestHeldWritesCommitOrRollBackWithTheirTransaction(t *testing.T) {
 		return n
 	}
 
-	err = s.groupTx(ctx, func(tx *sql.Tx) error {
+	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		if err := s.execLater(ctx, tx, insert, "seen"); err != nil {
 			return err
 		}
@@ -256,4 +244,15 @@ func TestHeldWritesCommitOrRollBackWithTheirTransaction(t *testing.T) {
 	if count("after") != 1 {
 		t.Fatal("a transaction after the failed ones did not commit")
 	}
+}
+
+// openTesting opens a store on the backend under test, closed at cleanup.
+func openTesting(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), TestingDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
