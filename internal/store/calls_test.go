@@ -16,10 +16,7 @@ import (
 func TestCallCommitsWithItsStep(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_1", SessionID: "sess_1"})
-	if _, _, err := s.Start(ctx, "resp_1", []model.Message{{Role: model.RoleUser, Content: "go"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_1", "sess_1", "go")
 	step := func() store.Step {
 		return store.Step{RunID: "resp_1", SessionID: "sess_1", Model: "m",
 			Message: model.Message{Role: model.RoleAssistant, Content: "ok"},

@@ -18,10 +18,7 @@ import (
 func TestCommitToolResultBoundsOneCall(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_1", SessionID: "sess_1"})
-	if _, _, err := s.Start(ctx, "resp_1", []model.Message{{Role: model.RoleUser, Content: "mail it"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_1", "sess_1", "mail it")
 	full := json.RawMessage(`{"to":"ops@example.com","body":"a very long body"}`)
 	other := json.RawMessage(`{"path":"notes.md"}`)
 	oddID := `call"<1>` // needs escaping in JSON, and HTML-escaping as json.Marshal writes it
@@ -99,10 +96,7 @@ func TestCommitToolResultBoundsOneCall(t *testing.T) {
 func TestCommitStepWritesHeldResultsFirst(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_h", SessionID: "sess_h"})
-	if _, _, err := s.Start(ctx, "resp_h", []model.Message{{Role: model.RoleUser, Content: "look"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_h", "sess_h", "look")
 	args := json.RawMessage(`{}`)
 	calls := []model.ToolCall{{ID: "a", Name: "read", Arguments: args}, {ID: "b", Name: "read", Arguments: args}}
 	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_h", SessionID: "sess_h", Model: "m",
@@ -160,10 +154,7 @@ func TestCommitStepWritesHeldResultsFirst(t *testing.T) {
 func TestCommitStepGivesEachEventItsStoredID(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_ids", SessionID: "s_ids"})
-	if _, _, err := s.Start(ctx, "resp_ids", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_ids", "s_ids", "hi")
 	var want []event.Event
 	for i, n := range []int{1, 5, 16, 17, 40} {
 		if err := s.AddEvents(ctx, []event.Event{event.New("resp_ids", "s_ids", event.ModelRetry, map[string]any{"between": i})}); err != nil {
@@ -204,10 +195,7 @@ func TestCommitStepGivesEachEventItsStoredID(t *testing.T) {
 func TestCommitResultsFillsIDsInPlace(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_in", SessionID: "s_in"})
-	if _, _, err := s.Start(ctx, "resp_in", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_in", "s_in", "hi")
 	args := json.RawMessage(`{}`)
 	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_in", SessionID: "s_in", Model: "m",
 		Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "write_file", Arguments: args}}},

@@ -96,6 +96,16 @@ func newRun(t *testing.T, s *store.Store, nr store.NewRun) store.Run {
 	return r
 }
 
+// startRun creates run id in session sid and starts it with one user
+// message, as a run's first execution does.
+func startRun(t *testing.T, s *store.Store, id, sid, text string) {
+	t.Helper()
+	newRun(t, s, store.NewRun{ID: id, SessionID: sid})
+	if _, _, err := s.Start(context.Background(), id, []model.Message{{Role: model.RoleUser, Content: text}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestContinuationRules(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
@@ -182,10 +192,7 @@ func TestFinishWritesExactlyOneTerminalEvent(t *testing.T) {
 func TestCheckpointJournal(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_j", SessionID: "s_j"})
-	if _, _, err := s.Start(ctx, "resp_j", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_j", "s_j", "hi")
 	// A resumed start must not append the input twice.
 	if _, _, err := s.Start(ctx, "resp_j", []model.Message{{Role: model.RoleUser, Content: "hi"}}); err != nil {
 		t.Fatal(err)

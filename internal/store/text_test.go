@@ -16,10 +16,7 @@ import (
 func TestToolOutputThatIsNotTextCommits(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "resp_b", SessionID: "sess_b"})
-	if _, _, err := s.Start(ctx, "resp_b", []model.Message{{Role: model.RoleUser, Content: "cat the file"}}); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, s, "resp_b", "sess_b", "cat the file")
 	args := json.RawMessage(`{"path":"a.bin"}`)
 	if _, err := s.CommitStep(ctx, store.Step{RunID: "resp_b", SessionID: "sess_b", Model: "m",
 		Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "read_file", Arguments: args}}},
