@@ -69,6 +69,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			_, _ = db.Exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 			_, _ = db.Exec("SELECT pg_stat_statements_reset()")
 			pg0 := serverCPU(b, db)
+			sessions0 := serverSessions(b, db)
 			sampler := sampleBackends(b, c.openDB())
 			b.ResetTimer()
 			for range b.N {
@@ -129,6 +130,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				pgCPU += t - pg0[pid] // a server process started since counts whole
 			}
 			b.Logf("the last batch:\n%s", batchTimeline(b, db, batch))
+			b.ReportMetric(float64(serverSessions(b, db)-sessions0)/float64(b.N), "pg-connections/batch")
 			b.Logf("server CPU by backend kind:\n%s", cpuByBackend(b, db, pg0, elapsed))
 			cpu := -cpu0
 			for _, w := range ws {
@@ -419,6 +421,17 @@ func batchTimeline(b *testing.B, db *sql.DB, n int) string {
 		return nil
 	})
 	return out.String()
+}
+
+// serverSessions is the number of sessions (connections) the server has
+// established to the benchmark's database since it started.
+func serverSessions(b *testing.B, db *sql.DB) int64 {
+	b.Helper()
+	var n int64
+	if err := db.QueryRow(`SELECT sessions FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 // loadAverage is the machine's one-minute load average.
