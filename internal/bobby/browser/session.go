@@ -360,8 +360,10 @@ func (s *Session) targetGone(id target.ID) {
 }
 
 // WaitPopup runs trigger and returns the first page opened by opener after
-// it started, waiting at most the action timeout. Use it for
-// click-and-wait-for-popup flows.
+// it started, waiting at most the action timeout, or until ctx's deadline
+// when that comes sooner: a caller's shorter budget ends the wait with the
+// same ErrTimeout, so "nothing opened" is answered in the time it asked
+// for. Use it for click-and-wait-for-popup flows.
 func (s *Session) WaitPopup(ctx context.Context, opener *Page, trigger func() error) (*Page, error) {
 	s.mu.Lock()
 	known := make(map[*Page]bool, len(s.pages))
@@ -372,7 +374,11 @@ func (s *Session) WaitPopup(ctx context.Context, opener *Page, trigger func() er
 	if err := trigger(); err != nil {
 		return nil, err
 	}
-	timer := time.NewTimer(s.rt.opts.ActionTimeout)
+	wait := s.rt.opts.ActionTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = max(time.Until(d), 0)
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
@@ -393,9 +399,14 @@ func (s *Session) WaitPopup(ctx context.Context, opener *Page, trigger func() er
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The caller's deadline is the wait it asked for (the timer
+				// above may lose the race to it).
+				return nil, fmt.Errorf("wait popup: no page opened within %s: %w", wait.Round(time.Millisecond), ErrTimeout)
+			}
 			return nil, fmt.Errorf("wait popup: %w", ctx.Err())
 		case <-timer.C:
-			return nil, fmt.Errorf("wait popup: no page opened within %s: %w", s.rt.opts.ActionTimeout, ErrTimeout)
+			return nil, fmt.Errorf("wait popup: no page opened within %s: %w", wait.Round(time.Millisecond), ErrTimeout)
 		case <-s.inst.dead:
 			return nil, fmt.Errorf("wait popup: %w", ErrBrowserCrashed)
 		}
