@@ -20,7 +20,7 @@ func browserTools() []*toolDef {
 	return []*toolDef{
 		command(toolSpec{
 			name: "click_and_wait_for_popup", title: "Click and wait for popup", engineGap: "bobby's Firefox pages are the tabs it opened; it does not adopt window.open or target=_blank tabs yet",
-			desc:       "Click a target that opens a page (window.open, target=_blank) and return the new pageId, registered in the session (page_list). autoCheckpoint records the click under commandId/attemptId so a retry with the same ids replays instead of opening a second page.",
+			desc:       "Click a target that opens a page (window.open, target=_blank) and return the new pageId, registered in the session (page_list); timeoutMs bounds the wait for it (default 15000), after which the answer is notVerified. autoCheckpoint records the click under commandId/attemptId so a retry with the same ids replays instead of opening a second page.",
 			capability: mutate, ann: web(Annotations{}), phases: in(A), handle: true,
 			props: map[string]*jsonschema.Schema{
 				"target":         targetSchema,
