@@ -194,30 +194,9 @@ func sampleBackends(b *testing.B, db *sql.DB) *backendSampler {
 				return
 			case <-t.C:
 			}
-			rows, err := db.Query(`SELECT COALESCE(wait_event_type, 'CPU'), COALESCE(wait_event, ''), COALESCE(state, ''), left(regexp_replace(query, '\s+', ' ', 'g'), 48)
-				FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`)
+			locked, inTx, waits, err := sampleOnce(db)
 			if err != nil {
 				continue // the cluster stopping at the end
-			}
-			var locked, inTx int
-			waits := make(map[string]int)
-			for rows.Next() {
-				var typ, ev, state, q string
-				if rows.Scan(&typ, &ev, &state, &q) != nil {
-					break
-				}
-				if typ == "Lock" {
-					locked++
-				}
-				if strings.HasPrefix(state, "idle in transaction") {
-					inTx++
-				}
-				if state == "active" {
-					waits[typ+"/"+ev+" "+q]++
-				}
-			}
-			if rows.Close() != nil || rows.Err() != nil {
-				continue
 			}
 			s.samples++
 			s.locked += locked
@@ -228,6 +207,35 @@ func sampleBackends(b *testing.B, db *sql.DB) *backendSampler {
 		}
 	}()
 	return s
+}
+
+// sampleOnce reads pg_stat_activity once: the backends waiting on a
+// lock, those idle in a transaction, and the active ones by
+// "type/event statement".
+func sampleOnce(db *sql.DB) (locked, inTx int, waits map[string]int, err error) {
+	rows, err := db.Query(`SELECT COALESCE(wait_event_type, 'CPU'), COALESCE(wait_event, ''), COALESCE(state, ''), left(regexp_replace(query, '\s+', ' ', 'g'), 48)
+		FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer rows.Close()
+	waits = make(map[string]int)
+	for rows.Next() {
+		var typ, ev, state, q string
+		if err := rows.Scan(&typ, &ev, &state, &q); err != nil {
+			return 0, 0, nil, err
+		}
+		if typ == "Lock" {
+			locked++
+		}
+		if strings.HasPrefix(state, "idle in transaction") {
+			inTx++
+		}
+		if state == "active" {
+			waits[typ+"/"+ev+" "+q]++
+		}
+	}
+	return locked, inTx, waits, rows.Err()
 }
 
 // stop ends the sampling and returns the mean number of backends waiting
