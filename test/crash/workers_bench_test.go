@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,19 +21,24 @@ import (
 // holds for 200 ms, each task its own session. Each worker runs
 // DELTA_MAX_CONCURRENCY=32 (scaled down from 256 for a two-core machine),
 // so the ideal is workers × 32 / 0.2 s; one op is a batch of three waves
-// (workers × 96 tasks) from the first submission to the last run terminal.
-// It reports tasks/s, the share of the ideal, the workers' CPU (per task,
-// and in cores over the batch), PostgreSQL's CPU in cores (its server
-// processes), the mean number of backends waiting on a lock and idle in a
+// (workers × 96 tasks) from the first submission to the last run terminal,
+// after one batch not measured (the workers' connections open and their
+// server backends warm, as in service). It reports tasks/s, the share of
+// the ideal, the workers' CPU (per task, and in cores over the batch),
+// PostgreSQL's CPU for the workers (its server processes but those of the
+// benchmark's own connections, which it reports apart), this process's
+// CPU (the clients, the fake model, the sampler), all of it per task and
+// the share of the ideal the machine's cores allow at that much CPU per
+// task, the mean number of backends waiting on a lock and idle in a
 // transaction (sampled every 5 ms), the median run from start to finish
-// and the machine's one-minute load average at the end: on a
-// two-core machine the workers, PostgreSQL, the fake and anything else
-// running share the cores, so the cores are the ceiling. With
-// pg_stat_statements loaded (pgtest loads it where the server ships it) it
-// also reports the workers' statements per task and, with -v, logs the
-// statements by server time and by calls, the active backends by wait
-// and statement (CPU/ is running or waiting for a core), the server's
-// CPU by kind of process, and the last batch's timeline.
+// and the machine's one-minute load average at the end: on a two-core
+// machine every process shares the cores, so the cores are the ceiling
+// once %ideal-cpu-allows falls below 100. With pg_stat_statements loaded
+// (pgtest loads it where the server ships it) it also reports the
+// workers' statements per task and, with -v, logs the statements by
+// server time and by calls, the active backends by wait and statement
+// (CPU/ is running or waiting for a core), the server's CPU by kind of
+// process, and the last batch's timeline.
 //
 //	go test -run '^$' -bench WorkersThroughput -benchtime 3x -v ./test/crash/
 func BenchmarkWorkersThroughput(b *testing.B) {
@@ -56,23 +63,13 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				w.start()
 				ws = append(ws, w)
 			}
-			db := c.openDB()
+			// The benchmark's own connections name themselves, so their
+			// server time (the sampler, the end-of-batch poll) is counted
+			// apart from the workers'.
+			db := c.openBenchDB()
 			batch := n * perWorker * 3
 			client := &http.Client{Timeout: 30 * time.Second}
-			var elapsed time.Duration
-			cpu0 := time.Duration(0)
-			for _, w := range ws {
-				cpu0 += processCPU(b, w.proc.Cmd.Process.Pid)
-			}
-			// pg_stat_statements is there when the cluster preloads it; the
-			// report below is then empty and the figures the same.
-			_, _ = db.Exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-			_, _ = db.Exec("SELECT pg_stat_statements_reset()")
-			pg0 := serverCPU(b, db)
-			sessions0 := serverSessions(b, db)
-			sampler := sampleBackends(b, c.openDB())
-			b.ResetTimer()
-			for range b.N {
+			runBatch := func() time.Duration {
 				t0 := time.Now()
 				var wg sync.WaitGroup
 				jobs := make(chan int)
@@ -112,7 +109,34 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 					}
 					time.Sleep(5 * time.Millisecond)
 				}
-				elapsed += time.Since(t0)
+				return time.Since(t0)
+			}
+			// One batch first, not measured: a worker in service has its
+			// connections open and each server backend warm (its catalog
+			// caches, the recall trigger's function and dictionaries), which
+			// costs a fresh backend tens of milliseconds on its first
+			// statements. The figures are the steady state.
+			warm := runBatch()
+			var warmed int
+			if err := db.QueryRow(`SELECT count(*) FROM runs`).Scan(&warmed); err != nil {
+				b.Fatal(err)
+			}
+			cpu0 := time.Duration(0)
+			for _, w := range ws {
+				cpu0 += processCPU(b, w.proc.Cmd.Process.Pid)
+			}
+			// pg_stat_statements is there when the cluster preloads it; the
+			// report below is then empty and the figures the same.
+			_, _ = db.Exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+			_, _ = db.Exec("SELECT pg_stat_statements_reset()")
+			pg0 := serverCPU(b, db)
+			sessions0 := serverSessions(b, db)
+			sampler := sampleBackends(b, c.openBenchDB())
+			self0 := selfCPU(b)
+			var elapsed time.Duration
+			b.ResetTimer()
+			for range b.N {
+				elapsed += runBatch()
 			}
 			b.StopTimer()
 			lockWait, idleInTx := sampler.stop()
@@ -125,9 +149,15 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 					b.ReportMetric(calls/float64(batch*b.N), "pg-statements/task")
 				}
 			}
-			pgCPU := time.Duration(0)
+			self := selfCPU(b) - self0
+			pgCPU, benchPG := time.Duration(0), time.Duration(0)
 			for pid, t := range serverCPU(b, db) {
-				pgCPU += t - pg0[pid] // a server process started since counts whole
+				d := t.cpu - pg0[pid].cpu // a server process started since counts whole
+				if t.bench {
+					benchPG += d
+				} else {
+					pgCPU += d
+				}
 			}
 			b.Logf("the last batch:\n%s", batchTimeline(b, db, batch))
 			b.ReportMetric(float64(serverSessions(b, db)-sessions0)/float64(b.N), "pg-connections/batch")
@@ -140,6 +170,18 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "worker-cores")
 			b.ReportMetric(pgCPU.Seconds()/elapsed.Seconds(), "pg-cores")
 			b.ReportMetric(float64(pgCPU.Microseconds())/1000/float64(batch*b.N), "pg-cpu-ms/task")
+			b.ReportMetric(float64(self.Microseconds())/1000/float64(batch*b.N), "bench-cpu-ms/task")
+			b.ReportMetric(benchPG.Seconds()/elapsed.Seconds(), "bench-pg-cores")
+			// Every process of the benchmark shares the machine's cores: the
+			// workers, PostgreSQL (the workers' backends and the bench's own)
+			// and this process (the clients, the scripted model, the
+			// sampler). At this much CPU per task the cores cannot run more
+			// than cores/cpu tasks a second, whatever the locks do.
+			total := cpu + pgCPU + benchPG + self
+			ceiling := float64(runtime.NumCPU()) / (total.Seconds() / float64(batch*b.N))
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(batch*b.N), "all-cpu-ms/task")
+			b.ReportMetric(min(100, 100*ceiling/(float64(n*perWorker)/latency.Seconds())), "%ideal-cpu-allows")
+			b.Logf("warm-up batch %s; %d runs before the measured batches", warm.Round(time.Millisecond), warmed)
 			b.ReportMetric(loadAverage(b), "load1")
 			b.ReportMetric(lockWait, "pg-lock-waiting")
 			b.ReportMetric(idleInTx, "pg-idle-in-tx")
@@ -336,27 +378,58 @@ func describeRuns(b *testing.B, db *sql.DB, where string, ws []*daemon) string {
 // serverCPU is the CPU time of each PostgreSQL server process, by pid: the
 // backends and background processes pg_stat_activity lists (the server
 // runs on this machine).
-func serverCPU(b *testing.B, db *sql.DB) map[int]time.Duration {
+func serverCPU(b *testing.B, db *sql.DB) map[int]backendCPU {
 	b.Helper()
-	rows, err := db.Query("SELECT pid FROM pg_stat_activity")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rows.Close()
-	out := make(map[int]time.Duration)
-	for rows.Next() {
+	out := make(map[int]backendCPU)
+	each(b, db, "SELECT pid, application_name = '"+benchApp+"' FROM pg_stat_activity", func(rows *sql.Rows) error {
 		var pid int
-		if err := rows.Scan(&pid); err != nil {
-			b.Fatal(err)
+		var bench bool
+		if err := rows.Scan(&pid, &bench); err != nil {
+			return err
 		}
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			out[pid] = processCPU(b, pid)
+			out[pid] = backendCPU{cpu: processCPU(b, pid), bench: bench}
 		}
+		return nil
+	})
+	return out
+}
+
+// backendCPU is one server process's CPU time so far, and whether it
+// serves one of the benchmark's own connections.
+type backendCPU struct {
+	cpu   time.Duration
+	bench bool
+}
+
+// benchApp is the application_name of the benchmark's own connections.
+const benchApp = "delta-bench"
+
+// openBenchDB opens a connection pool of the benchmark's own, named
+// benchApp on the server.
+func (c *cluster) openBenchDB() *sql.DB {
+	c.t.Helper()
+	sep := "?"
+	if strings.Contains(c.url, "?") {
+		sep = "&"
 	}
-	if err := rows.Err(); err != nil {
+	db, err := sql.Open("pgx", c.url+sep+"application_name="+benchApp)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// selfCPU is this process's user and system CPU time so far: the
+// benchmark's clients, the scripted model and the sampler.
+func selfCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return out
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cpuByBackend is the server's CPU since before (serverCPU's figures) by
@@ -364,9 +437,9 @@ func serverCPU(b *testing.B, db *sql.DB) map[int]time.Duration {
 // the connection LISTENs (a worker's notification connection) or not;
 // in cores over elapsed, with the number of processes and how many of
 // them started since before.
-func cpuByBackend(b *testing.B, db *sql.DB, before map[int]time.Duration, elapsed time.Duration) string {
+func cpuByBackend(b *testing.B, db *sql.DB, before map[int]backendCPU, elapsed time.Duration) string {
 	b.Helper()
-	rows, err := db.Query(`SELECT pid, backend_type, COALESCE(query, '') FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)
+	rows, err := db.Query(`SELECT pid, backend_type, COALESCE(query, ''), application_name = '` + benchApp + `' FROM pg_stat_activity WHERE pid <> pg_backend_pid()`)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -379,14 +452,18 @@ func cpuByBackend(b *testing.B, db *sql.DB, before map[int]time.Duration, elapse
 	for rows.Next() {
 		var pid int
 		var typ, q string
-		if err := rows.Scan(&pid, &typ, &q); err != nil {
+		var bench bool
+		if err := rows.Scan(&pid, &typ, &q, &bench); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err != nil {
 			continue
 		}
 		k := typ
-		if typ == "client backend" && strings.HasPrefix(q, "LISTEN") {
+		switch {
+		case bench:
+			k += " (the benchmark's)"
+		case typ == "client backend" && strings.HasPrefix(q, "LISTEN"):
 			k += " (listen)"
 		}
 		a := kinds[k]
@@ -398,7 +475,7 @@ func cpuByBackend(b *testing.B, db *sql.DB, before map[int]time.Duration, elapse
 		if !ok {
 			a.fresh++
 		}
-		a.cpu += processCPU(b, pid) - t0
+		a.cpu += processCPU(b, pid) - t0.cpu
 		a.n++
 	}
 	if err := rows.Err(); err != nil {
