@@ -36,11 +36,9 @@ const (
 	// after the replaced messages are marked inactive and before the summary
 	// row is written.
 	MidCompaction = "engine.mid-compaction"
-	// AfterFinal: the model's final reply (no tool calls) is checkpointed;
-	// the terminal status and run.finished are not committed.
-	AfterFinal = "engine.after-final"
-	// BeforeFinish: the final answer is known; the terminal status and
-	// run.finished are not committed.
+	// BeforeFinish: the final answer is known; nothing of it is committed
+	// (a final reply commits with the terminal status and run.finished, in
+	// one transaction), so a restart asks the model for it again.
 	BeforeFinish = "engine.before-finish"
 	// AfterFinish: a successful run's terminal state and its reflection
 	// outbox row are committed, the reflection not yet drained.
@@ -63,5 +61,5 @@ const (
 
 // Points lists every named point, for tests that walk the matrix.
 func Points() []string {
-	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, AfterFinal, BeforeFinish, AfterFinish, PromotionAfterCall}
+	return []string{BeforeAck, AfterAck, ModelCall, AfterIntent, MidTool, AfterResult, MidCompaction, BeforeFinish, AfterFinish, PromotionAfterCall}
 }

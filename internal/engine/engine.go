@@ -286,8 +286,8 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 	case leaseLost(err):
 		logger.Warn("run stopped: this worker no longer holds its session; the worker holding it resumes the run", "err", err)
 	case err == nil:
-		// The final reply is checkpointed: its terminal write outlives a
-		// shutdown that lands now, or the answer would be asked for (and
+		// The final reply commits with the terminal write, which outlives
+		// a shutdown that lands now, or the answer would be asked for (and
 		// billed) again on the next start.
 		e.finish(context.WithoutCancel(ctx), x, runID, store.StatusDone, text, "")
 	case ctx.Err() != nil && !userCancel():
@@ -365,7 +365,13 @@ func (e *Engine) finish(ctx context.Context, x *execution, runID, status, text, 
 // finishWith writes the terminal state with extra events in the same
 // transaction, before run.finished, and publishes them all.
 func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, text, errText string, extra []event.Event) {
+	var final *store.Step
 	if x != nil {
+		// Only a run done with its final reply ends with it.
+		if status == store.StatusDone {
+			final = x.final
+		}
+		x.final = nil
 		// What the attempt held back precedes its end in the log.
 		if err := x.flush(ctx); err != nil {
 			e.o.Logger.Error("finish: write held results", event.KeyRun, runID, "err", err)
@@ -375,6 +381,12 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 	if err != nil {
 		e.o.Logger.Error("finish: read run", event.KeyRun, runID, "err", err)
 		return
+	}
+	if final != nil {
+		// The response counts the final reply's turn, which commits below.
+		run.Steps++
+		run.Usage = run.Usage.Add(final.Usage)
+		run.Model = final.Model
 	}
 	switch status {
 	case store.StatusFailed:
@@ -396,12 +408,17 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 			extra[i].SessionID = run.SessionID
 		}
 	}
-	finish := e.o.Store.Finish
 	reflect := status == store.StatusDone && e.o.Reflect != nil && e.o.Reflect(run)
-	if reflect {
-		finish = e.o.Store.FinishReflecting
+	var ev event.Event
+	var stepEvs []event.Event
+	switch {
+	case final != nil:
+		stepEvs, ev, err = e.o.Store.FinishStep(ctx, *final, status, b, errText, reflect, extra...)
+	case reflect:
+		ev, err = e.o.Store.FinishReflecting(ctx, runID, status, b, errText, extra...)
+	default:
+		ev, err = e.o.Store.Finish(ctx, runID, status, b, errText, extra...)
 	}
-	ev, err := finish(ctx, runID, status, b, errText, extra...)
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return
 	}
@@ -414,6 +431,10 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 		return
 	}
 	e.tokens.Delete(runID)
+	if final != nil {
+		x.stepped(*final)
+		x.publish(stepEvs...)
+	}
 	for _, x := range extra {
 		e.o.Broker.Publish(x)
 	}
@@ -507,6 +528,9 @@ type execution struct {
 	// commits feeds the goroutine that commits ahead (ahead.go), started
 	// at the first such commit; nil before.
 	commits chan func()
+	// final is the run's final reply, built and not yet committed: it
+	// commits with the run's terminal write (finishWith), nil before.
+	final *store.Step
 }
 
 // compactAt is the dial in tokens.
@@ -539,6 +563,7 @@ func (x *execution) loop(ctx context.Context) (string, error) {
 	// when it failed, nothing after it happened, and its error is the
 	// attempt's.
 	if serr := x.settle(ctx); serr != nil {
+		x.final = nil
 		return x.lastText, serr
 	}
 	return text, err
@@ -689,16 +714,24 @@ func (x *execution) turns(ctx context.Context) (string, error) {
 		// A step of read-only calls commits in the background while they
 		// run and the next call goes out (ahead.go); any other commits
 		// before its calls start.
+		if len(resp.ToolCalls) == 0 {
+			// The final reply is not checkpointed on its own: it commits
+			// with the run's terminal write, one transaction for both
+			// (finishWith), so a run pays no commit for a reply that only
+			// ends it, and no stored reply waits for its run's end.
+			st, _, _, err := x.step(ctx, resp, req, x.historyEnd)
+			if err != nil {
+				return x.lastText, x.checkpointFailed(ctx, err)
+			}
+			x.final = &st
+			return resp.Text, nil
+		}
 		checkpoint := x.checkpoint
 		if x.aheadable(resp) {
 			checkpoint = x.checkpointAhead
 		}
 		if err := checkpoint(ctx, resp, req, x.historyEnd); err != nil {
 			return x.lastText, x.checkpointFailed(ctx, err)
-		}
-		if len(resp.ToolCalls) == 0 {
-			crashpoint.Hit(crashpoint.AfterFinal)
-			return resp.Text, nil
 		}
 		crashpoint.Hit(crashpoint.AfterIntent)
 		charges := e.o.Store.Charges()

@@ -58,8 +58,8 @@ func finishedOnce(t *testing.T, st *store.Store, runID, text string) {
 }
 
 // A shutdown that cancels the run's context after the final reply is
-// checkpointed but before the terminal write must not lose the answer: the
-// terminal write outlives the cancellation.
+// received but before the terminal write must not lose the answer: the
+// terminal write, which commits the reply too, outlives the cancellation.
 func TestFinalAnswerSurvivesCancelBeforeTerminalWrite(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -81,7 +81,8 @@ func TestFinalAnswerSurvivesCancelBeforeTerminalWrite(t *testing.T) {
 }
 
 // A resumed run continues from its last checkpoint: a final reply already
-// checkpointed finishes the run without calling the model again, while a
+// checkpointed (an earlier binary committed it apart from the run's end)
+// finishes the run without calling the model again, while a
 // checkpoint that still has tool calls to answer is not mistaken for a
 // finished one and calls the model again.
 func TestResumeFromTheLastCheckpoint(t *testing.T) {

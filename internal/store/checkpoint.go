@@ -62,40 +62,47 @@ type Step struct {
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
 	var written []bool
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		msgs, evs, w, err := s.finishCalls(ctx, tx, st.Results)
-		if err != nil {
-			return err
-		}
-		written = w
-		msgs = append(msgs, storedMessage{SessionID: st.SessionID, RunID: st.RunID, Message: st.Message})
-		if err := s.insertMessages(ctx, tx, msgs); err != nil {
-			return err
-		}
-		if err := s.insertIntents(ctx, tx, st.RunID, st.Intents); err != nil {
-			return err
-		}
-		u := st.Usage
-		var step int
-		err = s.scanRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
-			WHERE id = ? AND status = 'running' RETURNING steps`, []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID}, &step)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
-		}
-		if err != nil {
-			return err
-		}
-		if st.Call != nil {
-			if err := s.insertCall(ctx, tx, st.RunID, step, st.Call); err != nil {
-				return err
-			}
-		}
-		return s.insertEventLists(ctx, tx, append(evs, st.Events)...)
+		var err error
+		written, err = s.commitStep(ctx, tx, st)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
 	}
 	return append(writtenEvents(st.Results, written), st.Events...), nil
+}
+
+// commitStep is CommitStep's writes in tx; it reports which held results
+// were written.
+func (s *Store) commitStep(ctx context.Context, tx *sql.Tx, st Step) ([]bool, error) {
+	msgs, evs, written, err := s.finishCalls(ctx, tx, st.Results)
+	if err != nil {
+		return nil, err
+	}
+	msgs = append(msgs, storedMessage{SessionID: st.SessionID, RunID: st.RunID, Message: st.Message})
+	if err := s.insertMessages(ctx, tx, msgs); err != nil {
+		return nil, err
+	}
+	if err := s.insertIntents(ctx, tx, st.RunID, st.Intents); err != nil {
+		return nil, err
+	}
+	u := st.Usage
+	var step int
+	err = s.scanRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
+		WHERE id = ? AND status = 'running' RETURNING steps`, []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID}, &step)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Call != nil {
+		if err := s.insertCall(ctx, tx, st.RunID, step, st.Call); err != nil {
+			return nil, err
+		}
+	}
+	return written, s.insertEventLists(ctx, tx, append(evs, st.Events)...)
 }
 
 // insertIntents journals the intents of one step's calls, in one INSERT.

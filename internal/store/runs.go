@@ -378,21 +378,33 @@ func (s *Store) takeResume(id string) (resumeMark, bool) {
 // the run's last turn. A run already terminal gives ErrAlreadyFinal and no
 // event at all.
 func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
-	return s.finish(ctx, id, status, result, errText, false, extra)
+	_, ev, err := s.finish(ctx, id, nil, status, result, errText, false, extra)
+	return ev, err
 }
 
 // FinishReflecting is Finish for a run whose reflection is on: when status
 // is done, the same transaction also writes the run's reflection outbox row,
 // so the reflection owed survives a crash right after the terminal write.
 func (s *Store) FinishReflecting(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
-	return s.finish(ctx, id, status, result, errText, status == StatusDone, extra)
+	_, ev, err := s.finish(ctx, id, nil, status, result, errText, status == StatusDone, extra)
+	return ev, err
 }
 
-func (s *Store) finish(ctx context.Context, id, status string, result json.RawMessage, errText string, reflect bool, extra []event.Event) (event.Event, error) {
+// FinishStep commits a run's last step (its final reply, as CommitStep
+// writes it) and the run's terminal write (as Finish, or FinishReflecting
+// when reflect is set) in one transaction: the reply is never stored
+// without the end of its run, and the run pays one commit for both. It
+// returns the step's events, as CommitStep does, and run.finished.
+func (s *Store) FinishStep(ctx context.Context, st Step, status string, result json.RawMessage, errText string, reflect bool, extra ...event.Event) ([]event.Event, event.Event, error) {
+	return s.finish(ctx, st.RunID, &st, status, result, errText, reflect && status == StatusDone, extra)
+}
+
+func (s *Store) finish(ctx context.Context, id string, st *Step, status string, result json.RawMessage, errText string, reflect bool, extra []event.Event) ([]event.Event, event.Event, error) {
 	if !Terminal(status) {
-		return event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
+		return nil, event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
 	}
 	var fin []event.Event
+	var written []bool
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
 		r, err := s.lockRun(ctx, tx, id)
 		if err != nil {
@@ -400,6 +412,12 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		}
 		if Terminal(r.Status) {
 			return ErrAlreadyFinal
+		}
+		if st != nil {
+			if written, err = s.commitStep(ctx, tx, *st); err != nil {
+				return err
+			}
+			r.Steps++
 		}
 		var res any
 		if result != nil {
@@ -430,9 +448,13 @@ func (s *Store) finish(ctx context.Context, id, status string, result json.RawMe
 		return s.insertEventLists(ctx, tx, extra, fin)
 	})
 	if err != nil {
-		return event.Event{}, fmt.Errorf("finish run %s: %w", id, err)
+		return nil, event.Event{}, fmt.Errorf("finish run %s: %w", id, err)
 	}
-	return fin[0], nil
+	var stepEvents []event.Event
+	if st != nil {
+		stepEvents = append(writtenEvents(st.Results, written), st.Events...)
+	}
+	return stepEvents, fin[0], nil
 }
 
 // requestCancel marks a live run cancel-requested.

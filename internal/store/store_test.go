@@ -258,3 +258,59 @@ func TestSweepKeepsJournalOfLiveRuns(t *testing.T) {
 		t.Fatalf("the live run lost its journal: %v", j)
 	}
 }
+
+// A run's final reply and its end commit together: the reply, the step's
+// counters and events, then run.finished, all in order; a run that ended
+// meanwhile (cancelled elsewhere) keeps its end and stores no reply.
+func TestFinishStepCommitsTheReplyWithTheEnd(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	startRun(t, s, "resp_s", "s_s", "hi")
+	st := store.Step{RunID: "resp_s", SessionID: "s_s", Model: "m2",
+		Message: model.Message{Role: model.RoleAssistant, Content: "the answer"},
+		Usage:   model.Usage{InputTokens: 30, OutputTokens: 7, CostUSD: 0.5},
+		Events:  []event.Event{event.New("resp_s", "s_s", event.ModelCall, nil)}}
+	stepEvs, fin, err := s.FinishStep(ctx, st, store.StatusDone, json.RawMessage(`{"status":"completed"}`), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stepEvs) != 1 || stepEvs[0].Name != event.ModelCall || stepEvs[0].ID == 0 || fin.ID <= stepEvs[0].ID {
+		t.Fatalf("step events %+v and run.finished %+v: want the step's event first, both with ids", stepEvs, fin)
+	}
+	if fin.Name != event.RunFinished || fin.Turn != 1 {
+		t.Fatalf("run.finished = %+v, want turn 1 (the final reply's)", fin)
+	}
+	r, err := s.Run(ctx, "resp_s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusDone || r.Steps != 1 || r.Usage.InputTokens != 30 || r.Usage.OutputTokens != 7 || r.Model != "m2" || string(r.Result) != `{"status":"completed"}` {
+		t.Fatalf("run = %+v", r)
+	}
+	msgs, err := s.Messages(ctx, "s_s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[1].Content != "the answer" {
+		t.Fatalf("messages = %+v, want the request and the final reply", msgs)
+	}
+	if owed, err := s.ReflectionsOwed(ctx); err != nil || len(owed) != 1 || owed[0] != "resp_s" {
+		t.Fatalf("reflections owed = %v (%v), want resp_s", owed, err)
+	}
+
+	startRun(t, s, "resp_c", "s_c", "hi")
+	if _, err := s.Finish(ctx, "resp_c", store.StatusCancelled, nil, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	st.RunID, st.SessionID = "resp_c", "s_c"
+	if _, _, err := s.FinishStep(ctx, st, store.StatusDone, nil, "", false); !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("FinishStep of a cancelled run = %v, want ErrAlreadyFinal", err)
+	}
+	msgs, err = s.Messages(ctx, "s_c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("messages of the cancelled run = %+v, want only its request", msgs)
+	}
+}
