@@ -26,7 +26,7 @@ func TestPointsAreDistinctAndNamespaced(t *testing.T) {
 			t.Fatalf("point %q names no layer", p)
 		}
 	}
-	if len(seen) != 11 {
-		t.Fatalf("got %d points, want the 11 of the matrix", len(seen))
+	if len(seen) != 10 {
+		t.Fatalf("got %d points, want the 10 of the matrix", len(seen))
 	}
 }
