@@ -377,47 +377,51 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 			e.o.Logger.Error("finish: write held results", event.KeyRun, runID, "err", err)
 		}
 	}
-	run, err := e.o.Store.Run(ctx, runID)
-	if err != nil {
-		e.o.Logger.Error("finish: read run", event.KeyRun, runID, "err", err)
-		return
-	}
-	if final != nil {
-		// The response counts the final reply's turn, which commits below.
-		run.Steps++
-		run.Usage = run.Usage.Add(final.Usage)
-		run.Model = final.Model
-	}
 	switch status {
 	case store.StatusFailed:
 		text = strings.TrimSpace(MarkerFailed + " " + firstNonEmpty(text, errText))
 	case store.StatusCancelled:
 		text = strings.TrimSpace(MarkerCancelled + " " + firstNonEmpty(text, errText))
 	}
-	if x != nil && x.lastModel != "" {
-		run.Model = x.lastModel
-	}
-	if run.Model == "" && len(e.o.Models) > 0 {
-		run.Model = e.o.Models[0]
-	}
-	resp := BuildResponse(run, status, e.o.Redact(text), e.o.Redact(errText))
-	b, _ := json.Marshal(resp)
-	crashpoint.Hit(crashpoint.BeforeFinish)
-	for i := range extra {
-		if extra[i].SessionID == "" {
-			extra[i].SessionID = run.SessionID
+	shownText, shownErr := e.o.Redact(text), e.o.Redact(errText)
+	// build is the run's Responses-shaped result from its record as the
+	// terminal write finds it.
+	build := func(run store.Run) json.RawMessage {
+		if x != nil && x.lastModel != "" {
+			run.Model = x.lastModel
 		}
+		if run.Model == "" && len(e.o.Models) > 0 {
+			run.Model = e.o.Models[0]
+		}
+		b, _ := json.Marshal(BuildResponse(run, status, shownText, shownErr))
+		return b
 	}
-	reflect := status == store.StatusDone && e.o.Reflect != nil && e.o.Reflect(run)
 	var ev event.Event
 	var stepEvs []event.Event
-	switch {
-	case final != nil:
-		stepEvs, ev, err = e.o.Store.FinishStep(ctx, *final, status, b, errText, reflect, extra...)
-	case reflect:
-		ev, err = e.o.Store.FinishReflecting(ctx, runID, status, b, errText, extra...)
-	default:
-		ev, err = e.o.Store.Finish(ctx, runID, status, b, errText, extra...)
+	var err error
+	var reflect bool
+	if final != nil {
+		// The run's record is the transaction's to read: no read here.
+		fillSession(extra, x.run.SessionID)
+		reflect = e.o.Reflect != nil && e.o.Reflect(x.run)
+		crashpoint.Hit(crashpoint.BeforeFinish)
+		stepEvs, ev, err = e.o.Store.FinishStep(ctx, *final, status, build, errText, reflect, extra...)
+	} else {
+		var run store.Run
+		run, err = e.o.Store.Run(ctx, runID)
+		if err != nil {
+			e.o.Logger.Error("finish: read run", event.KeyRun, runID, "err", err)
+			return
+		}
+		b := build(run)
+		crashpoint.Hit(crashpoint.BeforeFinish)
+		fillSession(extra, run.SessionID)
+		reflect = status == store.StatusDone && e.o.Reflect != nil && e.o.Reflect(run)
+		if reflect {
+			ev, err = e.o.Store.FinishReflecting(ctx, runID, status, b, errText, extra...)
+		} else {
+			ev, err = e.o.Store.Finish(ctx, runID, status, b, errText, extra...)
+		}
 	}
 	if errors.Is(err, store.ErrAlreadyFinal) {
 		return
@@ -443,6 +447,15 @@ func (e *Engine) finishWith(ctx context.Context, x *execution, runID, status, te
 		crashpoint.Hit(crashpoint.AfterFinish)
 		if e.o.Reflected != nil {
 			e.o.Reflected(runID)
+		}
+	}
+}
+
+// fillSession gives the events of extra that name no session the run's.
+func fillSession(extra []event.Event, sessionID string) {
+	for i := range extra {
+		if extra[i].SessionID == "" {
+			extra[i].SessionID = sessionID
 		}
 	}
 }

@@ -378,7 +378,7 @@ func (s *Store) takeResume(id string) (resumeMark, bool) {
 // the run's last turn. A run already terminal gives ErrAlreadyFinal and no
 // event at all.
 func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
-	_, ev, err := s.finish(ctx, id, nil, status, result, errText, false, extra)
+	_, ev, err := s.finish(ctx, id, nil, status, fixedResult(result), errText, false, extra)
 	return ev, err
 }
 
@@ -386,20 +386,28 @@ func (s *Store) Finish(ctx context.Context, id, status string, result json.RawMe
 // is done, the same transaction also writes the run's reflection outbox row,
 // so the reflection owed survives a crash right after the terminal write.
 func (s *Store) FinishReflecting(ctx context.Context, id, status string, result json.RawMessage, errText string, extra ...event.Event) (event.Event, error) {
-	_, ev, err := s.finish(ctx, id, nil, status, result, errText, status == StatusDone, extra)
+	_, ev, err := s.finish(ctx, id, nil, status, fixedResult(result), errText, status == StatusDone, extra)
 	return ev, err
+}
+
+// fixedResult is a result builder that answers result whatever the run.
+func fixedResult(result json.RawMessage) func(Run) json.RawMessage {
+	return func(Run) json.RawMessage { return result }
 }
 
 // FinishStep commits a run's last step (its final reply, as CommitStep
 // writes it) and the run's terminal write (as Finish, or FinishReflecting
 // when reflect is set) in one transaction: the reply is never stored
-// without the end of its run, and the run pays one commit for both. It
-// returns the step's events, as CommitStep does, and run.finished.
-func (s *Store) FinishStep(ctx context.Context, st Step, status string, result json.RawMessage, errText string, reflect bool, extra ...event.Event) ([]event.Event, event.Event, error) {
+// without the end of its run, and the run pays one commit for both. The
+// result is built from the run as the transaction holds it, the step
+// counted (its steps, usage and model), so the caller reads no run to
+// build it. It returns the step's events, as CommitStep does, and
+// run.finished.
+func (s *Store) FinishStep(ctx context.Context, st Step, status string, result func(Run) json.RawMessage, errText string, reflect bool, extra ...event.Event) ([]event.Event, event.Event, error) {
 	return s.finish(ctx, st.RunID, &st, status, result, errText, reflect && status == StatusDone, extra)
 }
 
-func (s *Store) finish(ctx context.Context, id string, st *Step, status string, result json.RawMessage, errText string, reflect bool, extra []event.Event) ([]event.Event, event.Event, error) {
+func (s *Store) finish(ctx context.Context, id string, st *Step, status string, result func(Run) json.RawMessage, errText string, reflect bool, extra []event.Event) ([]event.Event, event.Event, error) {
 	if !Terminal(status) {
 		return nil, event.Event{}, fmt.Errorf("finish run %s: status %q is not terminal", id, status)
 	}
@@ -418,10 +426,12 @@ func (s *Store) finish(ctx context.Context, id string, st *Step, status string, 
 				return err
 			}
 			r.Steps++
+			r.Usage = r.Usage.Add(st.Usage)
+			r.Model = st.Model
 		}
 		var res any
-		if result != nil {
-			res = string(result)
+		if b := result(r); b != nil {
+			res = string(b)
 		}
 		// Nothing reads its result (the row is locked above): on
 		// PostgreSQL it travels with the commit's pipeline.

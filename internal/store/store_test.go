@@ -270,7 +270,12 @@ func TestFinishStepCommitsTheReplyWithTheEnd(t *testing.T) {
 		Message: model.Message{Role: model.RoleAssistant, Content: "the answer"},
 		Usage:   model.Usage{InputTokens: 30, OutputTokens: 7, CostUSD: 0.5},
 		Events:  []event.Event{event.New("resp_s", "s_s", event.ModelCall, nil)}}
-	stepEvs, fin, err := s.FinishStep(ctx, st, store.StatusDone, json.RawMessage(`{"status":"completed"}`), "", true)
+	var built store.Run
+	result := func(r store.Run) json.RawMessage {
+		built = r
+		return json.RawMessage(`{"status":"completed"}`)
+	}
+	stepEvs, fin, err := s.FinishStep(ctx, st, store.StatusDone, result, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +284,10 @@ func TestFinishStepCommitsTheReplyWithTheEnd(t *testing.T) {
 	}
 	if fin.Name != event.RunFinished || fin.Turn != 1 {
 		t.Fatalf("run.finished = %+v, want turn 1 (the final reply's)", fin)
+	}
+	// The result is built from the run with the reply counted.
+	if built.Steps != 1 || built.Usage.InputTokens != 30 || built.Model != "m2" || built.SessionID != "s_s" {
+		t.Fatalf("the result was built from %+v, want the run with its final step counted", built)
 	}
 	r, err := s.Run(ctx, "resp_s")
 	if err != nil {
@@ -303,7 +312,7 @@ func TestFinishStepCommitsTheReplyWithTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.RunID, st.SessionID = "resp_c", "s_c"
-	if _, _, err := s.FinishStep(ctx, st, store.StatusDone, nil, "", false); !errors.Is(err, store.ErrAlreadyFinal) {
+	if _, _, err := s.FinishStep(ctx, st, store.StatusDone, result, "", false); !errors.Is(err, store.ErrAlreadyFinal) {
 		t.Fatalf("FinishStep of a cancelled run = %v, want ErrAlreadyFinal", err)
 	}
 	msgs, err = s.Messages(ctx, "s_c")
