@@ -724,9 +724,6 @@ func (x *execution) turns(ctx context.Context) (string, error) {
 		if strings.TrimSpace(resp.Text) != "" {
 			x.lastText = resp.Text
 		}
-		// A step of read-only calls commits in the background while they
-		// run and the next call goes out (ahead.go); any other commits
-		// before its calls start.
 		if len(resp.ToolCalls) == 0 {
 			// The final reply is not checkpointed on its own: it commits
 			// with the run's terminal write, one transaction for both
@@ -739,6 +736,9 @@ func (x *execution) turns(ctx context.Context) (string, error) {
 			x.final = &st
 			return resp.Text, nil
 		}
+		// A step of read-only calls commits in the background while they
+		// run and the next call goes out (ahead.go); any other commits
+		// before its calls start.
 		checkpoint := x.checkpoint
 		if x.aheadable(resp) {
 			checkpoint = x.checkpointAhead
