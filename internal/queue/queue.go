@@ -42,7 +42,7 @@ type Lister interface {
 type Claimer interface {
 	// ClaimRuns returns up to max runs, one per session, whose sessions
 	// holder now leases until now+ttl.
-	ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]store.Run, error)
+	ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int, skip []string) ([]store.Run, error)
 	// RenewSessionLeases extends every lease holder still holds.
 	RenewSessionLeases(ctx context.Context, holder string, ttl time.Duration, now time.Time) (int64, error)
 	// ReleaseSessions gives up the leases of the sessions holder holds

@@ -7,21 +7,28 @@ import (
 )
 
 // dispatchShared claims runs for this worker's free slots and starts them.
-// The claim also returns the sessions this worker is executing (it holds
-// their leases), so it asks for that many more and passes over them; a
-// session claimed beyond the free slots, and a session held whose run ended
-// with no next run claimed, is released at once for another worker.
+// The claim passes over the sessions this worker is executing (it holds
+// their leases; the heartbeat renews them), so it reads about as many runs
+// as there are free slots. A session claimed but not started, and a session
+// held whose run ended with no next run claimed, is released at once for
+// another worker.
 func (q *Queue) dispatchShared() {
 	sh := q.share
 	q.mu.Lock()
 	clear(q.ended)
 	free := q.max - len(q.inflight)
-	busy := len(q.busy)
+	var busy []string
+	if free > 0 {
+		busy = make([]string, 0, len(q.busy))
+		for sid := range q.busy {
+			busy = append(busy, sid)
+		}
+	}
 	q.mu.Unlock()
 	var claimed []store.Run
 	if free > 0 {
 		var err error
-		claimed, err = sh.store.ClaimRuns(q.ctx, sh.holder, sh.ttl, time.Now(), free+busy)
+		claimed, err = sh.store.ClaimRuns(q.ctx, sh.holder, sh.ttl, time.Now(), free, busy)
 		if err != nil {
 			if q.ctx.Err() == nil {
 				q.logger.Error("claim runs", "err", err)

@@ -148,7 +148,7 @@ func TestSharedWorkerTakesOverAfterTheTTL(t *testing.T) {
 	st, q := sharedWorker(t, path, "alive", ttl, f, 2)
 	create(t, st, "d1", "D", "")
 	claimedAt := time.Now()
-	claimed, err := st.ClaimRuns(ctx, "dead", ttl, claimedAt, 1)
+	claimed, err := st.ClaimRuns(ctx, "dead", ttl, claimedAt, 1, nil)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("dead worker's claim: %v, %v", claimed, err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -110,7 +111,9 @@ type SessionLease struct {
 // ClaimRuns returns up to max runs for holder to execute, one per session:
 // each session's earliest live run (running before queued, then in queue
 // order), from sessions that are free, whose lease expired, or that holder
-// already holds. It takes the leases of the sessions holder did not hold
+// already holds, passing over the sessions in skip (the ones holder is
+// executing: asking for their running runs again would read, and on
+// PostgreSQL lock, a row per busy session on every claim). It takes the leases of the sessions holder did not hold
 // (or held expired) until now+ttl in the same transaction, in one
 // statement; a lease holder already holds live is passed over as it is
 // (RenewSessionLeases, the heartbeat, keeps it). A run is returned as
@@ -121,7 +124,7 @@ type SessionLease struct {
 // (the lease guard) and then updates the run's row; a claim that had
 // locked that run's row and then waited to renew the lease would wait for
 // it while it waits for the claim.
-func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]Run, error) {
+func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int, skip []string) ([]Run, error) {
 	if holder == "" {
 		return nil, errors.New("claim runs: empty holder")
 	}
@@ -133,24 +136,28 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 		WHERE r.status IN ('running','queued')
 		AND r.seq = (SELECT MIN(e.seq) FROM runs e WHERE e.session_id = r.session_id AND e.status IN ('running','queued'))
 		AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.holder <> ? AND l.expires_at > ?)
+		AND r.session_id NOT IN (SELECT value FROM json_each(?))
 		ORDER BY r.status = 'queued', r.seq LIMIT ?`
-	if s.pg {
-		// NO KEY UPDATE, not UPDATE: a run's own writes check their
-		// foreign keys to its row (FOR KEY SHARE), which this must not
-		// hold up.
-		q += " FOR NO KEY UPDATE OF r SKIP LOCKED"
+	// One parameter however many sessions are skipped, so the statement
+	// stays the same (and prepared) from claim to claim.
+	if skip == nil {
+		skip = []string{}
+	}
+	skipJSON, err := json.Marshal(skip)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs for %q: %w", holder, err)
 	}
 	if s.pg {
-		out, err := s.claimRunsPG(ctx, holder, ttl, now, max)
+		out, err := s.claimRunsPG(ctx, holder, ttl, now, max, string(skipJSON))
 		if err != nil {
 			return nil, fmt.Errorf("claim runs for %q: %w", holder, err)
 		}
 		return out, nil
 	}
 	var out []Run
-	err := s.rowTx(ctx, func(tx *sql.Tx) error {
+	err = s.rowTx(ctx, func(tx *sql.Tx) error {
 		ms := now.UnixMilli()
-		rows, err := tx.QueryContext(ctx, q, holder, ms, holder, ms, max)
+		rows, err := tx.QueryContext(ctx, q, holder, ms, holder, ms, string(skipJSON), max)
 		if err != nil {
 			return err
 		}
@@ -206,9 +213,9 @@ func (s *Store) ClaimRuns(ctx context.Context, holder string, ttl time.Duration,
 // waiting for the candidate's run row this statement holds. A session
 // with no lease row gets one, unless another worker's appeared meanwhile
 // (ON CONFLICT DO NOTHING: no wait on a committed row).
-func (s *Store) claimRunsPG(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int) ([]Run, error) {
+func (s *Store) claimRunsPG(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int, skipJSON string) ([]Run, error) {
 	ms, exp := now.UnixMilli(), now.Add(ttl).UnixMilli()
-	rows, err := s.w.QueryContext(ctx, pgClaim, holder, ms, exp, max)
+	rows, err := s.w.QueryContext(ctx, pgClaim, holder, ms, exp, max, skipJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +265,7 @@ func pgCandidates(status, limit string) string {
 			WHERE r.status = '` + status + `'
 			AND r.seq = (SELECT MIN(e.seq) FROM runs e WHERE e.session_id = r.session_id AND e.status IN ('running','queued'))
 			AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = r.session_id AND l.holder <> ?1 AND l.expires_at > ?2)
+			AND r.session_id NOT IN (SELECT jsonb_array_elements_text(?5::jsonb))
 			ORDER BY r.seq LIMIT ` + limit + `
 			FOR NO KEY UPDATE OF r SKIP LOCKED`
 }

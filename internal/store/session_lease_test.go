@@ -39,18 +39,26 @@ func TestClaimRunsOnePerSessionInOrder(t *testing.T) {
 	t0 := time.UnixMilli(1_800_000_000_000)
 	const ttl = 10 * time.Second
 
-	got, err := s.ClaimRuns(ctx, "w1", ttl, t0, 10)
+	got, err := s.ClaimRuns(ctx, "w1", ttl, t0, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ids := claimedIDs(got); !slices.Equal(ids, []string{"c1", "a1", "b1"}) {
 		t.Fatalf("w1 claimed %v, want [c1 a1 b1]: running first, one run per session, a2 after a1", ids)
 	}
-	if got, _ := s.ClaimRuns(ctx, "w2", ttl, t0.Add(ttl/2), 10); len(got) != 0 {
+	if got, _ := s.ClaimRuns(ctx, "w2", ttl, t0.Add(ttl/2), 10, nil); len(got) != 0 {
 		t.Fatalf("w2 claimed %v while w1's leases are live", claimedIDs(got))
 	}
-	if got, _ := s.ClaimRuns(ctx, "w1", ttl, t0.Add(ttl/2), 1); !slices.Equal(claimedIDs(got), []string{"c1"}) {
+	if got, _ := s.ClaimRuns(ctx, "w1", ttl, t0.Add(ttl/2), 1, nil); !slices.Equal(claimedIDs(got), []string{"c1"}) {
 		t.Fatalf("w1 claiming again = %v, want its own c1 (a claim renews)", claimedIDs(got))
+	}
+	// The sessions w1 is executing are passed over: the claim neither
+	// returns nor counts them against max.
+	if got, err := s.ClaimRuns(ctx, "w1", ttl, t0.Add(ttl/2), 1, []string{"sc"}); err != nil || !slices.Equal(claimedIDs(got), []string{"a1"}) {
+		t.Fatalf("w1 claiming with sc skipped = %v, %v; want [a1]", claimedIDs(got), err)
+	}
+	if got, _ := s.ClaimRuns(ctx, "w1", ttl, t0.Add(ttl/2), 10, []string{"sa", "sc"}); !slices.Equal(claimedIDs(got), []string{"b1"}) {
+		t.Fatalf("w1 claiming with sa and sc skipped = %v, want [b1]", claimedIDs(got))
 	}
 
 	// w1 finishes a1 and lets sa go: a2 is next, for anyone.
@@ -63,13 +71,13 @@ func TestClaimRunsOnePerSessionInOrder(t *testing.T) {
 	if err := s.ReleaseSession(ctx, "sa", "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.ClaimRuns(ctx, "w2", ttl, t0.Add(ttl/2), 10); !slices.Equal(claimedIDs(got), []string{"a2"}) {
+	if got, _ := s.ClaimRuns(ctx, "w2", ttl, t0.Add(ttl/2), 10, nil); !slices.Equal(claimedIDs(got), []string{"a2"}) {
 		t.Fatalf("w2 claimed %v, want a2 once sa was released", claimedIDs(got))
 	}
 
 	// w1 dies: after the TTL w2 takes c1 and b1 over.
 	late := t0.Add(ttl/2 + ttl + time.Millisecond)
-	if got, _ := s.ClaimRuns(ctx, "w2", ttl, late, 10); !slices.Equal(claimedIDs(got), []string{"c1", "b1", "a2"}) {
+	if got, _ := s.ClaimRuns(ctx, "w2", ttl, late, 10, nil); !slices.Equal(claimedIDs(got), []string{"c1", "b1", "a2"}) {
 		t.Fatalf("after the TTL w2 claimed %v, want [c1 b1 a2] (its own a2 too)", claimedIDs(got))
 	}
 	if held, err := s.HoldsSession(ctx, "sc", "w1", late); err != nil || held {
@@ -136,7 +144,7 @@ func TestClaimRunsWorkersNeverShareASession(t *testing.T) {
 				if done || t.Failed() {
 					return
 				}
-				runs, err := s.ClaimRuns(ctx, holder, time.Minute, time.Now(), 3)
+				runs, err := s.ClaimRuns(ctx, holder, time.Minute, time.Now(), 3, nil)
 				if err != nil {
 					t.Error(err)
 					return
