@@ -41,7 +41,7 @@ type Lister interface {
 // the claim of their next runs, and the batch resume of running rows.
 type Claimer interface {
 	// ClaimRuns returns up to max runs, one per session, whose sessions
-	// holder now leases until now+ttl.
+	// holder now leases until now+ttl, passing over the sessions in skip.
 	ClaimRuns(ctx context.Context, holder string, ttl time.Duration, now time.Time, max int, skip []string) ([]store.Run, error)
 	// RenewSessionLeases extends every lease holder still holds.
 	RenewSessionLeases(ctx context.Context, holder string, ttl time.Duration, now time.Time) (int64, error)

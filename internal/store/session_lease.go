@@ -113,9 +113,9 @@ type SessionLease struct {
 // order), from sessions that are free, whose lease expired, or that holder
 // already holds, passing over the sessions in skip (the ones holder is
 // executing: asking for their running runs again would read, and on
-// PostgreSQL lock, a row per busy session on every claim). It takes the leases of the sessions holder did not hold
-// (or held expired) until now+ttl in the same transaction, in one
-// statement; a lease holder already holds live is passed over as it is
+// PostgreSQL lock, a row per busy session on every claim). It takes the
+// leases of the sessions holder did not hold (or held expired) until
+// now+ttl in the same transaction, in one statement; a lease holder already holds live is passed over as it is
 // (RenewSessionLeases, the heartbeat, keeps it). A run is returned as
 // stored; its Start is the caller's.
 //
