@@ -3,8 +3,10 @@ package crash
 import (
 	"database/sql"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -41,8 +43,13 @@ import (
 // process, and the last batch's timeline.
 //
 //	go test -run '^$' -bench WorkersThroughput -benchtime 3x -v ./test/crash/
+//
+// With BENCH_PROFILE=DIR the first worker serves its runtime profiles and
+// DIR gets its CPU profile over the first two seconds of the measured
+// batches (cpu-workers=N.pprof; go tool pprof -top DIR/cpu-workers=1.pprof).
 func BenchmarkWorkersThroughput(b *testing.B) {
 	const perWorker, latency = 32, 200 * time.Millisecond
+	profileDir := os.Getenv("BENCH_PROFILE")
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			c := newCluster(b)
@@ -60,6 +67,9 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			var ws []*daemon
 			for i := range n {
 				w := c.worker(plainBin, c.ws, fmt.Sprintf("DELTA_MAX_CONCURRENCY=%d", perWorker), fmt.Sprintf("DELTA_LEASE_HOLDER=b%d", i))
+				if profileDir != "" {
+					w.env = append(w.env, "DELTA_PPROF=1")
+				}
 				w.start()
 				ws = append(ws, w)
 			}
@@ -134,11 +144,13 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 			sampler := sampleBackends(b, c.openBenchDB())
 			self0 := selfCPU(b)
 			var elapsed time.Duration
+			profiled := profileWorker(b, ws[0], profileDir, fmt.Sprintf("workers=%d", n))
 			b.ResetTimer()
 			for range b.N {
 				elapsed += runBatch()
 			}
 			b.StopTimer()
+			profiled()
 			lockWait, idleInTx := sampler.stop()
 			b.Logf("active backends waiting, mean over the batch:\n%s", sampler.waitReport())
 			if r := statementReport(db, "total_exec_time", 15); r != "" {
@@ -160,6 +172,7 @@ func BenchmarkWorkersThroughput(b *testing.B) {
 				}
 			}
 			b.Logf("the last batch:\n%s", batchTimeline(b, db, batch))
+			b.Logf("the last batch's runs, each event's mean time from the run's start (ms):\n%s", runPhases(b, db, batch))
 			b.ReportMetric(float64(serverSessions(b, db)-sessions0)/float64(b.N), "pg-connections/batch")
 			b.Logf("server CPU by backend kind:\n%s", cpuByBackend(b, db, pg0, elapsed))
 			cpu := -cpu0
@@ -503,6 +516,57 @@ func batchTimeline(b *testing.B, db *sql.DB, n int) string {
 		}
 		fmt.Fprintf(&out, "  last accepted %.0f, first started %.0f, 32nd started %.0f, queue wait mean %.0f p50 %.0f, run mean %.0f, last finished %.0f, busy slot-ms %.0f\n",
 			lastC, firstS, s32, waitAvg, waitP50, runAvg, lastF, busy)
+		return nil
+	})
+	return out.String()
+}
+
+// profileWorker starts fetching w's CPU profile over two seconds into
+// dir (nothing when dir is ""); the func it returns waits for the file.
+func profileWorker(b *testing.B, w *daemon, dir, name string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(w.url + "/v1/dev/pprof/profile?seconds=2")
+		if err != nil {
+			b.Errorf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, raw)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "cpu-"+name+".pprof"), raw, 0o644)
+		}
+		if err != nil {
+			b.Errorf("profile %s: %v", name, err)
+		}
+	}()
+	return func() { <-done }
+}
+
+// runPhases is, over the last n runs, each event's mean time from its
+// run's start and the finish's: where a run's time beyond the model call
+// goes. run.queued comes before the start (negative: the queue wait).
+func runPhases(b *testing.B, db *sql.DB, n int) string {
+	b.Helper()
+	var out strings.Builder
+	each(b, db, fmt.Sprintf(`WITH r AS (SELECT id, created_at c, started_at s, finished_at f FROM runs ORDER BY seq DESC LIMIT %d)
+		SELECT e.name, count(*), avg(e.created_at - r.s) FROM events e JOIN r ON e.run_id = r.id GROUP BY e.name
+		UNION ALL SELECT '(finished_at)', count(*), avg(f - s) FROM r
+		ORDER BY 3`, n), func(rows *sql.Rows) error {
+		var name string
+		var count int64
+		var at float64
+		if err := rows.Scan(&name, &count, &at); err != nil {
+			return err
+		}
+		fmt.Fprintf(&out, "  %-24s %5d  %7.1f\n", name, count, at)
 		return nil
 	})
 	return out.String()
