@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -22,6 +23,11 @@ type SessionLeases interface {
 	// sessionID in their transaction.
 	Guard(ctx context.Context, sessionID string) context.Context
 }
+
+// leaseAhead is how far ahead a lease seen live by the run's last write
+// must still run for a turn's check to take it as held: a margin for the
+// clocks of the workers, which compare expiries with their own time.
+const leaseAhead = time.Second
 
 // errLeaseLost stops a run whose session another worker may now hold.
 var errLeaseLost = errors.New("session lease lost")
@@ -42,8 +48,19 @@ func (e *Engine) guardLease(ctx context.Context, sessionID string) context.Conte
 }
 
 // holdsLease is nil when the run may go on writing.
+//
+// The run's writes verify the lease in their own transactions and note
+// how long it was then held for (store.LeaseLiveUntil). While that is more
+// than leaseAhead away no other worker can take the session over, so the
+// check answers from it without a round trip to the database. The read is
+// made when the run's last write is old against the lease's lifetime (a
+// long model call or tool, or a stalled worker) and on every turn of a run
+// whose writes carry no store lease guard.
 func (x *execution) holdsLease(ctx context.Context) error {
 	if x.e.o.Leases == nil {
+		return nil
+	}
+	if until, ok := store.LeaseLiveUntil(ctx); ok && time.Until(until) > leaseAhead {
 		return nil
 	}
 	ok, err := x.e.o.Leases.HoldsSession(ctx, x.run.SessionID)

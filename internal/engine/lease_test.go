@@ -171,3 +171,50 @@ func TestCheckpointRefusedWhenTheLeaseGoesDuringTheModelCall(t *testing.T) {
 		t.Fatalf("after w2 resumed: status %s, %d run.finished, %d steps; want done, 1, 1", r.Status, len(evs), r.Steps)
 	}
 }
+
+// countingLeases is storeLeases counting the checks that read the table.
+type countingLeases struct {
+	storeLeases
+	reads atomic.Int32
+}
+
+func (l *countingLeases) HoldsSession(ctx context.Context, sessionID string) (bool, error) {
+	l.reads.Add(1)
+	return l.storeLeases.HoldsSession(ctx, sessionID)
+}
+
+// TestTurnCheckTrustsTheLeaseItsWritesSaw: a run whose every write
+// verifies its lease in the write's transaction, the lease live for an
+// hour, asks the lease table nothing more at its turns; it still finishes
+// once, its tool run once.
+func TestTurnCheckTrustsTheLeaseItsWritesSaw(t *testing.T) {
+	ctx := context.Background()
+	dir, st, b := openEnv(t)
+	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "please echo"}}, Profile: "trusted"})
+	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_t", SessionID: "sess_t", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AcquireSession(ctx, "sess_t", "w1", time.Hour, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	reg := tool.NewRegistry()
+	reg.Add(tool.Func("echo", "echo text", false, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+		ran.Add(1)
+		return tool.Text("echoed " + a.Text), nil
+	}))
+	leases := &countingLeases{storeLeases: storeLeases{st: st, holder: "w1"}}
+	eng := engine.New(engine.Options{Store: st, Models: []string{"m"}, Prompt: b, Tools: reg, WorkspaceDir: dir,
+		Provider:  toolThenAnswer(model.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}),
+		ToolNames: func(string) []string { return reg.Names() }, Budget: func(string) engine.Budget { return big },
+		Leases: leases})
+	eng.Execute(ctx, "resp_t", func() bool { return false })
+	r, err := st.Run(ctx, "resp_t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusDone || r.Steps != 2 || ran.Load() != 1 || leases.reads.Load() != 0 {
+		t.Fatalf("status %s, %d steps, tool ran %d times, %d lease reads at the turns; want done, 2, 1, 0",
+			r.Status, r.Steps, ran.Load(), leases.reads.Load())
+	}
+}

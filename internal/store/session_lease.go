@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,7 +36,12 @@ var ErrSessionHeld = errors.New("session leased by another worker")
 var ErrSessionLeaseLost = errors.New("session lease lost")
 
 // leaseGuard is the lease a context's write transactions must still hold.
-type leaseGuard struct{ sessionID, holder string }
+type leaseGuard struct {
+	sessionID, holder string
+	// liveUntil is the latest expiry (unix ms) a transaction under the
+	// guard found the lease to have, held by holder (LeaseLiveUntil).
+	liveUntil *atomic.Int64
+}
 
 type leaseGuardKey struct{}
 
@@ -48,7 +54,26 @@ type leaseGuardKey struct{}
 // A lease that expires while the transaction runs is still held by it, for
 // the same reason. On SQLite the transaction is the only writer.
 func WithSessionLease(ctx context.Context, sessionID, holder string) context.Context {
-	return context.WithValue(ctx, leaseGuardKey{}, leaseGuard{sessionID: sessionID, holder: holder})
+	return context.WithValue(ctx, leaseGuardKey{}, leaseGuard{sessionID: sessionID, holder: holder, liveUntil: new(atomic.Int64)})
+}
+
+// LeaseLiveUntil is the expiry that the latest write transaction made
+// under ctx's lease guard (WithSessionLease) found the lease to have, held
+// by the guard's holder; ok is false when ctx has no guard or none of its
+// transactions has verified the lease yet. Until that time no other worker
+// can take the session over (a takeover needs the lease expired, and only
+// its holder renews or releases it), so a run that checks its lease before
+// a model call need not ask the database again while it is well ahead.
+func LeaseLiveUntil(ctx context.Context) (time.Time, bool) {
+	g, ok := ctx.Value(leaseGuardKey{}).(leaseGuard)
+	if !ok || g.liveUntil == nil {
+		return time.Time{}, false
+	}
+	ms := g.liveUntil.Load()
+	if ms == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 // guarded is fn preceded by ctx's lease guard; fn itself when ctx has none.
@@ -96,6 +121,17 @@ func (g leaseGuard) verdict(found bool, holder string, exp int64) error {
 		return fmt.Errorf("session %s is leased by %q: %w", g.sessionID, holder, ErrSessionLeaseLost)
 	case exp <= time.Now().UnixMilli():
 		return fmt.Errorf("lease of session %s expired at %s: %w", g.sessionID, time.UnixMilli(exp).UTC().Format(time.RFC3339Nano), ErrSessionLeaseLost)
+	}
+	// A transaction that goes on to fail still saw the lease as it was:
+	// held, until exp. Leases only lengthen while held, so the latest
+	// sighting is the one to keep.
+	if g.liveUntil != nil {
+		for {
+			old := g.liveUntil.Load()
+			if exp <= old || g.liveUntil.CompareAndSwap(old, exp) {
+				break
+			}
+		}
 	}
 	return nil
 }

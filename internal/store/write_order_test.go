@@ -200,3 +200,50 @@ func TestLeaseGuardRefusesWritesOnceTheLeaseIsGone(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseLiveUntilIsWhatTheWritesSaw: a context's lease guard reports
+// the expiry its latest verifying write found (the lease held by the
+// guard's holder), nothing before a write has verified it, and nothing
+// from a write the lease refused.
+func TestLeaseLiveUntilIsWhatTheWritesSaw(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	if _, ok := store.LeaseLiveUntil(ctx); ok {
+		t.Fatal("LeaseLiveUntil of a context with no guard reports a lease")
+	}
+	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
+	now := time.Now()
+	if err := s.AcquireSession(ctx, "s1", "w1", time.Hour, now); err != nil {
+		t.Fatal(err)
+	}
+	w1 := store.WithSessionLease(ctx, "s1", "w1")
+	if _, ok := store.LeaseLiveUntil(w1); ok {
+		t.Fatal("LeaseLiveUntil reports a lease before any write verified it")
+	}
+	if _, _, err := s.Start(w1, "r1", []model.Message{{Role: model.RoleUser, Content: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if until, ok := store.LeaseLiveUntil(w1); !ok || !until.Equal(time.UnixMilli(now.Add(time.Hour).UnixMilli())) {
+		t.Fatalf("after the start: LeaseLiveUntil = %v, %v; want %v, true", until, ok, now.Add(time.Hour))
+	}
+	// The heartbeat renews; the next write sees the later expiry.
+	later := now.Add(10 * time.Minute)
+	if _, err := s.RenewSessionLeases(ctx, "w1", time.Hour, later); err != nil {
+		t.Fatal(err)
+	}
+	step := store.Step{RunID: "r1", SessionID: "s1", Model: "m", Message: model.Message{Role: model.RoleAssistant, Content: "working"}}
+	if _, err := s.CommitStep(w1, step); err != nil {
+		t.Fatal(err)
+	}
+	if until, _ := store.LeaseLiveUntil(w1); !until.Equal(time.UnixMilli(later.Add(time.Hour).UnixMilli())) {
+		t.Fatalf("after the renewal and a step: LeaseLiveUntil = %v, want %v", until, later.Add(time.Hour))
+	}
+	// Another holder's guard is refused and learns nothing.
+	w2 := store.WithSessionLease(ctx, "s1", "w2")
+	if _, err := s.CommitStep(w2, step); !errors.Is(err, store.ErrSessionLeaseLost) {
+		t.Fatalf("w2's step: err = %v, want ErrSessionLeaseLost", err)
+	}
+	if until, ok := store.LeaseLiveUntil(w2); ok {
+		t.Fatalf("a refused guard reports its lease live until %v", until)
+	}
+}
