@@ -236,6 +236,12 @@ func (x *execution) rebindArgs(callID string, args json.RawMessage) {
 // recoverCalls settles the calls an earlier attempt journalled but never
 // finished: read-only ones run again, the others get an [interrupted] result.
 func (x *execution) recoverCalls(ctx context.Context) error {
+	if x.run.Attempts <= 1 {
+		// The first attempt: only an attempt's own execution journals a
+		// call, so there is nothing to read.
+		x.journalled = map[string]bool{}
+		return nil
+	}
 	journal, err := x.e.o.Store.Journal(ctx, x.run.ID)
 	if err != nil {
 		return err
