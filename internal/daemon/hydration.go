@@ -126,10 +126,6 @@ func metadataOf(run store.Run) json.RawMessage {
 // any later run, or when either read fails (the block it would start is
 // then left out, not the run).
 func firstRun(ctx context.Context, st *store.Store, runID string) (store.Run, bool) {
-	first, err := st.FirstOfSession(ctx, runID)
-	if err != nil || !first {
-		return store.Run{}, false
-	}
-	run, err := st.Run(ctx, runID)
-	return run, err == nil
+	run, first, err := st.FirstRun(ctx, runID)
+	return run, err == nil && first
 }

@@ -571,14 +571,17 @@ func (s *Store) SessionOwner(ctx context.Context, sessionID string) (string, err
 
 func now() int64 { return time.Now().UnixMilli() }
 
-// FirstOfSession reports whether run id is its session's first run, the
-// one that opened it.
-func (s *Store) FirstOfSession(ctx context.Context, id string) (bool, error) {
-	var earlier int
-	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs r JOIN runs me ON me.id = ?
-		WHERE r.session_id = me.session_id AND r.seq < me.seq`, id).Scan(&earlier)
-	if err != nil {
-		return false, fmt.Errorf("first of session %s: %w", id, err)
+// FirstRun returns run id when it is its session's first run, the one
+// that opened it, in one read; ok is false for a later run of the session
+// and for a run that does not exist.
+func (s *Store) FirstRun(ctx context.Context, id string) (r Run, ok bool, err error) {
+	r, err = scanRun(s.readRow(ctx, "SELECT "+runCols+` FROM runs me WHERE id = ?
+		AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = me.session_id AND r.seq < me.seq)`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, false, nil
 	}
-	return earlier == 0, nil
+	if err != nil {
+		return Run{}, false, fmt.Errorf("first run of session, %s: %w", id, err)
+	}
+	return r, true, nil
 }

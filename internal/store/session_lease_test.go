@@ -220,3 +220,22 @@ func TestCancelRequestedRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstRun: a session's opening run is returned as its first, a later
+// run of the session and an unknown id are not.
+func TestFirstRun(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "a1", SessionID: "sa"})
+	newRun(t, s, store.NewRun{ID: "a2", PreviousID: "a1"})
+	newRun(t, s, store.NewRun{ID: "b1", SessionID: "sb"})
+	for _, tt := range []struct {
+		id    string
+		first bool
+	}{{"a1", true}, {"a2", false}, {"b1", true}, {"nope", false}} {
+		r, ok, err := s.FirstRun(ctx, tt.id)
+		if err != nil || ok != tt.first || (ok && (r.ID != tt.id || r.SessionID == "")) {
+			t.Errorf("FirstRun(%s) = %q in %q, %v, %v; want first %v", tt.id, r.ID, r.SessionID, ok, err, tt.first)
+		}
+	}
+}
