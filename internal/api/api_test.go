@@ -52,7 +52,7 @@ func openStore(t testing.TB, path string) *store.Store {
 // openQueue is a queue of n sessions at a time over eng's runs, opened.
 func openQueue(t testing.TB, st *store.Store, eng *engine.Engine, n int) *queue.Queue {
 	t.Helper()
-	q := queue.New(st, eng.Execute, n, nil)
+	q := queue.New(st, eng.ExecuteHead, n, nil)
 	if err := q.Open(); err != nil {
 		t.Fatal(err)
 	}

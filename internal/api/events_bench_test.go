@@ -46,7 +46,7 @@ func BenchmarkTaskEventsPage(b *testing.B) {
 		}
 	}
 	eng := engine.New(engine.Options{Store: st})
-	q := queue.New(st, eng.Execute, 1, nil) // never opened: the runs stay queued
+	q := queue.New(st, eng.ExecuteHead, 1, nil) // never opened: the runs stay queued
 	srv := httptest.NewServer(api.New(api.Options{Service: engine.NewService(st, q, eng), ControlToken: "tok"}))
 	b.Cleanup(srv.Close)
 	client := srv.Client()

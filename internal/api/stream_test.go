@@ -86,7 +86,7 @@ func readFrames(r io.Reader, emit func(frame)) {
 func TestSlowStreamClientGetsAResumeFrame(t *testing.T) {
 	st, broker, eng := echoEngine(t)
 	// The queue is never opened: the run stays queued, so the stream follows it.
-	q := queue.New(st, eng.Execute, 1, nil)
+	q := queue.New(st, eng.ExecuteHead, 1, nil)
 	h := api.New(api.Options{Service: engine.NewService(st, q, eng), Heartbeat: time.Hour})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/tasks", strings.NewReader(`{"input":"hi"}`)))

@@ -247,7 +247,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		Reflect: p.memory.reflect, Reflected: p.memory.reflected, Leases: leases,
 	})
 	explorer.bind(eng)
-	p.queue = queue.New(st, eng.Execute, cfg.MaxConcurrency, logger)
+	p.queue = queue.New(st, eng.ExecuteHead, cfg.MaxConcurrency, logger)
 	if holder != "" {
 		p.queue.Share(st, holder, cfg.LeaseTTL)
 	}

@@ -221,6 +221,14 @@ func (e *budgetError) Error() string { return "budget exhausted: " + e.diag }
 // cancel reports whether a ctx cancellation is a user cancel (true) or a
 // shutdown (false).
 func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bool) {
+	e.ExecuteHead(ctx, store.RunHead{ID: runID}, userCancel)
+}
+
+// ExecuteHead is Execute for a run the dispatcher has read: when head
+// carries the run's session and request (a claim's), the run is not read
+// again before its start, whose transaction locks and returns it current.
+func (e *Engine) ExecuteHead(ctx context.Context, head store.RunHead, userCancel func() bool) {
+	runID := head.ID
 	logger := e.o.Logger.With(event.KeyRun, runID)
 	var x *execution
 	defer func() {
@@ -230,7 +238,11 @@ func (e *Engine) Execute(ctx context.Context, runID string, userCancel func() bo
 		}
 	}()
 	var req Request
-	run, err := e.o.Store.Run(ctx, runID)
+	// A run's session and request never change once it is accepted.
+	run, err := store.Run{ID: runID, SessionID: head.SessionID, Request: head.Request}, error(nil)
+	if head.SessionID == "" || len(head.Request) == 0 {
+		run, err = e.o.Store.Run(ctx, runID)
+	}
 	if err == nil {
 		err = json.Unmarshal(run.Request, &req)
 	}

@@ -112,7 +112,7 @@ func daemonOptions(t testing.TB, dir string, st *store.Store, b *bundle.Bundle, 
 // the test ends, and returns it with the service over it.
 func serve(t testing.TB, st *store.Store, eng *engine.Engine, workers int) (*queue.Queue, *engine.Service) {
 	t.Helper()
-	q := queue.New(st, eng.Execute, workers, nil)
+	q := queue.New(st, eng.ExecuteHead, workers, nil)
 	if err := q.Open(); err != nil {
 		t.Fatal(err)
 	}

@@ -218,3 +218,41 @@ func TestTurnCheckTrustsTheLeaseItsWritesSaw(t *testing.T) {
 			r.Status, r.Steps, ran.Load(), leases.reads.Load())
 	}
 }
+
+// TestExecuteHeadStartsFromTheClaimedRun: a run handed over with its
+// session and request (as a claim reads them) starts from those, with no
+// read of its own before the start; handed over by id alone it reads the
+// stored run. The request differs from the stored one here only to tell
+// the two apart.
+func TestExecuteHeadStartsFromTheClaimedRun(t *testing.T) {
+	ctx := context.Background()
+	dir, st, b := openEnv(t)
+	stored, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "stored"}}, Profile: "trusted"})
+	claimed, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "claimed"}}, Profile: "trusted"})
+	var asked []string
+	eng := engine.New(engine.Options{Store: st, Models: []string{"m"}, Prompt: b, Tools: tool.NewRegistry(), WorkspaceDir: dir,
+		Provider: model.ProviderFunc(func(_ context.Context, req model.Request, _ model.Stream) (model.Response, error) {
+			for _, m := range req.Messages {
+				if m.Role == model.RoleUser && (m.Content == "stored" || m.Content == "claimed") {
+					asked = append(asked, m.Content)
+				}
+			}
+			return model.Response{Model: req.Model, Text: "ok"}, nil
+		}),
+		ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big }})
+	for _, id := range []string{"resp_h1", "resp_h2"} {
+		if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: id, SessionID: "sess_" + id, Request: stored}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng.ExecuteHead(ctx, store.RunHead{ID: "resp_h1", SessionID: "sess_resp_h1", Status: store.StatusQueued, Request: claimed}, func() bool { return false })
+	eng.ExecuteHead(ctx, store.RunHead{ID: "resp_h2"}, func() bool { return false })
+	if len(asked) != 2 || asked[0] != "claimed" || asked[1] != "stored" {
+		t.Fatalf("the model was asked %q; want the claimed request, then the stored one", asked)
+	}
+	for _, id := range []string{"resp_h1", "resp_h2"} {
+		if r, err := st.Run(ctx, id); err != nil || r.Status != store.StatusDone {
+			t.Fatalf("%s: %s, %v; want done", id, r.Status, err)
+		}
+	}
+}

@@ -22,7 +22,7 @@ func idleService(t *testing.T) (*engine.Service, *event.Broker) {
 	broker := event.NewBroker()
 	eng := engine.New(engine.Options{Store: st, Broker: broker, Provider: answer("unused"), Models: []string{"m"}, Prompt: b,
 		Tools: tool.NewRegistry(), ToolNames: func(string) []string { return nil }, Budget: func(string) engine.Budget { return big }})
-	return engine.NewService(st, queue.New(st, eng.Execute, 1, nil), eng), broker
+	return engine.NewService(st, queue.New(st, eng.ExecuteHead, 1, nil), eng), broker
 }
 
 func answer(text string) model.ProviderFunc {

@@ -25,7 +25,7 @@ import (
 
 // Executor runs one run to completion. userCancel reports whether a
 // cancelled ctx was a cancel request (true) rather than shutdown.
-type Executor func(ctx context.Context, runID string, userCancel func() bool)
+type Executor func(ctx context.Context, run store.RunHead, userCancel func() bool)
 
 // Lister is the part of the store the queue uses: it reads the live runs
 // and makes one write, marking crash leftovers resumed in a batch.
@@ -331,7 +331,7 @@ func (q *Queue) start(r store.RunHead) {
 			q.mu.Unlock()
 			q.Notify()
 		}()
-		q.exec(ctx, r.ID, func() bool {
+		q.exec(ctx, r, func() bool {
 			q.mu.Lock()
 			defer q.mu.Unlock()
 			return s.userCancel

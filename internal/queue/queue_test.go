@@ -26,7 +26,8 @@ type recorder struct {
 	hold     time.Duration
 }
 
-func (r *recorder) exec(ctx context.Context, id string, _ func() bool) {
+func (r *recorder) exec(ctx context.Context, h store.RunHead, _ func() bool) {
+	id := h.ID
 	run, _ := r.st.Run(ctx, id)
 	r.mu.Lock()
 	r.order = append(r.order, id)
@@ -212,12 +213,12 @@ func TestResumesDurableBeforeAnyRunExecutes(t *testing.T) {
 	var mu sync.Mutex
 	var seen []int // run.resumed rows committed when each run began executing
 	rec := &recorder{st: st, active: map[string]int{}}
-	q := queue.New(st, func(ctx context.Context, id string, uc func() bool) {
+	q := queue.New(st, func(ctx context.Context, h store.RunHead, uc func() bool) {
 		n := countResumed()
 		mu.Lock()
 		seen = append(seen, n)
 		mu.Unlock()
-		rec.exec(ctx, id, uc)
+		rec.exec(ctx, h, uc)
 	}, len(ids), nil)
 	q.Poll = 10 * time.Millisecond
 	if err := q.Open(); err != nil {

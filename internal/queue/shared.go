@@ -93,7 +93,7 @@ func (q *Queue) dispatchShared() {
 			q.mu.Unlock()
 			return // shutting down: Close releases the sessions
 		}
-		q.start(store.RunHead{ID: r.ID, SessionID: r.SessionID, Status: r.Status})
+		q.start(store.RunHead{ID: r.ID, SessionID: r.SessionID, Status: r.Status, Request: r.Request})
 	}
 	q.mu.Unlock()
 	// The releases are for the other workers: this one's picks start

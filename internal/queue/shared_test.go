@@ -28,7 +28,8 @@ type fleet struct {
 }
 
 func (f *fleet) exec(worker string, st *store.Store) queue.Executor {
-	return func(ctx context.Context, id string, _ func() bool) {
+	return func(ctx context.Context, h store.RunHead, _ func() bool) {
+		id := h.ID
 		run, err := st.Run(ctx, id)
 		if err != nil {
 			return
@@ -214,7 +215,8 @@ func TestSharedWorkerCancelsAtTheHeartbeat(t *testing.T) {
 	t.Cleanup(func() { other.Close() })
 	started := make(chan struct{})
 	ended := make(chan bool, 1)
-	exec := func(ctx context.Context, id string, userCancel func() bool) {
+	exec := func(ctx context.Context, h store.RunHead, userCancel func() bool) {
+		id := h.ID
 		if _, _, err := st.Start(ctx, id, nil); err != nil {
 			t.Errorf("start %s: %v", id, err)
 			return

@@ -528,6 +528,10 @@ func (s *Store) LiveRuns(ctx context.Context) ([]Run, error) {
 // the bodies of all the others in flight.
 type RunHead struct {
 	ID, SessionID, Status string
+	// Request is the accepted request when the dispatcher read it anyway
+	// (a claim returns whole runs), so the run's execution need not read
+	// the run again before starting it; empty from LiveHeads.
+	Request json.RawMessage
 }
 
 // LiveHeads is LiveRuns reading only each run's head.

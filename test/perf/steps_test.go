@@ -111,7 +111,7 @@ func newRigAt(b testing.TB, turns, concurrency int, url string) *rig {
 		ToolNames: func(string) []string { return reg.Names() },
 		Budget:    func(string) engine.Budget { return budget },
 	})
-	q := queue.New(st, eng.Execute, concurrency, nil)
+	q := queue.New(st, eng.ExecuteHead, concurrency, nil)
 	if err := q.Open(); err != nil {
 		b.Fatal(err)
 	}
