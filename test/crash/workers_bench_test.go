@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -46,7 +47,9 @@ import (
 //
 // With BENCH_PROFILE=DIR the first worker serves its runtime profiles and
 // DIR gets its CPU profile over the first two seconds of the measured
-// batches (cpu-workers=N.pprof; go tool pprof -top DIR/cpu-workers=1.pprof).
+// batches (cpu-workers=N.pprof; go tool pprof -top DIR/cpu-workers=1.pprof)
+// and, where perf is installed, the whole machine's over the same seconds
+// (perf-workers=N.data; perf report -i DIR/perf-workers=1.data --sort comm,dso).
 func BenchmarkWorkersThroughput(b *testing.B) {
 	const perWorker, latency = 32, 200 * time.Millisecond
 	profileDir := os.Getenv("BENCH_PROFILE")
@@ -527,9 +530,26 @@ func profileWorker(b *testing.B, w *daemon, dir, name string) func() {
 	if dir == "" {
 		return func() {}
 	}
+	var perf *exec.Cmd
+	if path, err := exec.LookPath("perf"); err == nil {
+		// The whole machine's CPU over the same two seconds, by process
+		// and symbol: PostgreSQL's backends, the workers and this process.
+		perf = exec.Command(path, "record", "-a", "-g", "-F", "499", "-o", filepath.Join(dir, "perf-"+name+".data"), "--", "sleep", "2")
+		if err := perf.Start(); err != nil {
+			b.Logf("perf record: %v", err)
+			perf = nil
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if perf != nil {
+			defer func() {
+				if err := perf.Wait(); err != nil {
+					b.Logf("perf record: %v", err)
+				}
+			}()
+		}
 		resp, err := http.Get(w.url + "/v1/dev/pprof/profile?seconds=2")
 		if err != nil {
 			b.Errorf("profile %s: %v", name, err)
