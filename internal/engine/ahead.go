@@ -182,7 +182,7 @@ func (x *execution) settle(ctx context.Context) error {
 // may hold it.
 func (x *execution) checkpointFailed(ctx context.Context, err error) error {
 	if !leaseLost(err) && !errors.Is(err, errCancelled) {
-		if lerr := x.holdsLease(ctx); lerr != nil {
+		if lerr := x.confirmLease(ctx); lerr != nil {
 			return fmt.Errorf("%w (checkpoint: %v)", lerr, err)
 		}
 	}

@@ -47,7 +47,8 @@ func (e *Engine) guardLease(ctx context.Context, sessionID string) context.Conte
 	return e.o.Leases.Guard(ctx, sessionID)
 }
 
-// holdsLease is nil when the run may go on writing.
+// holdsLease is nil when the run may go on writing: the check at the top
+// of a turn, before its model call and tools.
 //
 // The run's writes verify the lease in their own transactions and note
 // how long it was then held for (store.LeaseLiveUntil). While that is more
@@ -61,6 +62,16 @@ func (x *execution) holdsLease(ctx context.Context) error {
 		return nil
 	}
 	if until, ok := store.LeaseLiveUntil(ctx); ok && time.Until(until) > leaseAhead {
+		return nil
+	}
+	return x.confirmLease(ctx)
+}
+
+// confirmLease is holdsLease asking the database whatever the run's writes
+// saw: after a write failed, whether the worker can still reach the
+// database and holds the session is the question.
+func (x *execution) confirmLease(ctx context.Context) error {
+	if x.e.o.Leases == nil {
 		return nil
 	}
 	ok, err := x.e.o.Leases.HoldsSession(ctx, x.run.SessionID)
