@@ -267,33 +267,37 @@ func (s *Store) Start(ctx context.Context, id string, input []model.Message) (Ru
 	var run Run
 	var ev event.Event
 	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		r, err := s.lockRun(ctx, tx, id)
+		// One statement takes the run, locking its row, and tells which
+		// start this is: only a start counts an attempt and appends the
+		// input, in the same transaction, and a resume (ResumeRuns) counts
+		// one only for a run already running, so the first attempt is
+		// exactly the start of a queued run whose input is not yet in
+		// the history. A run no longer live is not updated.
+		var err error
+		run, err = scanRun(rowScan{s, ctx, tx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
+			started_at = COALESCE(started_at, ?) WHERE id = ? AND status IN ('queued','running') RETURNING ` + runCols, []any{now(), id}})
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := getRun(ctx, txReader{s, tx}, id); err != nil {
+				return err // not found
+			}
+			return ErrAlreadyFinal
+		}
 		if err != nil {
 			return err
 		}
-		switch r.Status {
-		case StatusQueued:
-			ev = event.New(id, r.SessionID, event.RunStarted, nil)
-		case StatusRunning:
-			ev = event.New(id, r.SessionID, event.RunResumed, map[string]int{event.KeyAttempt: r.Attempts + 1})
-		default:
-			return ErrAlreadyFinal
-		}
-		ev.Owner, ev.TaskID = r.Owner, r.TaskID()
-		if !r.InputAppended {
+		if run.Attempts == 1 {
+			ev = event.New(id, run.SessionID, event.RunStarted, nil)
 			msgs := make([]storedMessage, len(input))
 			for i, m := range input {
-				msgs[i] = storedMessage{SessionID: r.SessionID, RunID: id, Message: m}
+				msgs[i] = storedMessage{SessionID: run.SessionID, RunID: id, Message: m}
 			}
 			if err := s.insertMessages(ctx, tx, msgs); err != nil {
 				return err
 			}
+		} else {
+			ev = event.New(id, run.SessionID, event.RunResumed, map[string]int{event.KeyAttempt: run.Attempts})
 		}
-		run, err = scanRun(rowScan{s, ctx, tx, `UPDATE runs SET status = 'running', input_appended = 1, attempts = attempts + 1,
-			started_at = COALESCE(started_at, ?) WHERE id = ? RETURNING ` + runCols, []any{now(), id}})
-		if err != nil {
-			return err
-		}
+		ev.Owner, ev.TaskID = run.Owner, run.TaskID()
 		return s.insertEvent(ctx, tx, &ev) // last, as in CreateRun
 	})
 	if err != nil {
