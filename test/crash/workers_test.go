@@ -101,11 +101,14 @@ func (c *cluster) openDB() *sql.DB {
 	return db
 }
 
-// submitAfter posts a task continuing prev's session ("" = a new session).
-func (d *daemon) submitAfter(client *http.Client, input, prev string) (id string, ok bool) {
-	body := fmt.Sprintf(`{"input":%q}`, input)
+// submitAfter posts a task continuing prev's session ("" = a new session)
+// under an idempotency key that holds for a finished task too, as a client
+// that retries does: a submission whose answer was lost (the worker died
+// after committing it) and is sent again is the same task.
+func (d *daemon) submitAfter(client *http.Client, input, prev, key string) (id string, ok bool) {
+	body := fmt.Sprintf(`{"input":%q,"idempotency_key":%q,"idempotency_terminal":true}`, input, key)
 	if prev != "" {
-		body = fmt.Sprintf(`{"input":%q,"previous_response_id":%q}`, input, prev)
+		body = fmt.Sprintf(`{"input":%q,"previous_response_id":%q,"idempotency_key":%q,"idempotency_terminal":true}`, input, prev, key)
 	}
 	return d.post(client, body)
 }
@@ -188,11 +191,11 @@ func TestWorkersSharePostgres(t *testing.T) {
 				input := fmt.Sprintf("Write s%d-t%d.md about the otter survey.", s, k)
 				// Round robin over the workers; a refused or dropped
 				// submission (the dying worker) is not acknowledged and
-				// goes to the next worker.
+				// goes to the next worker under the same key.
 				var id string
 				for try := 0; try < 6; try++ {
 					var ok bool
-					if id, ok = workers[(s+k+try)%len(workers)].submitAfter(client, input, prev); ok {
+					if id, ok = workers[(s+k+try)%len(workers)].submitAfter(client, input, prev, fmt.Sprintf("s%d-t%d", s, k)); ok {
 						break
 					}
 					id = ""
