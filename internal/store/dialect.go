@@ -292,6 +292,12 @@ func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.Na
 // its Commit sends nothing once the store's own pipeline has committed.
 type pgOpen struct {
 	guard *leaseGuard // the lease to read FOR SHARE, if any
+	// runID is the run whose row to lock FOR NO KEY UPDATE and read after
+	// the lease (groupRunTx); run is what the read found, runErr
+	// ErrNotFound when there is no such run.
+	runID  string
+	run    Run
+	runErr error
 	// What the read found.
 	found  bool
 	holder string
@@ -304,8 +310,9 @@ type pgOpen struct {
 type pgOpenKey struct{}
 
 // BeginTx opens a transaction. Under a pgOpen (pgSharedTx) it sends BEGIN,
-// the write lock shared and the lease guard's read in one pipeline: one
-// round trip where a plain BEGIN and two statements take three.
+// the write lock shared, the lease guard's read and the run row's lock and
+// read (groupRunTx) in one pipeline: one round trip where a plain BEGIN
+// and three statements take four.
 func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	o, ok := ctx.Value(pgOpenKey{}).(*pgOpen)
 	if !ok || opts.Isolation != 0 || opts.ReadOnly {
@@ -329,6 +336,9 @@ func (o *pgOpen) begin(ctx context.Context, c *pgx.Conn) error {
 	if o.guard != nil {
 		b.Queue("SELECT holder, expires_at FROM session_leases WHERE session_id = $1 FOR SHARE", pgText(o.guard.sessionID))
 	}
+	if o.runID != "" {
+		b.Queue("SELECT "+pgRunCols+" FROM runs WHERE id = $1 FOR NO KEY UPDATE", pgText(o.runID))
+	}
 	br := c.SendBatch(ctx, b)
 	err := func() error {
 		if _, err := br.Exec(); err != nil {
@@ -337,17 +347,28 @@ func (o *pgOpen) begin(ctx context.Context, c *pgx.Conn) error {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("write lock: %w", err)
 		}
-		if o.guard == nil {
+		if o.guard != nil {
+			err := br.QueryRow().Scan(&o.holder, &o.exp)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return fmt.Errorf("read lease of session %s: %w", o.guard.sessionID, err)
+			default:
+				o.found = true
+			}
+		}
+		if o.runID == "" {
 			return nil
 		}
-		err := br.QueryRow().Scan(&o.holder, &o.exp)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+		r, err := scanRun(br.QueryRow())
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			o.runErr = fmt.Errorf("run %s: %w", o.runID, ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("lock run %s: %w", o.runID, err)
+		default:
+			o.run = r
 		}
-		if err != nil {
-			return fmt.Errorf("read lease of session %s: %w", o.guard.sessionID, err)
-		}
-		o.found = true
 		return nil
 	}()
 	if cerr := br.Close(); err == nil && cerr != nil {

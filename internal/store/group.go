@@ -195,3 +195,26 @@ func (s *Store) detach(ctx context.Context, tx *sql.Tx) context.Context {
 	}
 	return ctx
 }
+
+// groupRunTx is groupTx for a write path that begins by locking run id's
+// row and reading it (lockRun): fn gets the run as locked. On PostgreSQL
+// the read travels in the pipeline that opens the transaction, after the
+// lease guard's (the lock order of postgres.go), one round trip fewer.
+func (s *Store) groupRunTx(ctx context.Context, id string, fn func(*sql.Tx, Run) error) error {
+	if !s.pg {
+		return s.groupTx(ctx, func(tx *sql.Tx) error {
+			r, err := s.lockRun(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			return fn(tx, r)
+		})
+	}
+	o := &pgOpen{runID: id}
+	return s.pgSharedTxOpen(ctx, o, func(tx *sql.Tx) error {
+		if o.runErr != nil {
+			return o.runErr
+		}
+		return fn(tx, o.run)
+	})
+}

@@ -289,14 +289,20 @@ type pgPending struct {
 
 // pgSharedTx is pgTx for groupTx, with its round trips cut to what the
 // statements of fn need: the transaction opens in one pipeline (BEGIN, the
-// write lock shared, the lease guard's read: pgConn.BeginTx), and the
+// write lock shared, the lease guard's read and, for groupRunTx, the run's
+// row locked and read: pgConn.BeginTx), and the
 // events fn inserts are held back (insertEvent) and written at the end in
 // one pipeline with the event-ordering lock and the commit. The server
 // takes that lock, draws the events' ids, inserts them and commits with no
 // round trip to this process in between, so the run writes of every
 // worker serialize only on that work of the server's.
 func (s *Store) pgSharedTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	o := &pgOpen{}
+	return s.pgSharedTxOpen(ctx, &pgOpen{}, fn)
+}
+
+// pgSharedTxOpen is pgSharedTx opening the transaction as o says (the run
+// row to lock and read in the opening pipeline, if any).
+func (s *Store) pgSharedTxOpen(ctx context.Context, o *pgOpen, fn func(*sql.Tx) error) error {
 	if g, ok := ctx.Value(leaseGuardKey{}).(leaseGuard); ok {
 		o.guard = &g
 	}

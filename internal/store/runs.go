@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/deltaharness/delta/internal/event"
@@ -90,6 +91,11 @@ type NewRun struct {
 const runCols = `seq, id, session_id, owner, status, request, COALESCE(previous_id,''), COALESCE(idempotency_key,''),
 	input_appended, cancel_requested, attempts, steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 	cost_usd, model, error, result, created_at, started_at, finished_at`
+
+// pgRunCols is runCols for a row pgx scans itself (a pipeline's): the
+// flags read as booleans, which database/sql converts from integers and
+// pgx does not.
+var pgRunCols = strings.Replace(runCols, "input_appended, cancel_requested,", "input_appended <> 0, cancel_requested <> 0,", 1)
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -417,15 +423,12 @@ func (s *Store) finish(ctx context.Context, id string, st *Step, status string, 
 	}
 	var fin []event.Event
 	var written []bool
-	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		r, err := s.lockRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	err := s.groupRunTx(ctx, id, func(tx *sql.Tx, r Run) error {
 		if Terminal(r.Status) {
 			return ErrAlreadyFinal
 		}
 		if st != nil {
+			var err error
 			if written, err = s.commitStep(ctx, tx, *st); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -245,5 +246,40 @@ func TestLeaseLiveUntilIsWhatTheWritesSaw(t *testing.T) {
 	}
 	if until, ok := store.LeaseLiveUntil(w2); ok {
 		t.Fatalf("a refused guard reports its lease live until %v", until)
+	}
+}
+
+// TestFinishReadsTheRunItLocks: the terminal write works from the run as
+// it locks it: an unknown run is not found, a finished one is final, and
+// the result is built from the row as locked (its owner, flags, attempt
+// and counters, this step's included).
+func TestFinishReadsTheRunItLocks(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	if _, err := s.Finish(ctx, "nope", store.StatusDone, nil, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("finish of an unknown run: err = %v, want ErrNotFound", err)
+	}
+	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1", Owner: "ann"})
+	if _, _, err := s.Start(ctx, "r1", []model.Message{{Role: model.RoleUser, Content: "go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequestCancel(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	var seen store.Run
+	step := store.Step{RunID: "r1", SessionID: "s1", Model: "m", Message: model.Message{Role: model.RoleAssistant, Content: "done"},
+		Usage: model.Usage{InputTokens: 7, OutputTokens: 3}}
+	_, fin, err := s.FinishStep(ctx, step, store.StatusDone, func(r store.Run) json.RawMessage { seen = r; return json.RawMessage(`{}`) }, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.ID != "r1" || seen.Owner != "ann" || !seen.InputAppended || !seen.CancelRequested || seen.Steps != 1 || seen.Usage.InputTokens != 7 || seen.Attempts != 1 {
+		t.Fatalf("the result was built from %+v; want r1 of ann, input appended, cancel requested, 1 step of 7 input tokens, attempt 1", seen)
+	}
+	if fin.Owner != "ann" || fin.SessionID != "s1" {
+		t.Fatalf("run.finished of %q in %q, want ann in s1", fin.Owner, fin.SessionID)
+	}
+	if _, err := s.Finish(ctx, "r1", store.StatusDone, nil, ""); !errors.Is(err, store.ErrAlreadyFinal) {
+		t.Fatalf("finish of a finished run: err = %v, want ErrAlreadyFinal", err)
 	}
 }
