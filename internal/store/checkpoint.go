@@ -61,11 +61,23 @@ type Step struct {
 // the same pages anyway.
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
 	var written []bool
-	err := s.groupTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		written, err = s.commitStep(ctx, tx, st)
-		return err
-	})
+	var err error
+	if s.pg {
+		// The run's row is locked and read as the transaction opens, in
+		// its first round trip: the step's writes then all travel with
+		// the commit, two round trips in all.
+		err = s.groupRunTx(ctx, st.RunID, func(tx *sql.Tx, r Run) error {
+			var err error
+			written, err = s.commitStep(ctx, tx, st, &r)
+			return err
+		})
+	} else {
+		err = s.groupTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			written, err = s.commitStep(ctx, tx, st, nil)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
 	}
@@ -73,8 +85,13 @@ func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) 
 }
 
 // commitStep is CommitStep's writes in tx; it reports which held results
-// were written.
-func (s *Store) commitStep(ctx context.Context, tx *sql.Tx, st Step) ([]bool, error) {
+// were written. locked is the run's row as tx locked it, if it did: the
+// step's count then comes from it and the counters' update is a write
+// nothing waits for; without it the update counts the step and returns it.
+func (s *Store) commitStep(ctx context.Context, tx *sql.Tx, st Step, locked *Run) ([]bool, error) {
+	if locked != nil && locked.Status != StatusRunning {
+		return nil, fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
+	}
 	msgs, evs, written, err := s.finishCalls(ctx, tx, st.Results)
 	if err != nil {
 		return nil, err
@@ -87,12 +104,16 @@ func (s *Store) commitStep(ctx context.Context, tx *sql.Tx, st Step) ([]bool, er
 		return nil, err
 	}
 	u := st.Usage
+	counters := []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID}
 	var step int
-	err = s.scanRow(ctx, tx, `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?
-		WHERE id = ? AND status = 'running' RETURNING steps`, []any{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, st.Model, st.RunID}, &step)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
+	if locked != nil {
+		step = locked.Steps + 1
+		err = s.execLater(ctx, tx, stepCounters+` WHERE id = ?`, counters...)
+	} else {
+		err = s.scanRow(ctx, tx, stepCounters+` WHERE id = ? AND status = 'running' RETURNING steps`, counters, &step)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run %s is not running: %w", st.RunID, ErrAlreadyFinal)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -104,6 +125,10 @@ func (s *Store) commitStep(ctx context.Context, tx *sql.Tx, st Step) ([]bool, er
 	}
 	return written, s.insertEventLists(ctx, tx, append(evs, st.Events)...)
 }
+
+// stepCounters counts a step and its usage on the run's row.
+const stepCounters = `UPDATE runs SET steps = steps + 1, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, cost_usd = cost_usd + ?, model = ?`
 
 // insertIntents journals the intents of one step's calls, in one INSERT.
 func (s *Store) insertIntents(ctx context.Context, tx *sql.Tx, runID string, intents []Intent) error {

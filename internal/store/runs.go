@@ -429,7 +429,7 @@ func (s *Store) finish(ctx context.Context, id string, st *Step, status string, 
 		}
 		if st != nil {
 			var err error
-			if written, err = s.commitStep(ctx, tx, *st); err != nil {
+			if written, err = s.commitStep(ctx, tx, *st, &r); err != nil {
 				return err
 			}
 			r.Steps++
