@@ -129,7 +129,9 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 			return nil, fmt.Errorf("open vault: %w", err)
 		}
 	}
-	plans := todo.New(st, todo.Options{Logger: logger})
+	// One daemon is the only writer of its SQLite file's plans; workers
+	// sharing a database read them each time.
+	plans := todo.New(st, todo.Options{Logger: logger, Cache: !store.IsPostgresURL(cfg.DB)})
 	// Images Delta itself verified (upload, read_file, MCP) reach a
 	// vision model; the record lives in this process only.
 	p.images = vision.New(ws, vision.Options{Models: cfg.VisionModels, Logger: logger})

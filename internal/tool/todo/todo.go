@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +53,12 @@ type Options struct {
 	MaxChars int // total characters of all item texts; default DefaultMaxChars
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Cache keeps the plans read in memory, written through by Set, so a
+	// turn's block costs no read of the table. Only for a process that is
+	// the one writer of every plan (a daemon on its SQLite file); workers
+	// sharing a database read each time, since a session's next run may
+	// go to another worker.
+	Cache bool
 }
 
 // Storage keeps one plan document per session (*store.Store). TodoPlan
@@ -65,7 +72,16 @@ type Storage interface {
 type Plans struct {
 	st Storage
 	o  Options
+
+	mu    sync.Mutex
+	cache map[string]string // session id → its stored plan ("" = none), with Options.Cache
+	// sets counts the writes: a read that a write overlapped is not
+	// cached, as it may hold the plan from before the write.
+	sets uint64
 }
+
+// cacheMax bounds the cached plans; past it the cache starts over.
+const cacheMax = 4096
 
 // New fills defaults.
 func New(st Storage, o Options) *Plans {
@@ -86,7 +102,7 @@ func New(st Storage, o Options) *Plans {
 
 // Get returns a session's plan; a session without one has an empty plan.
 func (p *Plans) Get(ctx context.Context, sessionID string) ([]Item, error) {
-	raw, err := p.st.TodoPlan(ctx, sessionID)
+	raw, err := p.stored(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +116,62 @@ func (p *Plans) Get(ctx context.Context, sessionID string) ([]Item, error) {
 	return items, nil
 }
 
+// stored is a session's plan document as stored, from the cache when it
+// holds it.
+func (p *Plans) stored(ctx context.Context, sessionID string) (string, error) {
+	if !p.o.Cache {
+		return p.st.TodoPlan(ctx, sessionID)
+	}
+	p.mu.Lock()
+	raw, ok := p.cache[sessionID]
+	sets := p.sets
+	p.mu.Unlock()
+	if ok {
+		return raw, nil
+	}
+	raw, err := p.st.TodoPlan(ctx, sessionID)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	if p.sets == sets {
+		p.keep(sessionID, raw)
+	}
+	p.mu.Unlock()
+	return raw, nil
+}
+
+// keep caches a session's plan document; p.mu is held.
+func (p *Plans) keep(sessionID, raw string) {
+	if p.cache == nil || len(p.cache) >= cacheMax {
+		p.cache = make(map[string]string)
+	}
+	p.cache[sessionID] = raw
+}
+
 // Set replaces a session's plan; an empty plan deletes the row. Items must
 // already be valid (see check).
 func (p *Plans) Set(ctx context.Context, sessionID string, items []Item) error {
-	if len(items) == 0 {
-		return p.st.SetTodoPlan(ctx, sessionID, "", p.o.Now())
+	raw := ""
+	if len(items) > 0 {
+		b, err := json.Marshal(items)
+		if err != nil {
+			return fmt.Errorf("encode todo plan: %w", err)
+		}
+		raw = string(b)
 	}
-	b, err := json.Marshal(items)
-	if err != nil {
-		return fmt.Errorf("encode todo plan: %w", err)
+	err := p.st.SetTodoPlan(ctx, sessionID, raw, p.o.Now())
+	if p.o.Cache {
+		p.mu.Lock()
+		p.sets++
+		if err == nil {
+			p.keep(sessionID, raw)
+		} else {
+			delete(p.cache, sessionID) // what the table holds now is read again
+		}
+		p.mu.Unlock()
 	}
-	return p.st.SetTodoPlan(ctx, sessionID, string(b), p.o.Now())
+	return err
 }
 
 // Block is the plan as the per-turn user-role block, or "" when the session

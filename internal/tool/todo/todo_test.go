@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
@@ -109,5 +110,95 @@ func TestCancelledCallSavesNothing(t *testing.T) {
 	}
 	if b := p.Block(context.Background(), "s"); b != "" {
 		t.Errorf("cancelled call saved a plan: %q", b)
+	}
+}
+
+// countingStore is the store counting its plan reads; during runs
+// between a read and its answer (a write landing meanwhile).
+type countingStore struct {
+	*store.Store
+	reads  int
+	during func()
+}
+
+func (c *countingStore) TodoPlan(ctx context.Context, sessionID string) (string, error) {
+	c.reads++
+	raw, err := c.Store.TodoPlan(ctx, sessionID)
+	if f := c.during; f != nil {
+		c.during = nil
+		f()
+	}
+	return raw, err
+}
+
+// TestCachedPlansAreReadOnceAndWrittenThrough: with Cache, a session's plan
+// is read from the table once and the tool's writes keep the cached copy
+// current, so every turn's block shows the latest plan; without it every
+// block reads the table.
+func TestCachedPlansAreReadOnceAndWrittenThrough(t *testing.T) {
+	ctx := context.Background()
+	for _, cache := range []bool{true, false} {
+		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "delta.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if err := st.SetTodoPlan(ctx, "s1", `[{"text":"stored before","status":"pending"}]`, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		cs := &countingStore{Store: st}
+		p := todo.New(cs, todo.Options{Cache: cache})
+		for range 3 {
+			if b := p.Block(ctx, "s1"); !strings.Contains(b, "stored before") {
+				t.Fatalf("cache %v: block = %q, want the stored plan", cache, b)
+			}
+		}
+		if res := call(t, p.Tool(), "s1", `{"items":[{"text":"written by the tool","status":"doing"}]}`); res.IsError {
+			t.Fatalf("cache %v: %+v", cache, res)
+		}
+		if b := p.Block(ctx, "s1"); !strings.Contains(b, "written by the tool") || strings.Contains(b, "stored before") {
+			t.Fatalf("cache %v: block after the write = %q, want only the new plan", cache, b)
+		}
+		if res := call(t, p.Tool(), "s1", `{"items":[]}`); res.IsError {
+			t.Fatalf("cache %v: %+v", cache, res)
+		}
+		if b := p.Block(ctx, "s1"); b != "" {
+			t.Fatalf("cache %v: block after clearing = %q, want none", cache, b)
+		}
+		want := 5 // every block
+		if cache {
+			want = 1 // the first block; the writes keep the copy
+		}
+		if cs.reads != want {
+			t.Errorf("cache %v: %d reads of the table, want %d", cache, cs.reads, want)
+		}
+	}
+}
+
+// TestCachedPlanNotKeptFromAReadAWriteOverlapped: a read that a write
+// overlapped answers what it read, but is not cached: the next block shows
+// the plan written.
+func TestCachedPlanNotKeptFromAReadAWriteOverlapped(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.SetTodoPlan(ctx, "s1", `[{"text":"old plan","status":"pending"}]`, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: st}
+	p := todo.New(cs, todo.Options{Cache: true})
+	cs.during = func() {
+		if err := p.Set(ctx, "s1", []todo.Item{{Text: "new plan", Status: todo.Pending}}); err != nil {
+			t.Error(err)
+		}
+	}
+	if b := p.Block(ctx, "s1"); !strings.Contains(b, "old plan") {
+		t.Fatalf("the overlapped read's block = %q, want what it read", b)
+	}
+	if b := p.Block(ctx, "s1"); !strings.Contains(b, "new plan") {
+		t.Fatalf("the next block = %q, want the plan written", b)
 	}
 }
