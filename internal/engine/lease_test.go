@@ -115,6 +115,20 @@ func (l storeLeases) Guard(ctx context.Context, sessionID string) context.Contex
 	return store.WithSessionLease(ctx, sessionID, l.holder)
 }
 
+// leasedRun queues run id asking input in session sid, leased to holder
+// for an hour.
+func leasedRun(t *testing.T, st *store.Store, id, sid, input, holder string) {
+	t.Helper()
+	ctx := context.Background()
+	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: input}}, Profile: "trusted"})
+	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: id, SessionID: sid, Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AcquireSession(ctx, sid, holder, time.Hour, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCheckpointRefusedWhenTheLeaseGoesDuringTheModelCall: the run checks
 // its lease before the model call, and another worker takes the session
 // over while the call is out. The checkpoint's own transaction refuses the
@@ -124,13 +138,7 @@ func (l storeLeases) Guard(ctx context.Context, sessionID string) context.Contex
 func TestCheckpointRefusedWhenTheLeaseGoesDuringTheModelCall(t *testing.T) {
 	ctx := context.Background()
 	dir, st, b := openEnv(t)
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "answer"}}, Profile: "trusted"})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_c", SessionID: "sess_c", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.AcquireSession(ctx, "sess_c", "w1", time.Hour, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	leasedRun(t, st, "resp_c", "sess_c", "answer", "w1")
 	var calls atomic.Int32
 	reg := tool.NewRegistry()
 	newEngine := func(holder string) *engine.Engine {
@@ -190,13 +198,7 @@ func (l *countingLeases) HoldsSession(ctx context.Context, sessionID string) (bo
 func TestTurnCheckTrustsTheLeaseItsWritesSaw(t *testing.T) {
 	ctx := context.Background()
 	dir, st, b := openEnv(t)
-	req, _ := json.Marshal(engine.Request{Input: []model.Message{{Role: model.RoleUser, Content: "please echo"}}, Profile: "trusted"})
-	if _, _, _, err := st.CreateRun(ctx, store.NewRun{ID: "resp_t", SessionID: "sess_t", Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.AcquireSession(ctx, "sess_t", "w1", time.Hour, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	leasedRun(t, st, "resp_t", "sess_t", "please echo", "w1")
 	var ran atomic.Int32
 	reg := tool.NewRegistry()
 	reg.Add(tool.Func("echo", "echo text", false, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {

@@ -131,6 +131,22 @@ func (c *countingStore) TodoPlan(ctx context.Context, sessionID string) (string,
 	return raw, err
 }
 
+// plansWithStored is Plans over a counting store whose session s1 already
+// has a plan of one pending item.
+func plansWithStored(t *testing.T, item string, cache bool) (*todo.Plans, *countingStore) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "delta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.SetTodoPlan(context.Background(), "s1", `[{"text":"`+item+`","status":"pending"}]`, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: st}
+	return todo.New(cs, todo.Options{Cache: cache}), cs
+}
+
 // TestCachedPlansAreReadOnceAndWrittenThrough: with Cache, a session's plan
 // is read from the table once and the tool's writes keep the cached copy
 // current, so every turn's block shows the latest plan; without it every
@@ -138,16 +154,7 @@ func (c *countingStore) TodoPlan(ctx context.Context, sessionID string) (string,
 func TestCachedPlansAreReadOnceAndWrittenThrough(t *testing.T) {
 	ctx := context.Background()
 	for _, cache := range []bool{true, false} {
-		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "delta.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		if err := st.SetTodoPlan(ctx, "s1", `[{"text":"stored before","status":"pending"}]`, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		cs := &countingStore{Store: st}
-		p := todo.New(cs, todo.Options{Cache: cache})
+		p, cs := plansWithStored(t, "stored before", cache)
 		for range 3 {
 			if b := p.Block(ctx, "s1"); !strings.Contains(b, "stored before") {
 				t.Fatalf("cache %v: block = %q, want the stored plan", cache, b)
@@ -180,16 +187,7 @@ func TestCachedPlansAreReadOnceAndWrittenThrough(t *testing.T) {
 // the plan written.
 func TestCachedPlanNotKeptFromAReadAWriteOverlapped(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "delta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.SetTodoPlan(ctx, "s1", `[{"text":"old plan","status":"pending"}]`, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	cs := &countingStore{Store: st}
-	p := todo.New(cs, todo.Options{Cache: true})
+	p, cs := plansWithStored(t, "old plan", true)
 	cs.during = func() {
 		if err := p.Set(ctx, "s1", []todo.Item{{Text: "new plan", Status: todo.Pending}}); err != nil {
 			t.Error(err)
