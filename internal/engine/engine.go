@@ -238,9 +238,11 @@ func (e *Engine) ExecuteHead(ctx context.Context, head store.RunHead, userCancel
 		}
 	}()
 	var req Request
-	// A run's session and request never change once it is accepted.
-	run, err := store.Run{ID: runID, SessionID: head.SessionID, Request: head.Request}, error(nil)
-	if head.SessionID == "" || len(head.Request) == 0 {
+	// A run's session and request never change once it is accepted, so
+	// a claim's read of them is as good as a fresh one.
+	run := store.Run{ID: runID, SessionID: head.SessionID, Request: head.Request}
+	var err error
+	if run.SessionID == "" || len(run.Request) == 0 {
 		run, err = e.o.Store.Run(ctx, runID)
 	}
 	if err == nil {
