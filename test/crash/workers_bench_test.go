@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltaharness/delta/internal/collector/pgtest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
@@ -50,12 +51,21 @@ import (
 // batches (cpu-workers=N.pprof; go tool pprof -top DIR/cpu-workers=1.pprof)
 // and, where perf is installed, the whole machine's over the same seconds
 // (perf-workers=N.data; perf report -i DIR/perf-workers=1.data --sort comm,dso).
+//
+// The cluster skips fsync for speed, as the other tests' clusters do; with
+// BENCH_PG_DURABLE=1 it commits as a production server does
+// (pgtest.StartDurable), so every commit waits for the disk and whatever serializes
+// commits across the workers shows in the waits and in %ideal.
 func BenchmarkWorkersThroughput(b *testing.B) {
 	const perWorker, latency = 32, 200 * time.Millisecond
 	profileDir := os.Getenv("BENCH_PROFILE")
+	start := pgtest.Start
+	if os.Getenv("BENCH_PG_DURABLE") == "1" {
+		start = pgtest.StartDurable
+	}
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			c := newCluster(b)
+			c := newClusterOn(b, start, modeltest.DemoScript())
 			c.fake.Close()
 			fake, err := modeltest.Start(func(modeltest.ChatRequest) modeltest.Reply {
 				time.Sleep(latency)

@@ -45,7 +45,13 @@ func newCluster(t testing.TB) *cluster {
 // newClusterWith is newCluster with the fake model answering by script.
 func newClusterWith(t testing.TB, script modeltest.Script) *cluster {
 	t.Helper()
-	pg, err := pgtest.Start()
+	return newClusterOn(t, pgtest.Start, script)
+}
+
+// newClusterOn is newClusterWith on a server that start starts.
+func newClusterOn(t testing.TB, start func() (*pgtest.Cluster, error), script modeltest.Script) *cluster {
+	t.Helper()
+	pg, err := start()
 	if errors.Is(err, pgtest.ErrNoPostgres) {
 		t.Skip("PostgreSQL server binaries not installed:", err)
 	}
