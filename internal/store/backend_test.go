@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -135,4 +136,31 @@ func SQLiteOnly(t testing.TB, why string) {
 	if testPG != nil {
 		t.Skip("SQLite only: " + why)
 	}
+}
+
+// RunMessagesPlan is SQLite's plan for RunMessages's read, one step a
+// line ("" on PostgreSQL).
+func RunMessagesPlan(t testing.TB, s *Store) string {
+	t.Helper()
+	if s.pg {
+		return ""
+	}
+	rows, err := s.r.Query("EXPLAIN QUERY PLAN "+runMessages, "r", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(detail + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

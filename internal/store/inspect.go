@@ -133,10 +133,15 @@ func (s *Store) Sessions(ctx context.Context, before int64, limit int) ([]Sessio
 	return out, more, nil
 }
 
+// runMessages reads a run's messages through its session's index: messages
+// has no index on run_id (one more index write for every message a step
+// appends), and a run's messages are a part of its session's.
+const runMessages = `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,'')
+		FROM messages WHERE session_id = (SELECT session_id FROM runs WHERE id = ?) AND run_id = ? ORDER BY id`
+
 // RunMessages returns the messages a run appended to its session, in order.
 func (s *Store) RunMessages(ctx context.Context, runID string) ([]model.Message, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT role, content, COALESCE(tool_calls,''), COALESCE(tool_call_id,''), COALESCE(name,'')
-		FROM messages WHERE run_id = ? ORDER BY id`, runID)
+	rows, err := s.r.QueryContext(ctx, runMessages, runID, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read messages of run %s: %w", runID, err)
 	}

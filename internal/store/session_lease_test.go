@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/deltaharness/delta/internal/event"
+	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 )
 
@@ -236,6 +238,45 @@ func TestFirstRun(t *testing.T) {
 		r, ok, err := s.FirstRun(ctx, tt.id)
 		if err != nil || ok != tt.first || (ok && (r.ID != tt.id || r.SessionID == "")) {
 			t.Errorf("FirstRun(%s) = %q in %q, %v, %v; want first %v", tt.id, r.ID, r.SessionID, ok, err, tt.first)
+		}
+	}
+}
+
+// TestRunMessagesAreTheRunsOwn: a run's messages are those it appended, in
+// order, not its session's other runs'; on SQLite the read goes through the
+// session's index rather than scanning every message of the database (the
+// Reflector reads them after each run).
+func TestRunMessagesAreTheRunsOwn(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	newRun(t, s, store.NewRun{ID: "a1", SessionID: "sa"})
+	newRun(t, s, store.NewRun{ID: "a2", PreviousID: "a1"})
+	newRun(t, s, store.NewRun{ID: "b1", SessionID: "sb"})
+	for _, id := range []string{"a1", "b1", "a2"} {
+		in := []model.Message{{Role: model.RoleUser, Content: id + " first"}, {Role: model.RoleUser, Content: id + " second"}}
+		if _, _, err := s.Start(ctx, id, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a1", "a2", "b1"} {
+		msgs, err := s.RunMessages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Content)
+		}
+		if want := []string{id + " first", id + " second"}; !slices.Equal(got, want) {
+			t.Errorf("RunMessages(%s) = %q, want %q", id, got, want)
+		}
+	}
+	if msgs, err := s.RunMessages(ctx, "nope"); err != nil || len(msgs) != 0 {
+		t.Errorf("RunMessages(nope) = %d messages, %v; want none", len(msgs), err)
+	}
+	if store.TestingBackend() != "postgres" {
+		if plan := store.RunMessagesPlan(t, s); !strings.Contains(plan, "USING INDEX messages_session") {
+			t.Errorf("reading a run's messages does not use the session's index:\n%s", plan)
 		}
 	}
 }
