@@ -18,19 +18,7 @@ func (s *Store) ToolActivations(ctx context.Context, runID string) ([]string, er
 	if err != nil {
 		return nil, fmt.Errorf("read tool activations of %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("read tool activations of %s: %w", runID, err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read tool activations of %s: %w", runID, err)
-	}
-	return out, nil
+	return scanAll(rows, "read tool activations of "+runID, scanString)
 }
 
 // ActivateTools records names as activated for a run at time at, in one

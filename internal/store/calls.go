@@ -48,20 +48,15 @@ func (s *Store) Calls(ctx context.Context, runID string) ([]Call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read calls of %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var out []Call
-	for rows.Next() {
+	return scanAll(rows, "read calls of "+runID, func(rows scanner) (Call, error) {
 		var c Call
 		var req, resp string
 		var ms int64
-		if err := rows.Scan(&c.ID, &c.RunID, &c.Step, &c.Turn, &c.Model, &c.Provider, &req, &resp,
+		err := rows.Scan(&c.ID, &c.RunID, &c.Step, &c.Turn, &c.Model, &c.Provider, &req, &resp,
 			&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CacheReadTokens, &c.Usage.CacheWriteTokens,
-			&c.Usage.CostUSD, &c.LatencyMS, &ms); err != nil {
-			return nil, err
-		}
+			&c.Usage.CostUSD, &c.LatencyMS, &ms)
 		c.Request, c.Response = json.RawMessage(req), json.RawMessage(resp)
 		c.CreatedAt = time.UnixMilli(ms).UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, err
+	})
 }

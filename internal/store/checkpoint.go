@@ -369,13 +369,11 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 	if err != nil {
 		return nil, fmt.Errorf("read messages of %s: %w", sessionID, err)
 	}
-	defer rows.Close()
-	var out []model.Message
-	for rows.Next() {
+	return scanAll(rows, "read messages of "+sessionID, func(rows scanner) (model.Message, error) {
 		var m model.Message
 		var role, calls, extra string
 		if err := rows.Scan(&role, &m.Content, &calls, &m.ToolCallID, &m.Name, &extra); err != nil {
-			return nil, err
+			return m, err
 		}
 		if extra != "" {
 			m.Extra = json.RawMessage(extra)
@@ -383,12 +381,11 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]model.Message
 		m.Role = model.Role(role)
 		if calls != "" {
 			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
-				return nil, fmt.Errorf("read messages of %s: tool calls: %w", sessionID, err)
+				return m, fmt.Errorf("tool calls: %w", err)
 			}
 		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, nil
+	})
 }
 
 // inactiveUpTo is the id of the newest inactive message of the session

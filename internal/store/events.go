@@ -173,20 +173,15 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
-	defer rows.Close()
-	var out []event.Event
-	for rows.Next() {
+	return scanAll(rows, "read events", func(rows scanner) (event.Event, error) {
 		var e event.Event
 		var data string
 		var ms int64
-		if err := rows.Scan(&e.ID, &e.RunID, &e.SessionID, &e.Owner, &e.TaskID, &e.Turn, &e.Name, &data, &ms); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&e.ID, &e.RunID, &e.SessionID, &e.Owner, &e.TaskID, &e.Turn, &e.Name, &data, &ms)
 		if data != "" {
 			e.Data = json.RawMessage(data)
 		}
 		e.Time = time.UnixMilli(ms).UTC()
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	})
 }

@@ -145,23 +145,20 @@ func (s *Store) RunMessages(ctx context.Context, runID string) ([]model.Message,
 	if err != nil {
 		return nil, fmt.Errorf("read messages of run %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var out []model.Message
-	for rows.Next() {
+	return scanAll(rows, "read messages of run "+runID, func(rows scanner) (model.Message, error) {
 		var m model.Message
 		var role, calls string
 		if err := rows.Scan(&role, &m.Content, &calls, &m.ToolCallID, &m.Name); err != nil {
-			return nil, err
+			return m, err
 		}
 		m.Role = model.Role(role)
 		if calls != "" {
 			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
-				return nil, fmt.Errorf("read messages of run %s: tool calls: %w", runID, err)
+				return m, fmt.Errorf("tool calls: %w", err)
 			}
 		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, nil
+	})
 }
 
 // JournalRow is one journalled call with its timing.
@@ -179,23 +176,18 @@ func (s *Store) RunJournal(ctx context.Context, runID string) ([]JournalRow, err
 	if err != nil {
 		return nil, fmt.Errorf("read journal of %s: %w", runID, err)
 	}
-	defer rows.Close()
-	var out []JournalRow
-	for rows.Next() {
+	return scanAll(rows, "read journal of "+runID, func(rows scanner) (JournalRow, error) {
 		var e JournalRow
 		var args, status string
 		var created int64
 		var finished sql.NullInt64
-		if err := rows.Scan(&e.CallID, &e.Name, &args, &e.ReadOnly, &status, &e.Result, &e.IsError, &created, &finished); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&e.CallID, &e.Name, &args, &e.ReadOnly, &status, &e.Result, &e.IsError, &created, &finished)
 		e.Args = json.RawMessage(args)
 		e.Done = status == "done"
 		e.CreatedAt = time.UnixMilli(created).UTC()
 		if finished.Valid {
 			e.FinishedAt = time.UnixMilli(finished.Int64).UTC()
 		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	})
 }

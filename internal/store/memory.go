@@ -270,19 +270,7 @@ var recallQueries = func() (qs [4]string) {
 }()
 
 func collectMemories(rows *sql.Rows) ([]Memory, error) {
-	defer rows.Close()
-	var out []Memory
-	for rows.Next() {
-		m, err := scanMemory(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read memories: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read memories: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, "read memories", scanMemory)
 }
 
 // UseMemories records that the rows were recalled at at: their use count
@@ -319,18 +307,13 @@ func (s *Store) MemoryProvenance(ctx context.Context, id int64) ([]Provenance, e
 	if err != nil {
 		return nil, fmt.Errorf("memory provenance: %w", err)
 	}
-	defer rows.Close()
-	var out []Provenance
-	for rows.Next() {
+	return scanAll(rows, "memory provenance", func(rows scanner) (Provenance, error) {
 		var p Provenance
 		var at int64
-		if err := rows.Scan(&p.RunID, &p.Confidence, &p.Rubric, &p.Untrusted, &at); err != nil {
-			return nil, fmt.Errorf("memory provenance: %w", err)
-		}
+		err := rows.Scan(&p.RunID, &p.Confidence, &p.Rubric, &p.Untrusted, &at)
 		p.Created = time.UnixMilli(at).UTC()
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		return p, err
+	})
 }
 
 // RecordHydration stores a run's hydration event and, when untrusted (the
@@ -401,16 +384,7 @@ func (s *Store) ReflectionsOwed(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reflections owed: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("reflections owed: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return scanAll(rows, "reflections owed", scanString)
 }
 
 // Reflection is the outcome of one owed reflection.

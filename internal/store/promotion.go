@@ -128,19 +128,7 @@ func (s *Store) Promotions(ctx context.Context) ([]Promotion, error) {
 }
 
 func collectPromotions(rows *sql.Rows) ([]Promotion, error) {
-	defer rows.Close()
-	var out []Promotion
-	for rows.Next() {
-		p, err := scanPromotion(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read promotions: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read promotions: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, "read promotions", scanPromotion)
 }
 
 // ErrNotDue means the promotion is sent or failed already.

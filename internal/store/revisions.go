@@ -55,19 +55,7 @@ func (s *Store) SelfRevisions(ctx context.Context) ([]SelfRevision, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list self-file revisions: %w", err)
 	}
-	defer rows.Close()
-	var out []SelfRevision
-	for rows.Next() {
-		r, err := scanSelfRevision(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list self-file revisions: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list self-file revisions: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, "list self-file revisions", scanSelfRevision)
 }
 
 // SelfRevisionByID returns one kept revision, or ErrNotFound.
@@ -84,7 +72,7 @@ func (s *Store) SelfRevisionByID(ctx context.Context, id int64) (SelfRevision, e
 	return r, nil
 }
 
-func scanSelfRevision(sc interface{ Scan(...any) error }) (SelfRevision, error) {
+func scanSelfRevision(sc scanner) (SelfRevision, error) {
 	var r SelfRevision
 	var at int64
 	if err := sc.Scan(&r.ID, &r.Content, &r.Version, &r.ReplacedBy, &r.Source, &r.RunID, &at); err != nil {

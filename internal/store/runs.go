@@ -498,16 +498,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 
 // scanRuns reads every row of runCols and closes rows.
 func scanRuns(rows *sql.Rows) ([]Run, error) {
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanAll(rows, "read runs", scanRun)
 }
 
 // RunsByStatus lists runs with status in queue order.
@@ -548,16 +539,11 @@ func (s *Store) LiveHeads(ctx context.Context) ([]RunHead, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list live runs: %w", err)
 	}
-	defer rows.Close()
-	var out []RunHead
-	for rows.Next() {
+	return scanAll(rows, "list live runs", func(rows scanner) (RunHead, error) {
 		var h RunHead
-		if err := rows.Scan(&h.ID, &h.SessionID, &h.Status); err != nil {
-			return nil, fmt.Errorf("list live runs: %w", err)
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+		err := rows.Scan(&h.ID, &h.SessionID, &h.Status)
+		return h, err
+	})
 }
 
 // Counts returns how many runs are running and queued.

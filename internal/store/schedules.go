@@ -101,7 +101,7 @@ func fromMS(v sql.NullInt64) time.Time {
 const scheduleCols = `id, owner, agent, kind, at, every_seconds, cron, timezone, input, previous_response_id, session_id,
 	status, next_fire_at, last_fire_at, firings, created_at, cancelled_at`
 
-func scanSchedule(sc interface{ Scan(...any) error }) (ScheduleRow, error) {
+func scanSchedule(sc scanner) (ScheduleRow, error) {
 	var r ScheduleRow
 	var next, last, created, cancelled sql.NullInt64
 	err := sc.Scan(&r.ID, &r.Owner, &r.Agent, &r.Kind, &r.At, &r.EverySeconds, &r.Cron, &r.Timezone, &r.Input,
@@ -161,16 +161,7 @@ func (s *Schedules) list(ctx context.Context, q string, args ...any) ([]Schedule
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
-	defer rows.Close()
-	var out []ScheduleRow
-	for rows.Next() {
-		r, err := scanSchedule(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list schedules: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanAll(rows, "list schedules", scanSchedule)
 }
 
 // CancelSchedule cancels owner and agent's schedule: it fires no more. A
@@ -227,7 +218,7 @@ func (s *Schedules) IntendFiring(ctx context.Context, f FiringRow, due, next tim
 
 const firingCols = `schedule_id, slot, key, state, skipped, attempts, next_attempt_at, last_error, task_id, intended_at, done_at`
 
-func scanFiring(sc interface{ Scan(...any) error }) (FiringRow, error) {
+func scanFiring(sc scanner) (FiringRow, error) {
 	var f FiringRow
 	var slot, nextAttempt, intended, done sql.NullInt64
 	err := sc.Scan(&f.ScheduleID, &slot, &f.Key, &f.State, &f.Skipped, &f.Attempts, &nextAttempt, &f.LastError, &f.TaskID, &intended, &done)
@@ -240,16 +231,7 @@ func (s *Schedules) firings(ctx context.Context, q string, args ...any) ([]Firin
 	if err != nil {
 		return nil, fmt.Errorf("list firings: %w", err)
 	}
-	defer rows.Close()
-	var out []FiringRow
-	for rows.Next() {
-		f, err := scanFiring(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list firings: %w", err)
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return scanAll(rows, "list firings", scanFiring)
 }
 
 // PendingFirings lists the firings recorded but not yet acknowledged whose

@@ -64,21 +64,13 @@ func (s *Store) Secrets(ctx context.Context) ([]Secret, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}
-	defer rows.Close()
-	var out []Secret
-	for rows.Next() {
+	return scanAll(rows, "list secrets", func(rows scanner) (Secret, error) {
 		var sec Secret
 		var created, updated int64
-		if err := rows.Scan(&sec.Name, &sec.Purpose, &created, &updated); err != nil {
-			return nil, fmt.Errorf("list secrets: %w", err)
-		}
+		err := rows.Scan(&sec.Name, &sec.Purpose, &created, &updated)
 		sec.Created, sec.Updated = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
-		out = append(out, sec)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list secrets: %w", err)
-	}
-	return out, nil
+		return sec, err
+	})
 }
 
 // DeleteSecret removes the row named name, or reports ErrNotFound.

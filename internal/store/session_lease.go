@@ -434,16 +434,7 @@ func (s *Store) unrenewed(ctx context.Context, holder string, exp int64) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return scanAll(rows, "list unrenewed session leases", scanString)
 }
 
 // CancelRequestedRuns lists the running runs with a cancel request whose
@@ -455,19 +446,7 @@ func (s *Store) CancelRequestedRuns(ctx context.Context, holder string) ([]strin
 	if err != nil {
 		return nil, fmt.Errorf("list cancel requests of %q: %w", holder, err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list cancel requests of %q: %w", holder, err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list cancel requests of %q: %w", holder, err)
-	}
-	return ids, nil
+	return scanAll(rows, fmt.Sprintf("list cancel requests of %q", holder), scanString)
 }
 
 // HoldsSession reports whether holder's lease on sessionID is live at now:
@@ -530,16 +509,11 @@ func (s *Store) SessionLeases(ctx context.Context) ([]SessionLease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list session leases: %w", err)
 	}
-	defer rows.Close()
-	var out []SessionLease
-	for rows.Next() {
+	return scanAll(rows, "list session leases", func(rows scanner) (SessionLease, error) {
 		var l SessionLease
 		var acq, exp int64
-		if err := rows.Scan(&l.SessionID, &l.Holder, &acq, &exp); err != nil {
-			return nil, fmt.Errorf("list session leases: %w", err)
-		}
+		err := rows.Scan(&l.SessionID, &l.Holder, &acq, &exp)
 		l.AcquiredAt, l.ExpiresAt = time.UnixMilli(acq).UTC(), time.UnixMilli(exp).UTC()
-		out = append(out, l)
-	}
-	return out, rows.Err()
+		return l, err
+	})
 }
