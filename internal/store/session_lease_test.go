@@ -223,14 +223,22 @@ func TestCancelRequestedRuns(t *testing.T) {
 	}
 }
 
-// TestFirstRun: a session's opening run is returned as its first, a later
-// run of the session and an unknown id are not.
-func TestFirstRun(t *testing.T) {
-	ctx := context.Background()
+// twoSessions is a store holding session sa's runs a1 and a2 (in that
+// order) and session sb's run b1, all queued.
+func twoSessions(t *testing.T) *store.Store {
+	t.Helper()
 	s, _ := open(t)
 	newRun(t, s, store.NewRun{ID: "a1", SessionID: "sa"})
 	newRun(t, s, store.NewRun{ID: "a2", PreviousID: "a1"})
 	newRun(t, s, store.NewRun{ID: "b1", SessionID: "sb"})
+	return s
+}
+
+// TestFirstRun: a session's opening run is returned as its first, a later
+// run of the session and an unknown id are not.
+func TestFirstRun(t *testing.T) {
+	ctx := context.Background()
+	s := twoSessions(t)
 	for _, tt := range []struct {
 		id    string
 		first bool
@@ -248,10 +256,7 @@ func TestFirstRun(t *testing.T) {
 // Reflector reads them after each run).
 func TestRunMessagesAreTheRunsOwn(t *testing.T) {
 	ctx := context.Background()
-	s, _ := open(t)
-	newRun(t, s, store.NewRun{ID: "a1", SessionID: "sa"})
-	newRun(t, s, store.NewRun{ID: "a2", PreviousID: "a1"})
-	newRun(t, s, store.NewRun{ID: "b1", SessionID: "sb"})
+	s := twoSessions(t)
 	for _, id := range []string{"a1", "b1", "a2"} {
 		in := []model.Message{{Role: model.RoleUser, Content: id + " first"}, {Role: model.RoleUser, Content: id + " second"}}
 		if _, _, err := s.Start(ctx, id, in); err != nil {
