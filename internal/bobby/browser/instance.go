@@ -209,7 +209,11 @@ func (in *instance) onBrowserEvent(ev any) {
 			return
 		}
 		if s := in.session(info.BrowserContextID); s != nil {
-			go s.adoptPopup(info)
+			s.popupChecks.Add(1)
+			go func() {
+				defer s.popupChecks.Add(-1)
+				s.adoptPopup(info)
+			}()
 		}
 	case *target.EventTargetDestroyed:
 		ss := in.sessionList()

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -53,9 +54,12 @@ type Session struct {
 	pages    []*Page // in the order they opened
 	active   string
 	adopting map[target.ID]bool
-	creating int           // NewPage calls in flight
-	closed   error         // nil while usable
-	changed  chan struct{} // closed and replaced when the page set changes
+	creating int // NewPage calls in flight
+	// popupChecks counts adoptPopup calls not yet returned, so a test can
+	// wait until every target event of the session has been handled.
+	popupChecks atomic.Int32
+	closed      error         // nil while usable
+	changed     chan struct{} // closed and replaced when the page set changes
 
 	captureDir string // where the context's downloads land (see enableCapture)
 
@@ -166,9 +170,10 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 		return nil, fmt.Errorf("new page: %w", err)
 	}
 	if p == nil {
-		if p, err = s.openPage(ctx); err != nil {
+		if p, err = s.openPage(ctx, s.addPageLocked); err != nil {
 			return nil, fmt.Errorf("new page: %w", err)
 		}
+		return p, nil
 	}
 	if err := s.addPage(p); err != nil {
 		p.shutdown(ErrSessionClosed)
@@ -200,27 +205,35 @@ func (s *Session) takePrepared(ctx context.Context) (*Page, error) {
 	return p, nil
 }
 
-// openPage opens a target in the session's browser context and attaches
-// to it. The page is not added to the session's pages.
-func (s *Session) openPage(ctx context.Context) (*Page, error) {
-	// While an openPage is in flight, the target it creates is not adopted
-	// as a popup (see adoptPopup).
+// openPage opens a target in the session's browser context, attaches to it
+// and hands it to keepLocked (run under s.mu) before the target stops
+// counting as in flight. adoptPopup therefore always finds the new target
+// either in flight or registered, never in between, and does not attach to
+// it a second time as a popup.
+func (s *Session) openPage(ctx context.Context, keepLocked func(*Page) error) (*Page, error) {
 	s.mu.Lock()
 	s.creating++
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.creating--
-		s.notifyLocked()
-		s.mu.Unlock()
-	}()
 	p := newPage(s, "")
 	pctx, cancel := chromedp.NewContext(s.inst.ctx,
 		chromedp.WithExistingBrowserContext(s.contextID),
 		chromedp.WithListener(p.listen),
 	)
-	if err := p.attach(ctx, pctx, cancel); err != nil {
-		return nil, s.inst.classify(err)
+	attachErr := p.attach(ctx, pctx, cancel)
+	var keepErr error
+	s.mu.Lock()
+	if attachErr == nil {
+		keepErr = keepLocked(p)
+	}
+	s.creating--
+	s.notifyLocked()
+	s.mu.Unlock()
+	switch {
+	case attachErr != nil:
+		return nil, s.inst.classify(attachErr)
+	case keepErr != nil:
+		p.shutdown(keepErr)
+		return nil, keepErr
 	}
 	return p, nil
 }
@@ -315,6 +328,12 @@ func (s *Session) hasTargetLocked(id target.ID) bool {
 func (s *Session) addPage(p *Page) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.addPageLocked(p)
+}
+
+// addPageLocked registers p as the session's active page. The caller holds
+// s.mu.
+func (s *Session) addPageLocked(p *Page) error {
 	if s.closed != nil {
 		return s.closed
 	}

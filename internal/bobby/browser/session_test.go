@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/cdproto/target"
 )
 
 func TestSessionStateShape(t *testing.T) {
@@ -194,5 +196,32 @@ func TestPopupsAreRegistered(t *testing.T) {
 	})
 	if _, err := victim.Evaluate(ctx, "1"); !errors.Is(err, ErrPageClosed) {
 		t.Errorf("Evaluate on self-closed page = %v, want ErrPageClosed", err)
+	}
+}
+
+// TestOpenedPagesAreNotAdoptedAsPopups: every target the session opens
+// itself is one page. The target's creation event reaches the popup
+// check too; it must never register the target a second time, whichever
+// of the two runs first.
+func TestOpenedPagesAreNotAdoptedAsPopups(t *testing.T) {
+	ctx := context.Background()
+	s := newSession(t)
+	const n = 12
+	for range n {
+		if _, err := s.NewPage(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every target event handled", func() bool { return s.popupChecks.Load() == 0 })
+	pages := s.Pages()
+	targets := map[target.ID]string{}
+	for _, p := range pages {
+		if other, ok := targets[p.targetID]; ok {
+			t.Errorf("pages %s and %s are the same target %s", other, p.ID, p.targetID)
+		}
+		targets[p.targetID] = p.ID
+	}
+	if len(pages) != n {
+		t.Errorf("session has %d pages after %d NewPage calls", len(pages), n)
 	}
 }

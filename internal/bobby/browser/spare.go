@@ -117,12 +117,10 @@ func (r *Runtime) makeSpare(inst *instance) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.openPage(ctx)
-	if err != nil {
+	if _, err := s.openPage(ctx, func(p *Page) error { s.prepared = p; return nil }); err != nil {
 		s.discard(ctx)
 		return nil, err
 	}
-	s.prepared = p
 	return s, nil
 }
 
