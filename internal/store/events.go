@@ -173,7 +173,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
-	return scanAll(rows, "read events", func(rows scanner) (event.Event, error) {
+	evs, err := scanAll(rows, "read events", func(rows scanner) (event.Event, error) {
 		var e event.Event
 		var data string
 		var ms int64
@@ -184,4 +184,18 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]event.Event, error
 		e.Time = time.UnixMilli(ms).UTC()
 		return e, err
 	})
+	if err != nil || !s.pg || len(evs) == 0 {
+		return evs, err
+	}
+	// On PostgreSQL another worker's commit is visible a disk flush
+	// before it is durable (writers wait for the disk after releasing
+	// their locks: pgAwaitDurable). Events are what clients are shown
+	// (streams, pages, the Cockpit), and one shown and then taken back by
+	// the server's crash would be lost to them. A wait that begins after
+	// the read covers every commit the read saw, so the events are handed
+	// out only once they are on disk.
+	if err := s.awaitDurable(ctx); err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return evs, nil
 }

@@ -260,7 +260,7 @@ func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) erro
 	}
 	err = func() error {
 		if mode == pgExclusive {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgWriteLock); err != nil {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?), "+pgUnawaited, pgWriteLock); err != nil {
 				return err
 			}
 		}
@@ -273,7 +273,54 @@ func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) erro
 		_ = tx.Rollback() // fn's error is the one to report; a failed rollback leaves nothing committed
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if mode == pgExclusive {
+		return s.awaitDurable(ctx)
+	}
+	return nil
+}
+
+// Committing without holding locks across the disk. A transaction's locks
+// (the write lock, the event lock, the rows it wrote, and PostgreSQL's own
+// NOTIFY lock, taken at commit by every transaction that notifies) are
+// released only when its commit ends; with synchronous commit that is after
+// its WAL reached the disk, so every writer waiting on one of them waits
+// for someone else's disk flush, and the workers of a durable server commit
+// about one run write per flush between them. So a write transaction that
+// holds such locks commits with synchronous_commit off (pgUnawaited): its
+// commit is visible and its locks are free as soon as its commit record is
+// in the WAL. The writer then waits for durability holding nothing
+// (pgAwaitDurable), and its caller hears of the write only then: an
+// acknowledged write is on disk, as before.
+//
+// pgAwaitDurable is a transaction that writes one WAL record of its own (a
+// logical-decoding message, which nothing reads) and commits with the
+// server's synchronous_commit. PostgreSQL waits at commit only for a
+// transaction that wrote WAL, and its flush (or standby confirmation) runs
+// to its own commit record, which comes after every commit before it: the
+// writer's, and every commit a read before it saw. The WAL is one
+// sequence, so a write another worker makes after seeing this one is
+// durable only after this one is; what others may see before the flush
+// reaches clients through events only, and an events read waits the same
+// way before it returns rows (Events). Concurrent waits meet in one flush
+// (group commit).
+const (
+	pgUnawaited       = "set_config('synchronous_commit', 'off', true)"
+	pgCommitUnawaited = "SELECT " + pgUnawaited
+	pgAwaitDurable    = "SELECT pg_logical_emit_message(true, 'delta', '')"
+)
+
+// awaitDurable returns once every transaction committed on the server
+// before it began is on disk (see pgAwaitDurable). The wait is bounded by the
+// server's flush, not by ctx: the write has committed, and a caller told
+// it failed would redo it.
+func (s *Store) awaitDurable(ctx context.Context) error {
+	if _, err := s.w.ExecContext(context.WithoutCancel(ctx), pgAwaitDurable); err != nil {
+		return fmt.Errorf("commit: wait for the disk: %w", err)
+	}
+	return nil
 }
 
 // pgPending is a groupTx transaction's events, held back by insertEvent
@@ -396,6 +443,7 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 	}
 	evs := p.events
 	b := &pgx.Batch{}
+	b.Queue(pgCommitUnawaited)
 	queueLater(b, p.later)
 	for _, d := range p.deltas {
 		b.Queue("SELECT pg_notify('"+deltasChannel+"', $1)", d)
@@ -419,8 +467,12 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 		b.Queue("SELECT pg_notify('" + runsChannel + "', '')")
 	}
 	b.Queue("COMMIT")
+	b.Queue(pgAwaitDurable)
 	br := c.SendBatch(ctx, b)
 	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("commit without waiting: %w", err)
+		}
 		if err := execLater(br, len(p.later)); err != nil {
 			return err
 		}
@@ -455,6 +507,9 @@ func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) e
 		}
 		if tag.String() != "COMMIT" {
 			return fmt.Errorf("commit: the server answered %s", tag)
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("commit: wait for the disk: %w", err)
 		}
 		return nil
 	}()

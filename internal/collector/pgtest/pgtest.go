@@ -42,7 +42,11 @@ func Start() (*Cluster, error) { return start(false) }
 // lock, NOTIFY's) costs where a fast cluster hides it.
 func StartDurable() (*Cluster, error) { return start(true) }
 
-func start(durable bool) (*Cluster, error) {
+// StartDurableWith is StartDurable with server settings of the test's own,
+// each "name=value" (wal_writer_delay=10s).
+func StartDurableWith(settings ...string) (*Cluster, error) { return start(true, settings...) }
+
+func start(durable bool, settings ...string) (*Cluster, error) {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
 		return nil, ErrNoPostgres
@@ -84,6 +88,9 @@ func start(durable bool) (*Cluster, error) {
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", c.Port, dir)
 	if !durable {
 		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	for _, kv := range settings {
+		opts += " -c " + kv
 	}
 	// pg_stat_statements, where the server ships it, lets a benchmark
 	// report where the server's time goes (CREATE EXTENSION in its
