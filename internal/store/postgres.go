@@ -277,7 +277,11 @@ func (s *Store) pgTx(ctx context.Context, mode int, fn func(*sql.Tx) error) erro
 		return err
 	}
 	if mode == pgExclusive {
-		return s.awaitDurable(ctx)
+		// Bounded by the server's flush, not by ctx: the write has
+		// committed, and a caller told it failed might redo it.
+		if err := s.awaitDurable(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
 	}
 	return nil
 }
@@ -313,12 +317,10 @@ const (
 )
 
 // awaitDurable returns once every transaction committed on the server
-// before it began is on disk (see pgAwaitDurable). The wait is bounded by the
-// server's flush, not by ctx: the write has committed, and a caller told
-// it failed would redo it.
+// before it began is on disk (see pgAwaitDurable).
 func (s *Store) awaitDurable(ctx context.Context) error {
-	if _, err := s.w.ExecContext(context.WithoutCancel(ctx), pgAwaitDurable); err != nil {
-		return fmt.Errorf("commit: wait for the disk: %w", err)
+	if _, err := s.w.ExecContext(ctx, pgAwaitDurable); err != nil {
+		return fmt.Errorf("wait for the disk: %w", err)
 	}
 	return nil
 }
