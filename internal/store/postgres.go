@@ -434,9 +434,11 @@ var pgInsertEventNotify = `WITH e AS (` + pgInsertEvent + `)
 
 // commitEvents sends the event-ordering lock, the inserts of p's events,
 // the notifications p asks for (delivered at the commit, as notifyEvents's
-// and notifyRuns's) and the commit to the server in one pipeline, and
-// reads the ids drawn into ids. An error anywhere leaves the transaction
-// uncommitted.
+// and notifyRuns's), the commit (without waiting for the disk) and the
+// wait for the disk (pgAwaitDurable) to the server in one pipeline, and
+// reads the ids drawn into ids. An error before the commit leaves the
+// transaction uncommitted; a failed wait after it is an error too, so no
+// caller takes a write that may not be on disk as done.
 func commitEvents(ctx context.Context, c *pgx.Conn, p *pgPending, ids []int64) error {
 	// database/sql may have rolled the transaction back meanwhile (its
 	// context ended): the events must not then commit on their own.
