@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -229,8 +230,17 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (store.Run, erro
 	return s.store.Run(context.WithoutCancel(ctx), id)
 }
 
-// waitBackstop is how often Wait re-reads a run it has heard nothing of.
+// waitBackstop is about how often Wait re-reads a run it has heard nothing
+// of.
 const waitBackstop = 2 * time.Second
+
+// backstopPeriod is one Wait's re-read period: waitBackstop give or take a
+// quarter, drawn per Wait. Waiters that begin together (a burst of
+// synchronous requests) would otherwise re-read the run table together
+// every period, for as long as their runs last.
+func backstopPeriod() time.Duration {
+	return waitBackstop*3/4 + mrand.N(waitBackstop/2)
+}
 
 // Wait blocks until the owner's run is terminal or ctx ends.
 func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error) {
@@ -241,7 +251,7 @@ func (s *Service) Wait(ctx context.Context, owner, id string) (store.Run, error)
 	// The live event is the fast path; the slow re-read is the backstop, so
 	// a run finished where this broker cannot see it (another dispatcher on
 	// the same database) still ends the wait.
-	backstop := time.NewTicker(waitBackstop)
+	backstop := time.NewTicker(backstopPeriod())
 	defer backstop.Stop()
 	for {
 		r, err := s.Get(ctx, owner, id)
