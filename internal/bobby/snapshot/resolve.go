@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
@@ -48,8 +49,18 @@ func Resolve(ctx context.Context, t Target) (NodeRef, error) {
 // each call so a long session does not pin dead nodes.
 const objectGroup = "bobby-snapshot"
 
+// releaseTimeout bounds releaseObjects. The release runs after the call's
+// context may have ended, and a renderer whose main thread is busy (a
+// script that never yields) or blocked by a JavaScript dialog answers no
+// Runtime command: unbounded, the release would hold the call past its
+// deadline for as long as the page stays busy. A group left behind goes
+// with the next release (the group is the same) or with the document.
+const releaseTimeout = 2 * time.Second
+
 func releaseObjects(ctx context.Context) {
-	_, _ = chromedp.Call(context.WithoutCancel(ctx), runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: objectGroup})
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	_, _ = chromedp.Call(rctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: objectGroup})
 }
 
 // resolveRef checks that the node behind a ref still lives in the page and,
@@ -63,6 +74,10 @@ func resolveRef(ctx context.Context, t Target) (NodeRef, error) {
 	}
 	defer releaseObjects(ctx)
 	res, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id, ObjectGroup: objectGroup})
+	if err != nil && ctx.Err() != nil {
+		// No answer is not an answer that the node is gone.
+		return NodeRef{}, fmt.Errorf("resolve node: %w", err)
+	}
 	if err != nil || res.Object == nil || res.Object.ObjectID == "" {
 		return NodeRef{}, &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s is no longer in the page", t.Ref)}
 	}
