@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -116,6 +118,12 @@ func (p *Page) Screenshot(ctx context.Context, opts ScreenshotOptions) (Screensh
 // (NaN, Infinity, -0, bigint) come back as JSON strings. A thrown exception
 // is an *EvalError. The gateway checks the session's javascriptEvaluation
 // policy before calling.
+//
+// An evaluation that ctx or the action timeout cuts off while a script
+// still holds the page's main thread (the expression itself, or a page
+// script it waited behind) has that script terminated (see stopScript), so
+// the page answers later calls; the error then says so. The work the script
+// did before it was stopped stays done.
 func (p *Page) Evaluate(ctx context.Context, expr string) (json.RawMessage, error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, fmt.Errorf("evaluate: %w", invalidf("expression is empty"))
@@ -140,9 +148,44 @@ func (p *Page) Evaluate(ctx context.Context, expr string) (json.RawMessage, erro
 		return nil
 	})
 	if err != nil {
+		if (errors.Is(err, ErrTimeout) || ctx.Err() != nil) && p.stopScript() {
+			return nil, fmt.Errorf("evaluate: the script was still running when the call gave up, and was terminated so the page answers again: %w", err)
+		}
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	return out, nil
+}
+
+// probeTimeout is how long stopScript waits for a trivial evaluation before
+// it takes the page's main thread to be held by a script.
+const probeTimeout = 500 * time.Millisecond
+
+// stopScript ends a script that holds the page's main thread after an
+// evaluation was given up, and reports whether it did. The page is asked
+// for a trivial evaluation first: a page that answers is idle (what was
+// given up awaits a promise that has not settled) and is left alone,
+// because Runtime.terminateExecution on an idle page ends the next script
+// that runs, whatever it is. A page that does not answer is running a
+// script; terminateExecution is answered off the main thread and
+// interrupts it. Nothing is tried under a dialog, which blocks the page
+// without a script running.
+func (p *Page) stopScript() bool {
+	if p.PendingDialog() != nil || p.Err() != nil {
+		return false
+	}
+	pctx, cancel := p.callCtx(context.Background(), probeTimeout)
+	_, err := chromedp.Call(pctx, runtime.Evaluate, runtime.EvaluateParams{Expression: "0", ReturnByValue: new(true)})
+	cancel()
+	if err == nil || pctx.Err() == nil || p.PendingDialog() != nil {
+		return false
+	}
+	tctx, cancel := p.callCtx(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(tctx, runtime.TerminateExecution, cdp.Empty{}); err != nil {
+		p.session.rt.log.Debug("terminate a busy page's script", "err", err)
+		return false
+	}
+	return true
 }
 
 // Box is a rectangle in viewport CSS pixels.
