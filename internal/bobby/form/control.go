@@ -105,31 +105,42 @@ func Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error
 	return On(chromium{}).Control(ctx, t, a)
 }
 
+// NotActedError wraps a failure of Control that came before the action
+// reached the page (checking the action, resolving or reading the
+// control): the page is as it was, so the call may be made again. Its
+// text is the wrapped error's.
+type NotActedError struct{ Err error }
+
+func (e *NotActedError) Error() string { return e.Err.Error() }
+func (e *NotActedError) Unwrap() error { return e.Err }
+
 // Control performs one action on the control a target names, the way a user
 // would, and returns the control re-read afterwards. setFiles reads the
-// local paths; the caller checks the file:upload capability first.
+// local paths; the caller checks the file:upload capability first. A
+// failure before the action reached the page is a [*NotActedError].
 func (tab Tab) Control(ctx context.Context, t snapshot.Target, a Action) (*Evidence, error) {
+	notActed := func(err error) error { return &NotActedError{Err: fmt.Errorf("control %s: %w", a.Kind, err)} }
 	if err := a.Validate(); err != nil {
-		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
+		return nil, notActed(err)
 	}
 	if err := tab.p.Ready(ctx); err != nil {
-		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
+		return nil, notActed(err)
 	}
 	defer tab.p.Release(ctx)
 	el, err := tab.p.Resolve(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
+		return nil, notActed(err)
 	}
 	before, err := tab.read(ctx, el)
 	if err != nil {
-		return nil, fmt.Errorf("control %s: %w", a.Kind, err)
+		return nil, notActed(err)
 	}
 	if a.Kind != Activate {
 		if before.Type == "" {
-			return nil, fmt.Errorf("control %s: %w: %s is not a form control; use activate or click", a.Kind, ErrInvalidAction, t)
+			return nil, notActed(fmt.Errorf("%w: %s is not a form control; use activate or click", ErrInvalidAction, t))
 		}
 		if before.Disabled {
-			return nil, fmt.Errorf("control %s: %w: the control is disabled", a.Kind, ErrInvalidAction)
+			return nil, notActed(fmt.Errorf("%w: the control is disabled", ErrInvalidAction))
 		}
 	}
 	want, err := tab.act(ctx, el, before, a)
