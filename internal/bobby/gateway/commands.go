@@ -59,6 +59,8 @@ func optionalTarget(t *snapshot.Target) (*snapshot.Target, error) {
 }
 
 // resolve turns a semantic target or selector into a node of the page.
+// Its failure is marked unsent: every command resolves its targets before
+// it sends the page any input.
 func (x *execCtx) resolve(ctx context.Context, t snapshot.Target) (browser.NodeRef, string, error) {
 	var nr snapshot.NodeRef
 	err := x.page.Do(ctx, func(pctx context.Context) error {
@@ -67,7 +69,7 @@ func (x *execCtx) resolve(ctx context.Context, t snapshot.Target) (browser.NodeR
 		return err
 	})
 	if err != nil {
-		return browser.NodeRef{}, "", err
+		return browser.NodeRef{}, "", unsent(err)
 	}
 	return browser.NodeRef{BackendNodeID: nr.BackendNodeID, FrameID: nr.FrameID}, nr.Ref(), nil
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 
 	"github.com/deltaharness/delta/internal/bobby/form"
 	"github.com/deltaharness/delta/internal/bobby/snapshot"
@@ -33,10 +34,15 @@ func onForms[T any](ctx context.Context, x *execCtx, fn func(ctx context.Context
 }
 
 // formActionError is the error of a form action: an action the control
-// cannot take is the caller's invalid request.
+// cannot take is the caller's invalid request, and a failure before the
+// action reached the page is marked unsent.
 func formActionError(err error) error {
 	if errorsIs(err, form.ErrInvalidAction) {
 		return errorf(CodeInvalidRequest, "%v", err)
+	}
+	var na *form.NotActedError
+	if errors.As(err, &na) {
+		return unsent(err)
 	}
 	return err
 }

@@ -406,6 +406,24 @@ func (g *Gateway) runCommand(ctx context.Context, p policy.Principal, spec comma
 	return out
 }
 
+// unsentError marks a failure of a command that came before it sent the
+// page any input: the target did not resolve, or the control was not yet
+// acted on. The page is as it was, so a timeout of it is a plain timeout
+// the caller may retry, never needsReconciliation.
+type unsentError struct{ err error }
+
+func (e *unsentError) Error() string { return e.err.Error() }
+func (e *unsentError) Unwrap() error { return e.err }
+
+// unsent marks err (nil stays nil) as a failure before any input reached
+// the page.
+func unsent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unsentError{err: err}
+}
+
 // classify maps a command error to a status and an error body.
 func classify(err error, spec commandSpec, parent context.Context) (string, *ErrorInfo) {
 	var te *toolError
@@ -423,6 +441,8 @@ func classify(err error, spec commandSpec, parent context.Context) (string, *Err
 	var dlg *browser.DialogError
 	var amb *snapshot.AmbiguousError
 	var evalErr *browser.EvalError
+	var ue *unsentError
+	isUnsent := errors.As(err, &ue)
 	switch {
 	case errors.As(err, &dlg):
 		code = CodeDialogOpen
@@ -444,20 +464,26 @@ func classify(err error, spec commandSpec, parent context.Context) (string, *Err
 		code = CodePageClosed
 	case errors.Is(err, browser.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		code, status = CodeTimeout, StatusTimedOut
-		if spec.mutates {
+		if spec.mutates && !isUnsent {
 			// A page-changing command cut off by its deadline may or may not
 			// have landed: never let the agent retry it blindly.
 			code, status = CodeNeedsReconciliation, StatusNeedsReconciliation
 		}
 	case errors.Is(err, context.Canceled) || parent.Err() != nil:
 		code = CodeTimeout
-		if spec.mutates {
+		switch {
+		case isUnsent:
+			status = StatusTimedOut
+		case spec.mutates:
 			code, status = CodeNeedsReconciliation, StatusNeedsReconciliation
 		}
 	}
 	msg := err.Error()
-	if code == CodeNeedsReconciliation {
+	switch {
+	case code == CodeNeedsReconciliation:
 		msg = "the command may or may not have taken effect: " + msg
+	case code == CodeTimeout && isUnsent && spec.mutates:
+		msg = "the command ran out of time before it sent the page anything: " + msg
 	}
 	return status, &ErrorInfo{Code: code, Message: msg, Repair: repairFor(code)}
 }

@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callWithin calls a tool and fails the test if no answer comes within a
+// hang guard well past any timeout the call asks for (not a speed
+// assertion).
+func callWithin(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("%s on a busy page gave no answer within 20s", name)
+	}
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatalf("%s structured content: %v", name, err)
+	}
+	recordResult(name, b)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		t.Fatalf("%s: structuredContent is not an object: %s", name, b)
+	}
+	return res, m
+}
+
+// On a page whose main thread a script holds, element commands answer
+// within their timeoutMs, and as a retryable timeout: their target never
+// resolved, so nothing was sent to the page. An evaluation cut off there
+// terminates the script, and the page answers again.
+func TestBusyPage(t *testing.T) {
+	cs := aliceClient(t)
+	wf := mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/signup.html",
+		"executionPolicy": map[string]any{"javascriptEvaluation": true}})
+	h := wf["workflowHandle"]
+	mustOK(t, cs, "evaluate_javascript", map[string]any{"workflowHandle": h, "expression": "setTimeout(() => { while (true) {} }, 0); 1"})
+
+	for _, tt := range []struct {
+		name string
+		tool string
+		args map[string]any
+	}{
+		{"click by selector", "click", map[string]any{"selector": "button"}},
+		{"click by role and name", "click", map[string]any{"target": map[string]any{"role": "button", "name": "Create account"}}},
+		{"type_text by selector", "type_text", map[string]any{"selector": "input[name=email]", "text": "abc"}},
+		{"control_action", "control_action", map[string]any{"target": map[string]any{"role": "textbox", "name": "Email"},
+			"action": map[string]any{"kind": "setText", "text": "abc"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.args["workflowHandle"], tt.args["timeoutMs"] = h, 3000
+			res, m := callWithin(t, cs, tt.tool, tt.args)
+			if !res.IsError {
+				t.Fatalf("%s on a busy page succeeded: %s", tt.tool, dump(m))
+			}
+			if m["status"] != StatusTimedOut || errCode(m) != CodeTimeout {
+				t.Errorf("%s on a busy page = %s %s, want %s %s: %s", tt.tool, m["status"], errCode(m), StatusTimedOut, CodeTimeout, dump(m))
+			}
+		})
+	}
+
+	_, m := callWithin(t, cs, "evaluate_javascript", map[string]any{"workflowHandle": h, "expression": "1+1", "timeoutMs": 3000})
+	if m["status"] == StatusCompleted {
+		t.Fatalf("evaluate on a busy page completed: %s", dump(m))
+	}
+	if msg := asStr(get(m, "error", "message")); !strings.Contains(msg, "terminated") {
+		t.Errorf("evaluate on a busy page says %q, want it to say the script was terminated", msg)
+	}
+	_, m = callWithin(t, cs, "evaluate_javascript", map[string]any{"workflowHandle": h, "expression": "1+1"})
+	if m["status"] != StatusCompleted || get(m, "evidence", "value") != 2.0 {
+		t.Fatalf("evaluate after the busy script was terminated = %s, want 2", dump(m))
+	}
+	mustOK(t, cs, "click", map[string]any{"workflowHandle": h, "target": map[string]any{"role": "button", "name": "Create account"}})
+}
