@@ -154,6 +154,8 @@ func (f *FormPage) Watch(ctx context.Context, sink func(form.Event)) (func(), er
 	}
 	return func() {
 		remove()
-		_ = f.p.conn.Call(context.WithoutCancel(ctx), "session.unsubscribe", map[string]any{"subscriptions": []string{sub}}, nil)
+		cctx, cancel := cleanupCtx(ctx)
+		defer cancel()
+		_ = f.p.conn.Call(cctx, "session.unsubscribe", map[string]any{"subscriptions": []string{sub}}, nil)
 	}, nil
 }

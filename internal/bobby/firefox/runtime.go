@@ -281,14 +281,14 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 	}
 	bc := created.Context
 	if err := s.conn.SetViewport(ctx, bc, s.rt.opts.Width, s.rt.opts.Height); err != nil {
-		_ = s.conn.CloseContext(context.WithoutCancel(ctx), bc)
+		s.closeContext(ctx, bc)
 		return nil, fmt.Errorf("new page: %w", err)
 	}
 	p := NewPage(s.conn, bc)
 	p.session = s.ID
 	stop, err := p.WatchDialogs(ctx)
 	if err != nil {
-		_ = s.conn.CloseContext(context.WithoutCancel(ctx), bc)
+		s.closeContext(ctx, bc)
 		return nil, fmt.Errorf("new page: %w", err)
 	}
 	p.stop = stop
@@ -302,6 +302,14 @@ func (s *Session) NewPage(ctx context.Context) (*Page, error) {
 	s.active = bc
 	s.lastUsed = time.Now()
 	return p, nil
+}
+
+// closeContext closes a tab that NewPage opened but could not finish
+// setting up, bounded as every cleanup is (cleanupCtx).
+func (s *Session) closeContext(ctx context.Context, bc string) {
+	cctx, cancel := cleanupCtx(ctx)
+	defer cancel()
+	_ = s.conn.CloseContext(cctx, bc)
 }
 
 // Pages lists the session's open pages, oldest first.

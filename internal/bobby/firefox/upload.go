@@ -170,7 +170,9 @@ func (p *Page) ClickForFileDialog(ctx context.Context, t snapshot.Target, wait t
 		return FileDialog{}, fmt.Errorf("watch file dialogs: %w", err)
 	}
 	defer func() {
-		_ = p.conn.Call(context.WithoutCancel(ctx), "session.unsubscribe", map[string]any{"subscriptions": []string{sub}}, nil)
+		cctx, cancel := cleanupCtx(ctx)
+		defer cancel()
+		_ = p.conn.Call(cctx, "session.unsubscribe", map[string]any{"subscriptions": []string{sub}}, nil)
 	}()
 	if _, err := p.Click(ctx, t, ClickOptions{}); err != nil {
 		return FileDialog{}, err
