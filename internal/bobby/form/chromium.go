@@ -63,6 +63,10 @@ func (chromium) Resolve(ctx context.Context, t snapshot.Target) (Element, error)
 		return Element{}, err
 	}
 	res, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: ref.BackendNodeID, ObjectGroup: objectGroup})
+	if err != nil && ctx.Err() != nil {
+		// No answer is not an answer that the node is gone.
+		return Element{}, fmt.Errorf("resolve node: %w", err)
+	}
 	if err != nil || res.Object == nil || res.Object.ObjectID == "" {
 		return Element{}, &snapshot.NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s is no longer in the page", ref.Ref())}
 	}
