@@ -400,6 +400,12 @@ func (p *firefoxPage) blocked() error {
 	return nil
 }
 
+// Evaluate runs the expression in the page. Unlike Chromium's
+// (browser.Page.Evaluate), an evaluation cut off by ctx leaves a script
+// that never yields running: WebDriver BiDi has no command that terminates
+// a script (nothing like CDP's Runtime.terminateExecution), and the remote
+// agent's preferences turn Firefox's own slow-script stop off. Such a page
+// answers again only once it is closed.
 func (p *firefoxPage) Evaluate(ctx context.Context, expr string) (json.RawMessage, error) {
 	if err := p.blocked(); err != nil {
 		return nil, err
