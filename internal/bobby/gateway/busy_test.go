@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/bobby/browser"
+	"github.com/deltaharness/delta/internal/bobby/snapshot"
 )
 
 // callWithin calls a tool and fails the test if no answer comes within a
@@ -83,4 +87,31 @@ func TestBusyPage(t *testing.T) {
 		t.Fatalf("evaluate after the busy script was terminated = %s, want 2", dump(m))
 	}
 	mustOK(t, cs, "click", map[string]any{"workflowHandle": h, "target": map[string]any{"role": "button", "name": "Create account"}})
+}
+
+// A page-changing command's timeout is needsReconciliation unless it came
+// before any input reached the page.
+func TestClassifyTimeouts(t *testing.T) {
+	parent := context.Background()
+	for _, tt := range []struct {
+		name       string
+		err        error
+		mutates    bool
+		wantStatus string
+		wantCode   string
+	}{
+		{"mutation cut off", browser.ErrTimeout, true, StatusNeedsReconciliation, CodeNeedsReconciliation},
+		{"mutation cancelled", context.Canceled, true, StatusNeedsReconciliation, CodeNeedsReconciliation},
+		{"mutation cut off before input", unsent(fmt.Errorf("resolve target: %w", browser.ErrTimeout)), true, StatusTimedOut, CodeTimeout},
+		{"mutation cancelled before input", unsent(fmt.Errorf("resolve target: get frame tree: %w", context.Canceled)), true, StatusTimedOut, CodeTimeout},
+		{"read cut off", browser.ErrTimeout, false, StatusTimedOut, CodeTimeout},
+		{"target missing before input", unsent(snapshot.ErrTargetNotFound), true, StatusFailed, CodeTargetNotFound},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, info := classify(tt.err, commandSpec{mutates: tt.mutates}, parent)
+			if status != tt.wantStatus || info.Code != tt.wantCode {
+				t.Errorf("classify(%v) = %s %s, want %s %s", tt.err, status, info.Code, tt.wantStatus, tt.wantCode)
+			}
+		})
+	}
 }
