@@ -160,6 +160,59 @@ func TestUploadFilesReachesHiddenInputs(t *testing.T) {
 	}
 }
 
+// A target that is no file input, holds none and labels none is clicked to
+// look for a file chooser only when the click could do nothing else: a
+// submit button, a link, a page without file inputs are refused unclicked,
+// and so are several paths when no input of the page takes several.
+func TestUploadFilesRefusesWhatIsNoFilePicker(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.txt")
+	b := filepath.Join(dir, "b.txt")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(t *testing.T, p *Page, selector string, paths []string, says string) {
+		t.Helper()
+		_, err := p.UploadFiles(ctx, NodeRef{Selector: selector}, paths)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), says) {
+			t.Errorf("UploadFiles(%s) = %v, want invalid argument saying %q", selector, err, says)
+		}
+		if err != nil && strings.Contains(err.Error(), dir) {
+			t.Errorf("error echoes a path: %v", err)
+		}
+	}
+
+	p := pageAt(t, "/upload.html")
+	refused(t, p, "#send", []string{a}, "submit button")
+	if n := eval[int](t, p, "window.submits"); n != 0 {
+		t.Errorf("the form was submitted %d times", n)
+	}
+	refused(t, p, "#away", []string{a}, "link")
+	if u := p.URL(); !strings.HasSuffix(u, "/upload.html") {
+		t.Errorf("the page left for %s", u)
+	}
+
+	c := pageAt(t, "/click.html")
+	refused(t, c, "#btn", []string{a}, "no file input")
+	if n := eval[int](t, c, "window.clicks.length"); n != 0 {
+		t.Errorf("the button was clicked %d times", n)
+	}
+
+	one := pageAt(t, "/upload-single.html")
+	refused(t, one, "#choose", []string{a, b}, "several files")
+	if n := eval[int](t, one, "window.opened"); n != 0 {
+		t.Errorf("the chooser was opened %d times before the count was checked", n)
+	}
+	// One path goes through the chooser as before.
+	up, err := one.UploadFiles(ctx, NodeRef{Selector: "#choose"}, []string{a})
+	if err != nil || up.Via != "fileChooser" || up.Files != 1 {
+		t.Fatalf("UploadFiles(#choose, one path) = %+v, %v", up, err)
+	}
+}
+
 func TestPDF(t *testing.T) {
 	ctx := context.Background()
 	p := pageAt(t, "/home.html")

@@ -35,9 +35,13 @@ type Upload struct {
 // UploadFiles puts local files on a file input: the target itself, the
 // input a target label stands for, a file input inside the target, or,
 // when the target is none of those, whatever file input clicking it opens
-// a chooser for. Hidden inputs work. Each path must be a readable regular
-// file; errors name only its base name. The caller checks the file:upload
-// capability.
+// a chooser for. Hidden inputs work. That click is a probe, so it is made
+// only on a target that could stand in for a file input (see
+// chooserProbeJS): one whose click would submit a form, follow a link or
+// change a control is refused unclicked, as is more than one path when no
+// file input of the page takes several. Each path must be a readable
+// regular file; errors name only its base name. The caller checks the
+// file:upload capability.
 func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Upload, error) {
 	abs, err := UploadPaths(paths)
 	if err != nil {
@@ -46,6 +50,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 
 	var up Upload
 	var input cdp.BackendNodeID
+	var probe chooserProbe
 	err = p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		res, err := cdp.Call(pctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
 			FunctionDeclaration: `function(){
@@ -69,7 +74,8 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 			return &EvalError{Text: jsobject.ExceptionText(res.ExceptionDetails)}
 		}
 		if res.Result == nil || res.Result.ObjectID == "" {
-			return nil // no input: try the file chooser below
+			// No input: what clicking the target for a chooser would do.
+			return callOn(pctx, t, n.object, chooserProbeJS, &probe)
 		}
 		desc, err := cdp.Call(pctx, t, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: res.Result.ObjectID})
 		if err != nil {
@@ -94,6 +100,12 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 		return Upload{}, fmt.Errorf("upload files: %w", err)
 	}
 	if input == 0 {
+		switch {
+		case probe.Refuse != "":
+			return Upload{}, fmt.Errorf("upload files: %w", invalidf("%s is no file input, holds none and labels none; %s, so it is not clicked to look for a file chooser: target the file input itself (hidden ones work), its label or a container holding it", ref, probe.Refuse))
+		case len(abs) > 1 && !probe.Multiple:
+			return Upload{}, fmt.Errorf("upload files: %w", invalidf("no file input of the page takes several files, got %d", len(abs)))
+		}
 		if input, err = p.chooseFiles(ctx, ref, abs); err != nil {
 			return Upload{}, fmt.Errorf("upload files: %w", err)
 		}
@@ -142,6 +154,52 @@ func UploadPaths(paths []string) ([]string, error) {
 	}
 	return abs, nil
 }
+
+// chooserProbe is what chooserProbeJS reports of a target that is no file
+// input, holds none and labels none.
+type chooserProbe struct {
+	// Refuse says why clicking the target must not serve as a file
+	// chooser probe; empty when it may.
+	Refuse string `json:"refuse"`
+	// Multiple is whether a file input of the target's document (or
+	// shadow root) takes several files.
+	Multiple bool `json:"multiple"`
+}
+
+// chooserProbeJS decides, for a target that is no file input, whether a
+// click may be spent to see if it opens a file chooser, as a button that
+// stands in for a hidden input does. Its default action must be harmless:
+// no link to another document, no submit or reset button of a form, no
+// form control or label of one that the click would change, no details
+// summary. And a file input must be there for a click handler to forward
+// to, in the target's document or shadow root: a page with none has nothing
+// to choose files for (an input a script creates on the fly is not seen,
+// and is refused with the rest).
+const chooserProbeJS = `function(){
+	const isFile = e => e instanceof HTMLInputElement && e.type === "file";
+	const a = this.closest ? this.closest("a[href], area[href]") : null;
+	if (a) {
+		const href = (a.getAttribute("href") || "").trim();
+		if (!href.startsWith("#") && !/^javascript:/i.test(href)) return {refuse: "it is a link to " + a.href};
+	}
+	const b = this.closest ? this.closest("button, input[type=submit], input[type=image], input[type=reset]") : null;
+	if (b && b.form && (b.type === "submit" || b.type === "image" || b.type === "reset")) {
+		return {refuse: "it is a " + b.type + " button of a form, which the click would " + (b.type === "reset" ? "reset" : "submit")};
+	}
+	const c = this.closest ? this.closest("input, select, textarea, option") : null;
+	if (c && !(c instanceof HTMLInputElement && ["button", "submit", "image", "reset"].includes(c.type))) {
+		return {refuse: "it is a form control, which the click would change"};
+	}
+	const label = this.closest ? this.closest("label") : null;
+	if (label && label.control && !isFile(label.control)) return {refuse: "it labels a form control, which the click would change"};
+	if (this.closest && this.closest("summary")) return {refuse: "it is a details summary, which the click would toggle"};
+	const inputs = [];
+	for (const root of new Set([this.getRootNode(), this.ownerDocument])) {
+		if (root && root.querySelectorAll) inputs.push(...root.querySelectorAll("input[type=file]"));
+	}
+	if (inputs.length === 0) return {refuse: "the page holds no file input for a click to open"};
+	return {refuse: "", multiple: inputs.some(i => i.multiple)};
+}`
 
 // chooseFiles clicks the target with file-chooser interception on and
 // answers the chooser it opens with the files.

@@ -145,6 +145,17 @@ func TestUploadFilesNeverEchoesPaths(t *testing.T) {
 	mustFail(t, nofiles, "upload_files", map[string]any{"workflowHandle": ns["workflowHandle"], "selector": "#docs", "paths": []string{file}}, CodeCapabilityDenied)
 }
 
+// upload_files never clicks a submit button to look for a file chooser.
+func TestUploadFilesRefusesASubmitButton(t *testing.T) {
+	dir, files := uploadFixtures(t)
+	alice := aliceClient(t)
+	h := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtureURL("upload.html")})["workflowHandle"]
+	m := mustFail(t, alice, "upload_files", map[string]any{"workflowHandle": h, "target": map[string]any{"role": "button", "name": "Send"}, "paths": []string{files["notes.txt"]}}, CodeInvalidRequest)
+	if msg := asStr(get(m, "error", "message")); !strings.Contains(msg, "submit button") || strings.Contains(dump(m), dir) {
+		t.Errorf("upload_files on a submit button = %s", dump(m))
+	}
+}
+
 func TestDownloadURLLimitsRootAndArtifact(t *testing.T) {
 	root := t.TempDir()
 	_, base := httpGatewayWith(t, func(c *config.Config) {
