@@ -23,7 +23,11 @@ const DefaultMaxCaptureBytes = 100 << 20
 // Download capture: every session's browser context saves the downloads
 // its pages start (a click on a download link, a script) into a directory
 // of its own under the runtime's DataDir, named by download GUID, and the
-// page that started one lists it until TakeDownloads hands it over. The
+// page that started one lists it until TakeDownloads hands it over. Each
+// download carries the browser's running count of downloads at its start,
+// so a command that takes a DownloadMark first takes only the downloads
+// begun during it: one started earlier (by a script, or by a navigation
+// that refused it) is never reported as the effect of a later command. The
 // directory goes with the session.
 
 // Captured download states.
@@ -49,6 +53,7 @@ type CapturedDownload struct {
 
 	guid  string
 	frame string
+	seq   uint64 // the browser's download count at its start, from 1
 	done  chan struct{}
 }
 
@@ -56,6 +61,7 @@ type CapturedDownload struct {
 type captures struct {
 	mu     sync.Mutex
 	byGUID map[string]*CapturedDownload
+	seq    uint64 // downloads begun so far
 }
 
 // enableCapture makes the session's browser context save downloads into
@@ -90,6 +96,8 @@ func (in *instance) onDownload(ev any) {
 		if in.caps.byGUID == nil {
 			in.caps.byGUID = map[string]*CapturedDownload{}
 		}
+		in.caps.seq++
+		d.seq = in.caps.seq
 		in.caps.byGUID[ev.GUID] = d
 		in.caps.mu.Unlock()
 		go in.attachDownload(d)
@@ -189,20 +197,28 @@ func (p *Page) addDownload(d *CapturedDownload) {
 	p.tr.poke()
 }
 
-// TakeDownloads waits until every download the page started has finished
-// (completed, cancelled or over the size bound), at most wait, and hands
-// them over: a later call returns only newer ones. A download still running
+// DownloadMark is the browser's download count now: downloads begun after
+// it are newer than the mark (see TakeDownloads).
+func (p *Page) DownloadMark() uint64 {
+	caps := &p.session.inst.caps
+	caps.mu.Lock()
+	defer caps.mu.Unlock()
+	return caps.seq
+}
+
+// TakeDownloads waits until every download the page started after the mark
+// since (see DownloadMark) has finished (completed, cancelled or over the
+// size bound), at most wait, and hands them over: a later call returns only
+// newer ones. Downloads begun before the mark are dropped unreported: they
+// are no effect of the command that took the mark. A download still running
 // at the deadline is returned in state inProgress (and dropped). grace is
 // how long to wait for a download to begin at all (its response may still
 // be on the way); 0 takes only those already begun.
-func (p *Page) TakeDownloads(ctx context.Context, grace, wait time.Duration) []CapturedDownload {
+func (p *Page) TakeDownloads(ctx context.Context, since uint64, grace, wait time.Duration) []CapturedDownload {
 	deadline := time.Now().Add(wait)
 	graceEnd := time.Now().Add(grace)
 	for {
-		p.mu.Lock()
-		ds := p.downloads
-		p.mu.Unlock()
-		if len(ds) > 0 || time.Now().After(graceEnd) {
+		if p.hasDownloadSince(since) || time.Now().After(graceEnd) {
 			break
 		}
 		ch := p.tr.snap().changed
@@ -214,9 +230,15 @@ func (p *Page) TakeDownloads(ctx context.Context, grace, wait time.Duration) []C
 		}
 	}
 	p.mu.Lock()
-	ds := p.downloads
+	all := p.downloads
 	p.downloads = nil
 	p.mu.Unlock()
+	var ds []*CapturedDownload
+	for _, d := range all {
+		if d.seq > since {
+			ds = append(ds, d)
+		}
+	}
 	out := make([]CapturedDownload, 0, len(ds))
 	for _, d := range ds {
 		select {
@@ -231,6 +253,65 @@ func (p *Page) TakeDownloads(ctx context.Context, grace, wait time.Duration) []C
 		out = append(out, c)
 	}
 	return out
+}
+
+// hasDownloadSince reports whether the page started a download after the
+// mark since.
+func (p *Page) hasDownloadSince(since uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range p.downloads {
+		if d.seq > since {
+			return true
+		}
+	}
+	return false
+}
+
+// discardDownloads cancels and forgets the downloads the page started after
+// the mark since, waiting up to wait for one to begin: the download a
+// navigation turned into, which Navigate refuses rather than captures. A
+// file that completed before the cancel is removed.
+func (p *Page) discardDownloads(since uint64, wait time.Duration) {
+	end := time.Now().Add(wait)
+	for !p.hasDownloadSince(since) && time.Now().Before(end) {
+		select {
+		case <-p.tr.snap().changed:
+		case <-time.After(25 * time.Millisecond):
+		case <-p.ctx.Done():
+			return
+		}
+	}
+	p.mu.Lock()
+	var ds, kept []*CapturedDownload
+	for _, d := range p.downloads {
+		if d.seq > since {
+			ds = append(ds, d)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	p.downloads = kept
+	p.mu.Unlock()
+	in := p.session.inst
+	for _, d := range ds {
+		in.caps.mu.Lock()
+		running := d.State == CaptureInProgress
+		in.caps.mu.Unlock()
+		if running {
+			in.cancelDownload(d.guid)
+		}
+		select {
+		case <-d.done:
+		case <-time.After(time.Until(end) + time.Second):
+		}
+		in.caps.mu.Lock()
+		path := d.Path
+		in.caps.mu.Unlock()
+		if path != "" {
+			_ = os.Remove(path)
+		}
+	}
 }
 
 // frame returns the page's main frame ID.

@@ -18,6 +18,7 @@ const (
 	FollowNavigated    = "navigated"    // the page loaded a new document
 	FollowPopup        = "popup"        // a new page opened
 	FollowSameDocument = "sameDocument" // the URL changed without a load (fragment, history API)
+	FollowDownload     = "download"     // the click started a download (TakeDownloads hands it over)
 	FollowNone         = "none"         // nothing happened within FollowGrace
 	FollowFailed       = "failed"       // the document request failed
 )
@@ -40,9 +41,11 @@ type FollowResult struct {
 
 // Follow clicks a link or control and waits until where it leads has
 // loaded: a new document in this page (load event or DOMContentLoaded), a
-// popup, or a same-document URL change. A link whose destination the
-// network policy refuses is refused before the click. When the click
-// starts nothing within FollowGrace the outcome is FollowNone.
+// popup, or a same-document URL change; or until a download it started has
+// begun (FollowDownload: the caller takes it with TakeDownloads from a mark
+// it took before Follow). A link whose destination the network policy
+// refuses is refused before the click. When the click starts nothing within
+// FollowGrace the outcome is FollowNone.
 func (p *Page) Follow(ctx context.Context, ref NodeRef) (FollowResult, error) {
 	var res FollowResult
 	err := p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
@@ -67,6 +70,7 @@ func (p *Page) Follow(ctx context.Context, ref NodeRef) (FollowResult, error) {
 	for _, q := range s.Pages() {
 		known[q] = true
 	}
+	mark := p.DownloadMark()
 	click, err := p.Click(ctx, ref, ClickOptions{})
 	if err != nil {
 		return res, fmt.Errorf("follow: %w", err)
@@ -89,6 +93,11 @@ func (p *Page) Follow(ctx context.Context, ref NodeRef) (FollowResult, error) {
 			}
 		}
 		switch {
+		case p.hasDownloadSince(mark):
+			// A download link: its document request ends as a download
+			// (often logged as aborted), so this comes first.
+			res.Outcome, res.URL = FollowDownload, p.URL()
+			return res, nil
 		case doc != nil && doc.Failed != "":
 			res.Outcome, res.Error, res.URL = FollowFailed, doc.Failed, p.URL()
 			return res, nil

@@ -117,6 +117,13 @@ func testHandler() http.Handler {
 		w.Header().Set("Content-Length", strconv.Itoa(n))
 		w.Write(bytes.Repeat([]byte("x"), n))
 	})
+	mux.HandleFunc("/attachment", func(w http.ResponseWriter, r *http.Request) {
+		// A response the browser saves rather than shows.
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Disposition", `attachment; filename="dl.txt"`)
+		w.Write(bytes.Repeat([]byte("a"), n))
+	})
 	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 		for i := 0; i < n; i += 100 {

@@ -56,6 +56,10 @@ type NavigationError struct {
 // OK reports whether the navigation completed.
 func (o NavigationOutcome) OK() bool { return o.Status == NavCompleted }
 
+// downloadBeginWait bounds how long Navigate waits for the browser to
+// report the download a navigation turned into, to cancel it.
+const downloadBeginWait = 5 * time.Second
+
 // MaxURLLength bounds the URLs Navigate accepts (Chromium's own limit).
 const MaxURLLength = 2 << 20
 
@@ -157,6 +161,7 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 		return fail(NavCodeInvalidRequest, err.Error())
 	}
 
+	mark := p.DownloadMark()
 	var loader cdp.LoaderID
 	err = p.do(ctx, rt.opts.NavigateTimeout, func(pctx context.Context) error {
 		t := chromedp.FromContext(pctx).Target
@@ -168,7 +173,7 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 		}
 		switch {
 		case res.IsDownload:
-			return &navFailure{NavCodeDownload, "the url starts a download; use download_url"}
+			return &navFailure{NavCodeDownload, "the url starts a download, which navigate does not take (it was cancelled, nothing kept); use download_url"}
 		case res.ErrorText != "":
 			return netFailure(res.ErrorText)
 		case res.LoaderID == "":
@@ -201,6 +206,11 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 		var de *DialogError
 		switch {
 		case errors.As(err, &nf):
+			if nf.code == NavCodeDownload {
+				// The browser started the download: cancel it, so it
+				// neither runs on nor turns up as a later command's.
+				p.discardDownloads(mark, downloadBeginWait)
+			}
 			return fail(nf.code, nf.msg)
 		case errors.As(err, &de):
 			out.Error = &NavigationError{Code: NavCodeDialogOpen, Message: de.Error(), Dialog: &de.Dialog}

@@ -224,6 +224,8 @@ func followLine(f browser.FollowResult) string {
 		return "moved within the page to " + f.URL
 	case browser.FollowFailed:
 		return "the new document failed: " + f.Error
+	case browser.FollowDownload:
+		return "started a download; still at " + f.URL
 	}
 	return "led nowhere; still at " + f.URL
 }

@@ -34,6 +34,8 @@ func (p chromiumPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[
 	} else if saves {
 		return map[string]any{"ref": refName, "modifiers": opts.Modifiers}, nil, errorf(CodeInvalidRequest, "this modified click saves the link as a download, which bobby captures; held modifiers do not apply to a captured download, so click it without modifiers (or use download_url for the link's target)")
 	}
+	// Only a download begun from here on is this click's.
+	mark := x.page.DownloadMark()
 	res, err := x.page.Click(ctx, ref, opts)
 	ev := map[string]any{"ref": refName}
 	if res.Dialog != nil {
@@ -55,7 +57,7 @@ func (p chromiumPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[
 	if len(opts.Modifiers) > 0 {
 		grace = 500 * time.Millisecond
 	}
-	if dls := x.takeDownloads(ctx, grace); len(dls) > 0 {
+	if dls := x.takeDownloads(ctx, mark, grace); len(dls) > 0 {
 		ev["downloads"] = dls
 		if len(opts.Modifiers) > 0 {
 			return ev, nil, errorf(CodeInvalidRequest, "the click started a download, which bobby captures; held modifiers do not apply to a captured download, so click it without modifiers")

@@ -149,12 +149,13 @@ type capturedDownload struct {
 	Artifact map[string]any `json:"artifact,omitempty"`
 }
 
-// takeDownloads hands over the downloads the page started, waiting for
+// takeDownloads hands over the downloads the page started after the mark
+// since (browser.Page.DownloadMark, taken before the action), waiting for
 // those under way (within the command's deadline) and up to grace for one
 // to begin; a completed one becomes an artifact:// resource for a
 // principal with artifact:capture.
-func (x *execCtx) takeDownloads(ctx context.Context, grace time.Duration) []capturedDownload {
-	ds := x.page.TakeDownloads(ctx, grace, time.Until(x.deadline))
+func (x *execCtx) takeDownloads(ctx context.Context, since uint64, grace time.Duration) []capturedDownload {
+	ds := x.page.TakeDownloads(ctx, since, grace, time.Until(x.deadline))
 	out := make([]capturedDownload, 0, len(ds))
 	for _, d := range ds {
 		c := capturedDownload{CapturedDownload: d}

@@ -96,6 +96,7 @@ func runIntentFollow(ctx context.Context, x *execCtx, in describedTarget) (map[s
 	if !ok {
 		return nil, nil, errorf(CodeInvalidRequest, "give target, selector or description")
 	}
+	mark := x.page.DownloadMark()
 	res, err := x.page.Follow(ctx, ref)
 	ev := map[string]any{"ref": name, "follow": res}
 	if err != nil {
@@ -114,6 +115,20 @@ func runIntentFollow(ctx context.Context, x *execCtx, in describedTarget) (map[s
 		return ev, nil, errorf(CodeNotVerified, "the target led nowhere: no load, popup or URL change within %s", browser.FollowGrace)
 	case browser.FollowFailed:
 		return ev, nil, errorf(CodeNavigationFailed, "the new document failed to load: %s", res.Error)
+	case browser.FollowDownload:
+		// Following a download link downloads: the captured file is the
+		// outcome, as a click's would be.
+		dls := x.takeDownloads(ctx, mark, 0)
+		ev["downloads"] = dls
+		for _, d := range dls {
+			switch d.State {
+			case browser.CaptureCompleted:
+			case browser.CaptureInProgress:
+				return ev, nil, errorf(CodeTimeout, "the download %s was still running at the deadline (%d bytes so far)", d.SuggestedFilename, d.Bytes)
+			default:
+				return ev, nil, errorf(CodeNavigationFailed, "the download %s did not complete: %s", d.SuggestedFilename, d.Error)
+			}
+		}
 	case browser.FollowNavigated:
 		if res.Status >= 400 {
 			return ev, nil, errorf(CodeNavigationFailed, "the link led to an HTTP %d page", res.Status)

@@ -116,6 +116,12 @@ func fixtureHandler(stop <-chan struct{}) http.Handler {
 			w.Write(bytes.Repeat([]byte("b"), min(1024, n-i)))
 		}
 	})
+	mux.HandleFunc("/attachment", func(w http.ResponseWriter, r *http.Request) {
+		// A response the browser saves rather than shows.
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Disposition", `attachment; filename="hello.txt"`)
+		fmt.Fprint(w, "hello world")
+	})
 	mux.HandleFunc("/fail500", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	})
