@@ -161,6 +161,7 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 		return fail(NavCodeInvalidRequest, err.Error())
 	}
 
+	limit := AppliedTimeout(ctx, rt.opts.NavigateTimeout)
 	mark := p.DownloadMark()
 	var loader cdp.LoaderID
 	err = p.do(ctx, rt.opts.NavigateTimeout, func(pctx context.Context) error {
@@ -219,7 +220,7 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 			// Our NavigateTimeout, or the caller's deadline (an envelope
 			// deadline): both mean the page did not load in time.
 			p.stopLoading()
-			return fail(NavCodeTimeout, fmt.Sprintf("the page did not finish loading within %s", rt.opts.NavigateTimeout))
+			return fail(NavCodeTimeout, fmt.Sprintf("the page did not finish loading within %s", limit))
 		case errors.Is(err, ErrBrowserCrashed):
 			return fail(NavCodeBrowserCrashed, err.Error())
 		case errors.Is(err, ErrPageClosed), errors.Is(err, ErrPageCrashed), errors.Is(err, ErrSessionClosed):
@@ -253,6 +254,16 @@ func (p *Page) Navigate(ctx context.Context, rawURL string) NavigationOutcome {
 	}
 	out.Status = NavCompleted
 	return out
+}
+
+// AppliedTimeout is the timeout that bounds work begun now under ctx with
+// its own timeout d: d, or what is left of ctx's deadline (a command's
+// timeoutMs) when that ends first, rounded to 10 ms for messages.
+func AppliedTimeout(ctx context.Context, d time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return max(time.Until(dl).Round(10*time.Millisecond), time.Millisecond)
+	}
+	return d
 }
 
 // stopLoading stops a navigation that timed out, best effort.

@@ -360,13 +360,14 @@ func (p *firefoxPage) Navigate(ctx context.Context, rawURL string) browser.Navig
 		out.Error = &browser.NavigationError{Code: browser.NavCodeDialogOpen, Message: "a " + d.Type + " dialog blocks the page; answer it with dialog first", Dialog: d}
 		return out
 	}
+	limit := browser.AppliedTimeout(ctx, ffNavigateTimeout)
 	nctx, cancel := context.WithTimeout(ctx, ffNavigateTimeout)
 	defer cancel()
 	_, err = p.p.Navigate(nctx, u.String())
 	if err != nil {
 		switch {
 		case nctx.Err() != nil && ctx.Err() == nil, errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return fail(browser.NavCodeTimeout, fmt.Sprintf("the page did not finish loading within %s", ffNavigateTimeout))
+			return fail(browser.NavCodeTimeout, fmt.Sprintf("the page did not finish loading within %s", limit))
 		case ctx.Err() != nil:
 			return fail(browser.NavCodeAborted, ctx.Err().Error())
 		case strings.Contains(err.Error(), "NS_ERROR_"):
