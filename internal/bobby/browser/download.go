@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
@@ -31,8 +33,9 @@ const maxRedirects = 10
 type Download struct {
 	URL      string `json:"url"`
 	FinalURL string `json:"finalUrl"`
-	// SavedTo echoes the validated saveAs exactly as given.
-	SavedTo string `json:"savedTo"`
+	// SavedTo echoes the validated saveAs exactly as given, once the file
+	// is in place: a failed download saved nothing and has none.
+	SavedTo string `json:"savedTo,omitempty"`
 	// Path is the absolute file written.
 	Path        string `json:"-"`
 	SHA256      string `json:"sha256"`
@@ -42,9 +45,10 @@ type Download struct {
 }
 
 // DownloadPath validates saveAs against the downloads root: a local relative
-// path (subdirectories allowed, no ..) or an absolute path directly in the
-// root. It returns the absolute destination, or an error wrapping
-// ErrPolicyDenied (outside the root) or ErrInvalidArgument.
+// path (subdirectories allowed, no .. segment even one that stays inside)
+// or an absolute path directly in the root. It returns the absolute
+// destination, or an error wrapping ErrPolicyDenied (outside the root) or
+// ErrInvalidArgument.
 func (r *Runtime) DownloadPath(saveAs string) (string, error) {
 	return DownloadPathIn(r.opts.DownloadsDir, saveAs)
 }
@@ -72,6 +76,13 @@ func DownloadPathIn(downloadsRoot, saveAs string) (string, error) {
 			return "", fmt.Errorf("%w: saveAs %q leaves the downloads root", ErrPolicyDenied, saveAs)
 		}
 		dest = filepath.Join(root, saveAs)
+	}
+	// A .. that stays inside still names the file by a detour: savedTo
+	// must be where the file is.
+	for _, seg := range strings.FieldsFunc(saveAs, func(r rune) bool { return r == '/' || r == filepath.Separator }) {
+		if seg == ".." {
+			return "", invalidf("saveAs %q has a .. segment; name the file by its path under the downloads root", saveAs)
+		}
 	}
 	if filepath.Base(dest) == "." || dest == root {
 		return "", invalidf("saveAs %q names no file", saveAs)
@@ -134,7 +145,7 @@ type DownloadRequest struct {
 // URL and each redirect hop against Check, and the body streams to a
 // temporary name, at most MaxBytes, renamed into place only when complete.
 func Fetch(ctx context.Context, r DownloadRequest) (Download, error) {
-	d := Download{URL: r.URL, SavedTo: r.SaveAs}
+	d := Download{URL: r.URL}
 	rawURL, maxBytes, downloadsRoot := r.URL, r.MaxBytes, r.Root
 	if maxBytes < 1 {
 		return d, fmt.Errorf("download: %w", invalidf("maxBytes %d must be at least 1", maxBytes))
@@ -142,6 +153,9 @@ func Fetch(ctx context.Context, r DownloadRequest) (Download, error) {
 	dest, err := DownloadPathIn(downloadsRoot, r.SaveAs)
 	if err != nil {
 		return d, fmt.Errorf("download: %w", err)
+	}
+	if fi, err := os.Lstat(dest); err == nil && fi.IsDir() {
+		return d, fmt.Errorf("download: %w", invalidf("saveAs %q is a directory; name a file in it", r.SaveAs))
 	}
 	u, err := r.Check(rawURL)
 	if err != nil {
@@ -193,15 +207,15 @@ func Fetch(ctx context.Context, r DownloadRequest) (Download, error) {
 		return d, fmt.Errorf("download %s: %w (%d > %d bytes)", rawURL, ErrDownloadTooLarge, resp.ContentLength, maxBytes)
 	}
 
-	if err := insideRoot(downloadsRoot, filepath.Dir(dest)); err != nil {
+	if err := insideRoot(downloadsRoot, filepath.Dir(dest), r.SaveAs); err != nil {
 		return d, fmt.Errorf("download: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return d, fmt.Errorf("download: %w", err)
+		return d, fmt.Errorf("download: %w", saveErr(r.SaveAs, "make its directory", err))
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dest), ".download-*")
 	if err != nil {
-		return d, fmt.Errorf("download: %w", err)
+		return d, fmt.Errorf("download: %w", saveErr(r.SaveAs, "create a temporary file", err))
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	h := sha256.New()
@@ -210,14 +224,15 @@ func Fetch(ctx context.Context, r DownloadRequest) (Download, error) {
 		err = cerr
 	}
 	if err != nil {
-		return d, fmt.Errorf("download %s: %w", rawURL, err)
+		return d, fmt.Errorf("download %s: %w", rawURL, pathless(err))
 	}
 	if n > maxBytes {
 		return d, fmt.Errorf("download %s: %w (more than %d bytes)", rawURL, ErrDownloadTooLarge, maxBytes)
 	}
 	if err := os.Rename(tmp.Name(), dest); err != nil {
-		return d, fmt.Errorf("download: %w", err)
+		return d, fmt.Errorf("download: %w", saveErr(r.SaveAs, "put the file in place", err))
 	}
+	d.SavedTo = r.SaveAs
 	d.Path = dest
 	d.Bytes = n
 	d.SHA256 = hex.EncodeToString(h.Sum(nil))
@@ -259,16 +274,41 @@ func cookieApplies(c *network.Cookie, u *url.URL) bool {
 	return p == cp || strings.HasPrefix(p, strings.TrimSuffix(cp, "/")+"/")
 }
 
+// saveErr is a local failure to save the file as saveAs, named by saveAs
+// alone: the absolute path under the downloads root is never echoed. A
+// destination the filesystem cannot take as a file (a directory or a file
+// where a directory must be) is a bad saveAs, ErrInvalidArgument.
+func saveErr(saveAs, op string, err error) error {
+	if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+		return invalidf("saveAs %q: cannot %s: %v", saveAs, op, pathless(err))
+	}
+	return fmt.Errorf("saveAs %q: cannot %s: %w", saveAs, op, pathless(err))
+}
+
+// pathless is err without the file paths of a *fs.PathError or an
+// *os.LinkError: their cause alone, such as "file exists".
+func pathless(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
+}
+
 // insideRoot checks that dir, after resolving symlinks in its existing
 // part, stays inside root: a symlink in the downloads directory must not
-// lead a download elsewhere.
-func insideRoot(root, dir string) error {
+// lead a download elsewhere. Errors name saveAs, never an absolute path.
+func insideRoot(root, dir, saveAs string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("downloads root: %w", err)
+		return fmt.Errorf("downloads root: %w", pathless(err))
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return fmt.Errorf("downloads root: %w", err)
+		return fmt.Errorf("downloads root: %w", pathless(err))
 	}
 	existing := dir
 	for {
@@ -283,11 +323,11 @@ func insideRoot(root, dir string) error {
 	}
 	real, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", existing, err)
+		return fmt.Errorf("saveAs %q: resolve its directory: %w", saveAs, pathless(err))
 	}
 	rel, err := filepath.Rel(realRoot, real)
 	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
-		return fmt.Errorf("%w: %s leads outside the downloads root", ErrPolicyDenied, dir)
+		return fmt.Errorf("%w: saveAs %q leads outside the downloads root", ErrPolicyDenied, saveAs)
 	}
 	return nil
 }

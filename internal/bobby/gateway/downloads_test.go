@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deltaharness/delta/internal/bobby/config"
 )
 
 // A download belongs to the command that started it: navigate refuses and
@@ -37,4 +41,45 @@ func TestDownloadsBelongToTheCommandThatStartedThem(t *testing.T) {
 	if dl := get(m, "evidence", "downloads"); dl != nil {
 		t.Errorf("a click after intent_follow reports its download: %s", dump(m))
 	}
+}
+
+// download_url's local refusals are bad saveAs values, named without the
+// downloads root; a cut-off download is a timeout; a failed download has no
+// savedTo.
+func TestDownloadURLRefusalsAndTimeout(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, base := httpGatewayWith(t, func(c *config.Config) { c.HTTP.DownloadsRoot = root })
+	alice := connectHTTP(t, base, "alice-token", nil)
+	h := mustOK(t, alice, "workflow_start", map[string]any{"profile": "default", "url": fixtures.URL + "/index.html"})["workflowHandle"]
+
+	t.Run("directory", func(t *testing.T) {
+		m := mustFail(t, alice, "download_url", map[string]any{"workflowHandle": h, "url": fixtures.URL + "/bytes?n=10", "saveAs": "sub"}, CodeInvalidRequest)
+		if strings.Contains(dump(m), root) || get(m, "evidence", "download", "savedTo") != nil {
+			t.Errorf("saveAs naming a directory = %s", dump(m))
+		}
+	})
+	t.Run("dot-dot inside the root", func(t *testing.T) {
+		mustFail(t, alice, "download_url", map[string]any{"workflowHandle": h, "url": fixtures.URL + "/bytes?n=10", "saveAs": "sub/../e.bin"}, CodeInvalidRequest)
+		if _, err := os.Stat(filepath.Join(root, "e.bin")); err == nil {
+			t.Error("a saveAs with .. was saved")
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		m := mustFail(t, alice, "download_url", map[string]any{"workflowHandle": h, "url": fixtures.URL + "/slow?ms=5000", "saveAs": "slow.bin", "timeoutMs": 1000}, CodeTimeout)
+		if get(m, "status") != StatusTimedOut || get(m, "evidence", "download", "savedTo") != nil {
+			t.Errorf("a cut-off download = %s", dump(m))
+		}
+		if _, err := os.Stat(filepath.Join(root, "slow.bin")); err == nil {
+			t.Error("a cut-off download was saved")
+		}
+	})
+	t.Run("failure has no savedTo", func(t *testing.T) {
+		m := mustFail(t, alice, "download_url", map[string]any{"workflowHandle": h, "url": fixtures.URL + "/fail500", "saveAs": "err.bin"}, CodeNavigationFailed)
+		if get(m, "evidence", "download", "savedTo") != nil {
+			t.Errorf("a failed download = %s", dump(m))
+		}
+	})
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"mime"
 	"os"
 	"path/filepath"
@@ -45,9 +46,14 @@ func runDownloadURL(ctx context.Context, x *execCtx, in downloadArgs) (map[strin
 	if root == "" {
 		return nil, nil, errorf(CodeInvalidRequest, "downloads are off: set [http].downloads_root")
 	}
+	budget := time.Until(x.deadline).Round(10 * time.Millisecond)
 	d, err := x.es.download(ctx, root, in.URL, in.SaveAs, max)
 	if err != nil {
 		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			// download_url changes no page: cut off, it is plainly a
+			// timeout, and the partial file is gone.
+			return map[string]any{"download": d}, nil, errorf(CodeTimeout, "the download did not finish within %s; nothing was saved", budget)
 		case errorsIs(err, browser.ErrDownloadTooLarge):
 			return map[string]any{"download": d}, nil, errorf(CodeInvalidRequest, "the file is larger than maxBytes %d; nothing was saved", max)
 		case errorsIs(err, browser.ErrPolicyDenied):
