@@ -106,16 +106,17 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 		case len(abs) > 1 && !probe.Multiple:
 			return Upload{}, fmt.Errorf("upload files: %w", invalidf("no file input of the page takes several files, got %d", len(abs)))
 		}
-		if input, err = p.chooseFiles(ctx, ref, abs); err != nil {
+		if err := p.chooseFiles(ctx, ref, abs, &up.Names); err != nil {
 			return Upload{}, fmt.Errorf("upload files: %w", err)
 		}
 		up.Via = "fileChooser"
-	}
-	err = p.onNode(ctx, NodeRef{BackendNodeID: input}, func(pctx context.Context, t *chromedp.Target, n node) error {
-		return callOn(pctx, t, n.object, `function(){ return Array.from(this.files || [], f => f.name) }`, &up.Names)
-	})
-	if err != nil {
-		return Upload{}, fmt.Errorf("upload files: read back: %w", err)
+	} else {
+		err = p.onNode(ctx, NodeRef{BackendNodeID: input}, func(pctx context.Context, t *chromedp.Target, n node) error {
+			return callOn(pctx, t, n.object, fileNamesJS, &up.Names)
+		})
+		if err != nil {
+			return Upload{}, fmt.Errorf("upload files: read back: %w", err)
+		}
 	}
 	if up.Names == nil {
 		up.Names = []string{}
@@ -171,10 +172,10 @@ type chooserProbe struct {
 // stands in for a hidden input does. Its default action must be harmless:
 // no link to another document, no submit or reset button of a form, no
 // form control or label of one that the click would change, no details
-// summary. And a file input must be there for a click handler to forward
-// to, in the target's document or shadow root: a page with none has nothing
-// to choose files for (an input a script creates on the fly is not seen,
-// and is refused with the rest).
+// summary. Several paths are refused before the click when every file
+// input of the target's document (or shadow root) takes one; a page with
+// none may make its input on the click, as script-driven uploaders do, and
+// the chooser that opens says then how many files it takes.
 const chooserProbeJS = `function(){
 	const isFile = e => e instanceof HTMLInputElement && e.type === "file";
 	const a = this.closest ? this.closest("a[href], area[href]") : null;
@@ -197,13 +198,16 @@ const chooserProbeJS = `function(){
 	for (const root of new Set([this.getRootNode(), this.ownerDocument])) {
 		if (root && root.querySelectorAll) inputs.push(...root.querySelectorAll("input[type=file]"));
 	}
-	if (inputs.length === 0) return {refuse: "the page holds no file input for a click to open"};
+	// None in the page: a script may make one on the click, and the
+	// chooser it opens tells how many files it takes.
+	if (inputs.length === 0) return {refuse: "", multiple: true};
 	return {refuse: "", multiple: inputs.some(i => i.multiple)};
 }`
 
-// chooseFiles clicks the target with file-chooser interception on and
-// answers the chooser it opens with the files.
-func (p *Page) chooseFiles(ctx context.Context, ref NodeRef, paths []string) (cdp.BackendNodeID, error) {
+// chooseFiles clicks the target with file-chooser interception on, answers
+// the chooser it opens with the files and reads back into names what its
+// input holds then.
+func (p *Page) chooseFiles(ctx context.Context, ref NodeRef, paths []string, names *[]string) error {
 	opened := make(chan *page.EventFileChooserOpened, 1)
 	lctx, stop := context.WithCancel(p.ctx)
 	defer stop()
@@ -215,7 +219,7 @@ func (p *Page) chooseFiles(ctx context.Context, ref NodeRef, paths []string) (cd
 			}
 		}
 	}); err != nil {
-		return 0, err
+		return err
 	}
 	setIntercept := func(on bool) error {
 		return p.Do(ctx, func(pctx context.Context) error {
@@ -224,11 +228,11 @@ func (p *Page) chooseFiles(ctx context.Context, ref NodeRef, paths []string) (cd
 		})
 	}
 	if err := setIntercept(true); err != nil {
-		return 0, fmt.Errorf("intercept file chooser: %w", err)
+		return fmt.Errorf("intercept file chooser: %w", err)
 	}
 	defer func() { _ = setIntercept(false) }()
 	if _, err := p.Click(ctx, ref, ClickOptions{}); err != nil {
-		return 0, err
+		return err
 	}
 	timer := time.NewTimer(p.session.rt.opts.ActionTimeout)
 	defer timer.Stop()
@@ -236,16 +240,31 @@ func (p *Page) chooseFiles(ctx context.Context, ref NodeRef, paths []string) (cd
 	select {
 	case ev = <-opened:
 	case <-timer.C:
-		return 0, fmt.Errorf("%s is no file input, holds none, and clicking it opened no file chooser: %w", ref, ErrNotInteractable)
+		return fmt.Errorf("%s is no file input, holds none, and clicking it opened no file chooser: %w", ref, ErrNotInteractable)
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return ctx.Err()
 	}
 	if ev.Mode == page.FileChooserOpenedModeSelectSingle && len(paths) > 1 {
-		return 0, invalidf("the file input takes one file, got %d", len(paths))
+		return invalidf("the file input takes one file, got %d", len(paths))
 	}
+	group := newObjectGroup()
+	defer p.release(group)
 	err := p.Do(ctx, func(pctx context.Context) error {
-		_, err := cdp.Call(pctx, chromedp.FromContext(pctx).Target, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, BackendNodeID: ev.BackendNodeID})
-		return err
+		t := chromedp.FromContext(pctx).Target
+		if _, err := cdp.Call(pctx, t, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, BackendNodeID: ev.BackendNodeID}); err != nil {
+			return err
+		}
+		// The chooser's input may be in no document (a script made it for
+		// the click): it is read back where it is, not looked up in the
+		// page.
+		res, err := cdp.Call(pctx, t, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: ev.BackendNodeID, ObjectGroup: group})
+		if err != nil || res.Object == nil || res.Object.ObjectID == "" {
+			return fmt.Errorf("read back the chooser's input: %w", ErrNodeNotFound)
+		}
+		return callOn(pctx, t, res.Object.ObjectID, fileNamesJS, names)
 	})
-	return ev.BackendNodeID, err
+	return err
 }
+
+// fileNamesJS lists the names of a file input's files.
+const fileNamesJS = `function(){ return Array.from(this.files || [], f => f.name) }`
