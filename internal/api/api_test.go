@@ -198,7 +198,7 @@ func TestResponsesContinueAndOwnership(t *testing.T) {
 	if s != 200 || next["previous_response_id"] != id || next["output_text"] != "echo: two" {
 		t.Fatalf("continuation: %d %v", s, next)
 	}
-	if s, m := do(t, "POST", srv.URL+"/v1/responses", `{"input":"x","previous_response_id":"`+id+`"}`, map[string]string{"X-Delta-User": "mallory"}); s != 404 {
+	if s, m := do(t, "POST", srv.URL+"/v1/responses", `{"input":"x","previous_response_id":"`+id+`"}`, map[string]string{"X-Delta-User": "mallory"}); s != 400 || !strings.Contains(errMessage(m), "does not name a known response") {
 		t.Fatalf("cross-owner continuation: %d %v", s, m)
 	}
 	if s, _ := do(t, "GET", srv.URL+"/v1/tasks/"+id, ``, map[string]string{"X-Delta-User": "mallory"}); s != 404 {

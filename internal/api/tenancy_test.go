@@ -10,7 +10,8 @@ import (
 )
 
 // Every route that reads a run answers another owner's run exactly like an
-// unknown one: 404 with the error envelope, never the run.
+// unknown one: 404 with the error envelope, never the run; a continuation
+// answers it like an unknown previous_response_id.
 func TestForeignRunIs404OnEveryRunRoute(t *testing.T) {
 	srv := newServer(t, api.Options{}, echoProvider)
 	alice := map[string]string{"X-Delta-User": "alice"}
@@ -31,14 +32,35 @@ func TestForeignRunIs404OnEveryRunRoute(t *testing.T) {
 			{"cancel", "DELETE", "/v1/tasks/" + id, ``},
 			{"events page", "GET", "/v1/tasks/" + id + "/events?since=0", ``},
 			{"events live", "GET", "/v1/tasks/" + id + "/events", ``},
-			{"continuation", "POST", "/v1/responses", `{"input":"x","previous_response_id":"` + id + `"}`},
-			{"streamed continuation", "POST", "/v1/responses", `{"input":"x","stream":true,"previous_response_id":"` + id + `"}`},
-			{"task continuation", "POST", "/v1/tasks", `{"input":"x","previous_response_id":"` + id + `"}`},
 		} {
 			t.Run(who.name+"/"+tt.name, func(t *testing.T) {
 				s, m := do(t, tt.method, srv.URL+tt.path, tt.body, who.hdr)
 				if s != http.StatusNotFound || errMessage(m) == "" || strings.Contains(string(mustJSON(m)), "echo: mine") {
 					t.Fatalf("%d %v, want 404 with an error envelope", s, m)
+				}
+			})
+		}
+	}
+	// A continuation of another owner's run is answered exactly like one of
+	// an id that names no run at all (400, same message), so the answer does
+	// not reveal that the id exists.
+	for _, who := range []struct {
+		name string
+		hdr  map[string]string
+	}{
+		{"another owner", map[string]string{"X-Delta-User": "mallory"}},
+		{"no owner", nil},
+	} {
+		for _, tt := range []struct{ name, path, body string }{
+			{"continuation", "/v1/responses", `{"input":"x","previous_response_id":"%s"}`},
+			{"streamed continuation", "/v1/responses", `{"input":"x","stream":true,"previous_response_id":"%s"}`},
+			{"task continuation", "/v1/tasks", `{"input":"x","previous_response_id":"%s"}`},
+		} {
+			t.Run(who.name+"/"+tt.name, func(t *testing.T) {
+				s, m := do(t, "POST", srv.URL+tt.path, strings.Replace(tt.body, "%s", id, 1), who.hdr)
+				us, um := do(t, "POST", srv.URL+tt.path, strings.Replace(tt.body, "%s", "resp_nope", 1), who.hdr)
+				if s != http.StatusBadRequest || s != us || errMessage(m) != errMessage(um) || !strings.Contains(errMessage(m), "does not name a known response") {
+					t.Fatalf("foreign id: %d %v; unknown id: %d %v; want the same 400", s, m, us, um)
 				}
 			})
 		}

@@ -23,7 +23,8 @@ const (
 	StatusCancelled = "cancelled"
 )
 
-// ErrUnknownPrevious means previous_response_id names no run at all.
+// ErrUnknownPrevious means previous_response_id names no run the caller
+// owns: none at all, or one of another owner (the two are not told apart).
 var ErrUnknownPrevious = errors.New("unknown previous_response_id")
 
 // Terminal reports whether status ends a run.
@@ -214,8 +215,10 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool
 				return err
 			}
 			if owner != nr.Owner {
-				// Cross-owner continuation looks exactly like an unknown id.
-				return fmt.Errorf("previous_response_id %s: %w", nr.PreviousID, ErrNotFound)
+				// Another owner's run is answered exactly as an id that names
+				// no run, with the same error, so a caller cannot learn that
+				// the id exists.
+				return fmt.Errorf("%s: %w", nr.PreviousID, ErrUnknownPrevious)
 			}
 			sessionID = prev.SessionID
 		} else {
