@@ -258,7 +258,7 @@ func TestStreamingDeltasThenOneCompleted(t *testing.T) {
 	}
 	var names []string
 	var text string
-	var completed map[string]any
+	var created, completed map[string]any
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -274,10 +274,18 @@ func TestStreamingDeltasThenOneCompleted(t *testing.T) {
 			if f["type"] == "response.completed" {
 				completed = f["response"].(map[string]any)
 			}
+			if f["type"] == "response.created" {
+				created = f["response"].(map[string]any)
+			}
 		}
 	}
 	if len(names) < 3 || names[0] != "response.created" || names[len(names)-1] != "response.completed" {
 		t.Fatalf("frames %v", names)
+	}
+	// The first frame is a run under way, not a failure: no error yet, and
+	// the model the run is configured to call.
+	if e, ok := created["error"]; !ok || e != nil || created["status"] != "in_progress" || created["model"] != "test-model" {
+		t.Fatalf("response.created = %v, want in_progress with a null error and model test-model", created)
 	}
 	if text != "echo: stream me" || completed["output_text"] != "echo: stream me" || completed["status"] != "completed" {
 		t.Fatalf("deltas %q completed %v", text, completed)

@@ -176,9 +176,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, sub engi
 	sse := newSSE(w)
 	seq := 0
 	itemID := "msg_" + strings.TrimPrefix(run.ID, "resp_")
-	created := engine.BuildResponse(run, "", "", "")
-	created.Status = "in_progress"
-	created.Output = []engine.OutputItem{}
+	created := s.o.Service.StartedResponse(run)
 	sse.send("response.created", map[string]any{"type": "response.created", "sequence_number": seq, "response": created})
 	finish := func() {
 		final, err := s.o.Service.Get(r.Context(), sub.Owner, run.ID)

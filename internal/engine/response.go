@@ -35,7 +35,7 @@ type Response struct {
 	Object             string         `json:"object"`
 	CreatedAt          int64          `json:"created_at"`
 	Model              string         `json:"model"`
-	Status             string         `json:"status"` // completed, failed, cancelled
+	Status             string         `json:"status"` // in_progress, completed, failed, cancelled
 	OutputText         string         `json:"output_text"`
 	Output             []OutputItem   `json:"output"`
 	PreviousResponseID *string        `json:"previous_response_id"`
@@ -117,13 +117,28 @@ func BuildResponse(r store.Run, status, text, errText string) Response {
 		p := r.PreviousID
 		resp.PreviousResponseID = &p
 	}
-	if status != store.StatusDone {
-		code := "run_failed"
-		if status == store.StatusCancelled {
-			code = "run_cancelled"
-		}
-		resp.Error = &ResponseError{Code: code, Message: errText}
+	// Only a run that ended without completing has an error; one still
+	// queued or running has none yet (null, as the Responses API sends it).
+	switch status {
+	case store.StatusFailed:
+		resp.Error = &ResponseError{Code: "run_failed", Message: errText}
+	case store.StatusCancelled:
+		resp.Error = &ResponseError{Code: "run_cancelled", Message: errText}
 	}
+	return resp
+}
+
+// StartedResponse is the Responses object of a run just accepted, as a
+// stream's response.created frame carries it: in_progress, no output and
+// no error yet. Model is the model the run has used, else the configured
+// primary, the one its first turn calls.
+func (s *Service) StartedResponse(run store.Run) Response {
+	if run.Model == "" && len(s.engine.o.Models) > 0 {
+		run.Model = s.engine.o.Models[0]
+	}
+	resp := BuildResponse(run, "", "", "")
+	resp.Status = "in_progress"
+	resp.Output = []OutputItem{}
 	return resp
 }
 
