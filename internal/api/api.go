@@ -53,6 +53,7 @@ type Server struct {
 	o          Options
 	mux        *http.ServeMux
 	sessionKey []byte // signs inspection session cookies; made at boot
+	revoked    revokedSessions
 }
 
 // New builds the handler.
@@ -106,7 +107,7 @@ func (s *Server) routes() {
 	s.mux.Handle("POST /v1/dev/revisions/{id}/restore", s.inspectWrite(s.restoreRevision))
 	s.mux.HandleFunc("POST /v1/dev/session", s.createSession)
 	s.mux.Handle("GET /v1/dev/session", s.inspect(s.sessionInfo))
-	s.mux.HandleFunc("DELETE /v1/dev/session", s.deleteSession)
+	s.mux.Handle("DELETE /v1/dev/session", s.inspect(s.deleteSession))
 	s.mux.Handle("GET /dev", s.inspect(func(w http.ResponseWriter, _ *http.Request) { s.asset(w, "index.html") }))
 	s.mux.Handle("GET /dev/{file}", s.inspect(func(w http.ResponseWriter, r *http.Request) { s.asset(w, r.PathValue("file")) }))
 	s.mux.Handle("/v1/", s.control(func(w http.ResponseWriter, r *http.Request) {

@@ -340,6 +340,23 @@ func TestSessionCookieExchange(t *testing.T) {
 		if r, body := call("GET", "/v1/dev/session", "", cookie); r.StatusCode != 200 || !strings.Contains(body, sess.CSRF) {
 			t.Errorf("session info = %d %s, want the same CSRF value", r.StatusCode, body)
 		}
+		// Signing out is a write: without the CSRF header it is refused and
+		// the session lives on; with it the session ends on the server, so
+		// the old cookie (or a copy of it) no longer opens anything.
+		if r, _ := call("DELETE", "/v1/dev/session", "", cookie); r.StatusCode != 403 {
+			t.Errorf("sign-out without CSRF = %d, want 403", r.StatusCode)
+		}
+		if r, _ := call("GET", "/v1/dev/session", "", cookie); r.StatusCode != 200 {
+			t.Errorf("a refused sign-out ended the session: %d", r.StatusCode)
+		}
+		if r, _ := call("DELETE", "/v1/dev/session", "", withCSRF); r.StatusCode != 204 {
+			t.Errorf("sign-out = %d, want 204", r.StatusCode)
+		}
+		for _, path := range []string{"/v1/dev/session", "/v1/dev/runs", "/dev"} {
+			if r, _ := call("GET", path, "", cookie); r.StatusCode != 401 {
+				t.Errorf("%s with the signed-out cookie = %d, want 401", path, r.StatusCode)
+			}
+		}
 		// The login form: a redirect to /dev with the cookie set.
 		r, _ = call("POST", "/v1/dev/session", "token=look-token", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 		if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/dev" || len(r.Cookies()) != 1 {

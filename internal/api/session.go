@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deltaharness/delta/internal/web"
@@ -23,7 +24,9 @@ import (
 // inspection gate reads it, so it opens /dev and /v1/dev/* and nothing
 // else. A write authenticated by the cookie must also carry X-Delta-CSRF,
 // the value the session exchange returned (derived from the cookie and the
-// key), which a cross-site form cannot read or set.
+// key), which a cross-site form cannot read or set. Signing out
+// (DELETE /v1/dev/session, a write like any other) revokes the cookie on
+// the server, so a copy of it stops working too.
 const (
 	sessionCookie = "delta_inspect"
 	csrfHeader    = "X-Delta-Csrf"
@@ -54,21 +57,60 @@ func (s *Server) mintSession(now time.Time) string {
 	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac("session", payload))
 }
 
-// sessionOK checks a cookie value's MAC in constant time, then its expiry.
+// revokedSessions holds the cookies signed out before they expire, by
+// payload (expiry and nonce), until that expiry. It lives in memory: the
+// signing key does too, so a restart ends every session anyway. An entry is
+// dropped once its cookie would have expired, so the set is bounded by the
+// sessions signed out in the last sessionTTL.
+type revokedSessions struct {
+	mu    sync.Mutex
+	until map[string]int64 // payload → expiry (unix seconds)
+}
+
+func (rs *revokedSessions) revoke(payload string, expiry int64, now time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.until == nil {
+		rs.until = map[string]int64{}
+	}
+	for p, exp := range rs.until {
+		if now.Unix() >= exp {
+			delete(rs.until, p)
+		}
+	}
+	rs.until[payload] = expiry
+}
+
+func (rs *revokedSessions) has(payload string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	_, ok := rs.until[payload]
+	return ok
+}
+
+// sessionOK checks a cookie value's MAC in constant time, then its expiry
+// and that it was not signed out.
 func (s *Server) sessionOK(v string, now time.Time) bool {
+	payload, expiry, ok := s.sessionPayload(v)
+	return ok && now.Unix() < expiry && !s.revoked.has(payload)
+}
+
+// sessionPayload checks a cookie value's MAC in constant time and returns
+// its payload and expiry.
+func (s *Server) sessionPayload(v string) (payload string, expiry int64, ok bool) {
 	payload, sig, ok := strings.Cut(v, ".")
 	if !ok {
-		return false
+		return "", 0, false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac("session", payload)) {
-		return false
+		return "", 0, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil || len(b) != 16 {
-		return false
+		return "", 0, false
 	}
-	return now.Unix() < int64(binary.BigEndian.Uint64(b[:8]))
+	return payload, int64(binary.BigEndian.Uint64(b[:8])), true
 }
 
 func (s *Server) csrfFor(cookie string) string { return hex.EncodeToString(s.mac("csrf", cookie))[:32] }
@@ -157,8 +199,15 @@ func (s *Server) sessionInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"via": via, "csrf": csrf, "write": s.o.InspectWrite})
 }
 
-// deleteSession is DELETE /v1/dev/session: the cookie is cleared.
+// deleteSession is DELETE /v1/dev/session (behind the gate, so a cookie
+// needs its CSRF header): the session the cookie carries is revoked on the
+// server and the browser is told to drop it.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if payload, expiry, ok := s.sessionPayload(c.Value); ok {
+			s.revoked.revoke(payload, expiry, time.Now())
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	w.WriteHeader(http.StatusNoContent)
