@@ -154,7 +154,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		limit = max(limit, uploadBodyMax)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if s.unrouted(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// unrouted answers, in the error envelope, a request no route takes, where
+// the mux would answer in plain text or HTML: a known path with another
+// method is a 405 with Allow, a path not in its clean form a 404 (an API
+// client is not redirected), any other path a 404. It reports whether it
+// answered.
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.Path
+	// Cleaned as the mux cleans it: the escaped path, so an encoded slash
+	// stays inside its segment and reaches the handler that refuses it.
+	if e := r.URL.EscapedPath(); e != "" && path.Clean(e) != e && path.Clean(e)+"/" != e {
+		c := path.Clean(e)
+		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such endpoint: " + r.Method + " " + p + " (did you mean " + c + "?)"})
+		return true
+	}
+	if _, pattern := s.mux.Handler(r); pattern != "" && pattern != "/v1/" {
+		return false
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pattern := s.mux.Handler(r2); pattern != "" && pattern != "/v1/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, s.o.Logger, &requestError{status: http.StatusMethodNotAllowed, msg: r.Method + " is not allowed on " + p + "; allowed: " + strings.Join(allow, ", ")})
+		return true
+	}
+	if strings.HasPrefix(p, "/v1/") {
+		return false // the catch-all: behind the control bearer, then 404
+	}
+	writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no such endpoint: " + r.Method + " " + p})
+	return true
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
