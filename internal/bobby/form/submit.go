@@ -29,8 +29,9 @@ const (
 	// requests the submit started were answered 2xx/3xx.
 	SubmitVerified = "verified"
 	// SubmitBlocked: validation stopped the submit, the browser's own or
-	// the page's (fields it marks aria-invalid, alerts it writes while
-	// sending nothing); FormValidation lists the issues, value-free.
+	// the page's (fields it marks aria-invalid during the submit; alerts it
+	// writes, or fields left marked from an earlier attempt, while sending
+	// nothing); FormValidation lists the issues, value-free.
 	SubmitBlocked = "blocked"
 	// SubmitUnverified: the submit ran but did not show the expected effect
 	// (no navigation and no request, a fragment-only change, a request
@@ -84,6 +85,9 @@ type Issue struct {
 	Name       string `json:"name"`
 	Message    string `json:"message"`
 	Constraint string `json:"constraint"`
+	// stale marks an aria-invalid field the page had marked before the
+	// submit and left alone during it: a leftover from an earlier attempt.
+	stale bool
 }
 
 // Submission is the outcome of SubmitAndVerify.
@@ -111,9 +115,11 @@ func SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submiss
 // network quiet and judges the outcome (see the Submit* statuses): a request
 // is proof only when it was answered 2xx/3xx, and a fragment-only change is
 // no navigation. When validation blocks the submit — the browser's (the
-// invalid event fires) or the page's own (aria-invalid fields, new alert
-// text while nothing was sent) — it returns status blocked with value-free
-// FormValidation issues for the repair loop. An error means the submit could
+// invalid event fires) or the page's own (fields it marks aria-invalid
+// during the submit, new alert text or fields still marked from before
+// while nothing was sent) — it returns status blocked with value-free
+// FormValidation issues for the repair loop. A mark left from an earlier
+// attempt does not outweigh a request of this submit answered 2xx/3xx. An error means the submit could
 // not be attempted; an outcome that is not verified is a Submission, not an
 // error.
 func (tab Tab) SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify) (*Submission, error) {
@@ -201,11 +207,7 @@ func (tab Tab) SubmitAndVerify(ctx context.Context, t snapshot.Target, v Verify)
 		f.expect = true
 		f.expectFailed = tab.expectFailure(ctx, v, full)
 	}
-	var withIssues bool
-	out.Status, out.Reason, withIssues = judge(f)
-	if withIssues {
-		out.FormValidation = pageIssues
-	}
+	out.Status, out.Reason, out.FormValidation = judge(f)
 	return out, nil
 }
 
@@ -261,6 +263,7 @@ func (tab Tab) readIssues(ctx context.Context, handle Object, op string) ([]Issu
 		Role       string `json:"role"`
 		Constraint string `json:"constraint"`
 		Message    string `json:"message"`
+		Stale      bool   `json:"stale"`
 	}
 	if err := json.Unmarshal([]byte(data), &raw); err != nil {
 		return nil, fmt.Errorf("decode issues: %w", err)
@@ -276,6 +279,7 @@ func (tab Tab) readIssues(ctx context.Context, handle Object, op string) ([]Issu
 			Name:       clip.Runes(r.Name, maxLabelRunes),
 			Message:    r.Message,
 			Constraint: r.Constraint,
+			stale:      r.Stale,
 		})
 	}
 	return issues, nil

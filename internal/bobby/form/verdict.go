@@ -79,39 +79,52 @@ type facts struct {
 	issues       []Issue
 }
 
-// judge decides verified, blocked or unverified, with the reason, and
-// whether the page's own issues belong in the result.
-func judge(f facts) (status, reason string, withIssues bool) {
+// judge decides verified, blocked or unverified, with the reason and the
+// page's own issues that belong in the result.
+//
+// A field the page marks aria-invalid during the submit blocks it even when
+// a request was answered 2xx (the page rendered the server's rejection). A
+// mark left from an earlier attempt counts only when the submit sent
+// nothing: the page's validation stopped it again without touching the
+// mark. Otherwise it is a leftover, and the request decides.
+func judge(f facts) (status, reason string, issues []Issue) {
 	st, v := f.st, f.v
+	var current, stale []Issue
+	marked := 0
+	for _, is := range f.issues {
+		switch {
+		case is.stale:
+			stale = append(stale, is)
+		case is.Constraint == "ariaInvalid":
+			marked++
+			current = append(current, is)
+		default:
+			current = append(current, is)
+		}
+	}
 	switch {
 	case f.timedOut && st.navRequested && !st.navigated:
-		return SubmitUnverified, fmt.Sprintf("the navigation did not finish within %s", v.Timeout), true
+		return SubmitUnverified, fmt.Sprintf("the navigation did not finish within %s", v.Timeout), current
 	case f.timedOut && v.WaitFor == WaitNavigation && !st.navigated:
-		return SubmitUnverified, fmt.Sprintf("the submit did not navigate within %s", v.Timeout), true
+		return SubmitUnverified, fmt.Sprintf("the submit did not navigate within %s", v.Timeout), current
 	case f.timedOut && !st.navigated:
-		return SubmitUnverified, fmt.Sprintf("the network did not go quiet within %s", v.Timeout), true
+		return SubmitUnverified, fmt.Sprintf("the network did not go quiet within %s", v.Timeout), current
 	}
 	if f.expect {
 		// The caller said what success looks like: that decides.
 		if f.expectFailed != "" {
-			return SubmitUnverified, f.expectFailed + seenSummary(st), true
+			return SubmitUnverified, f.expectFailed + seenSummary(st), current
 		}
-		return SubmitVerified, "", false
+		return SubmitVerified, "", nil
 	}
 	if st.navigated {
 		if s := documentStatus(st); s != 0 && !okStatus(s) {
-			return SubmitUnverified, fmt.Sprintf("the submit navigated to a page that answered HTTP %d", s), false
+			return SubmitUnverified, fmt.Sprintf("the submit navigated to a page that answered HTTP %d", s), nil
 		}
-		return SubmitVerified, "", false
+		return SubmitVerified, "", nil
 	}
-	invalid := 0
-	for _, is := range f.issues {
-		if is.Constraint == "ariaInvalid" {
-			invalid++
-		}
-	}
-	if invalid > 0 {
-		return SubmitBlocked, fmt.Sprintf("the page marked %d field(s) invalid; fix the listed fields and submit again", invalid), true
+	if marked > 0 {
+		return SubmitBlocked, fmt.Sprintf("the page marked %d field(s) invalid; fix the listed fields and submit again", marked), current
 	}
 	reqs := submitRequests(st)
 	var failed []string
@@ -128,19 +141,21 @@ func judge(f facts) (status, reason string, withIssues bool) {
 	}
 	switch {
 	case len(failed) > 0:
-		return SubmitUnverified, "the submit's request did not succeed: " + strings.Join(failed, "; "), true
+		return SubmitUnverified, "the submit's request did not succeed: " + strings.Join(failed, "; "), current
 	case succeeded > 0:
-		return SubmitVerified, "", false
-	case len(f.issues) > 0 && len(reqs) == 0:
-		return SubmitBlocked, fmt.Sprintf("the page reported %d problem(s) and sent nothing; fix what the messages say and submit again", len(f.issues)), true
+		return SubmitVerified, "", nil
+	case len(current) > 0 && len(reqs) == 0:
+		return SubmitBlocked, fmt.Sprintf("the page reported %d problem(s) and sent nothing; fix what the messages say and submit again", len(current)), current
+	case len(stale) > 0 && len(reqs) == 0 && !st.sameDocument:
+		return SubmitBlocked, fmt.Sprintf("the page still marks %d field(s) invalid and sent nothing; fix the listed fields and submit again", len(stale)), stale
 	case len(reqs) > 0:
-		return SubmitUnverified, "the submit's requests ended without an HTTP answer", true
+		return SubmitUnverified, "the submit's requests ended without an HTTP answer", current
 	}
 	reason = "the submit caused no navigation and no network request"
 	if st.sameDocument {
 		reason += " (only the URL fragment changed, which is not a navigation)"
 	}
-	return SubmitUnverified, reason + "; the page may show its own validation errors: take an a11y_snapshot", true
+	return SubmitUnverified, reason + "; the page may show its own validation errors: take an a11y_snapshot", current
 }
 
 // documentStatus is the HTTP status of the main frame's last document.

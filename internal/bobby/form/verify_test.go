@@ -136,3 +136,46 @@ func testSubmitPageValidation(t *testing.T, engine string) {
 		t.Errorf("after repair: %+v", again)
 	}
 }
+
+// TestSubmitLeftoverMarks: a field the page marked aria-invalid on an
+// earlier attempt and never cleared blocks a submit that sends nothing,
+// but not one whose request is answered 200, nor a fragment-only link
+// outside the form.
+func TestSubmitLeftoverMarks(t *testing.T) { forEngines(t, testSubmitLeftoverMarks) }
+
+func testSubmitLeftoverMarks(t *testing.T, engine string) {
+	p := openPage(t, engine, "/verify.html")
+	save := snapshot.Target{Role: "button", Name: "Save profile"}
+	submit := func(target snapshot.Target, fill string) *form.Submission {
+		t.Helper()
+		if fill != "" {
+			if _, err := p.tab.Fill(p.ctx, form.FieldsFromMap(map[string]any{"Profile email": fill}), form.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sub, err := p.tab.SubmitAndVerify(p.ctx, target, form.Verify{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sub
+	}
+	if sub := submit(save, "ada-at-example"); sub.Status != form.SubmitBlocked || !strings.Contains(sub.Reason, "marked 1 field(s) invalid") || len(sub.FormValidation) != 1 {
+		t.Fatalf("first, wrong submit = %+v", sub)
+	}
+	// Still wrong: the page sends nothing and leaves its mark as it was.
+	if sub := submit(save, ""); sub.Status != form.SubmitBlocked || !strings.Contains(sub.Reason, "still marks 1 field(s) invalid") ||
+		len(sub.FormValidation) != 1 || sub.FormValidation[0].Name != "profileEmail" {
+		t.Errorf("second, still wrong submit = %+v", sub)
+	}
+	// Repaired: the fetch is answered 200 while the old mark stays.
+	if sub := submit(save, "ada@example.com"); sub.Status != form.SubmitVerified || len(sub.FormValidation) != 0 {
+		t.Errorf("repaired submit = %+v", sub)
+	}
+	if !evalJS[bool](t, p, `document.getElementById('pr-email').getAttribute('aria-invalid') === 'true'`) {
+		t.Fatal("the fixture cleared its mark; the test needs it left")
+	}
+	// A fragment-only link is no navigation, whatever a form nearby shows.
+	if sub := submit(snapshot.Target{Role: "link", Name: "Send message"}, ""); sub.Status != form.SubmitUnverified || !strings.Contains(sub.Reason, "no navigation") || len(sub.FormValidation) != 0 {
+		t.Errorf("fragment link = %+v", sub)
+	}
+}

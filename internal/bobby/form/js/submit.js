@@ -10,9 +10,16 @@ switch (op) {
     // it is the page's answer to this submit.
     const alerts = new Map();
     for (const a of document.querySelectorAll(ALERTS)) alerts.set(a, norm(a.innerText));
-    if (!form) return {alerts, info: {form: false}};
+    // The fields marked aria-invalid before the submit, and those the page
+    // marks (or marks again) while it runs: a mark left over from an
+    // earlier attempt is no answer to this one.
+    const root = form ? form.getRootNode() : document;
+    const marked = new Set(Array.from(root.querySelectorAll('[aria-invalid]')).filter((c) => c.getAttribute('aria-invalid') === 'true'));
+    const touched = new Set();
+    const observer = new MutationObserver((records) => { for (const r of records) touched.add(r.target); });
+    observer.observe(root, {subtree: true, attributes: true, attributeFilter: ['aria-invalid']});
+    if (!form) return {alerts, marked, touched, observer, info: {form: false}};
     const seen = [];
-    const root = form.getRootNode();
     // invalid does not bubble: listen in the capture phase on the form's
     // tree, which sees it on its way to the control.
     const onInvalid = (e) => {
@@ -21,7 +28,7 @@ switch (op) {
     };
     root.addEventListener('invalid', onInvalid, true);
     return {
-      seen, form, alerts,
+      seen, form, alerts, marked, touched, observer,
       off: () => root.removeEventListener('invalid', onInvalid, true),
       info: {form: true, isForm: el === form, noValidate: form.noValidate || !!el.formNoValidate},
     };
@@ -55,6 +62,10 @@ switch (op) {
     // renders): controls it marks aria-invalid, with the text of their
     // aria-errormessage / aria-describedby, and alert regions whose text is
     // new since the submit. Typed values the page quotes back are cut out.
+    // A mark the page neither set nor touched during the submit is stale:
+    // it is reported (flagged) for a form target, whose fields it sits on,
+    // and left out for anything else, a link say.
+    for (const r of this.observer.takeRecords()) this.touched.add(r.target);
     const controls = this.form ? Array.from(this.form.elements)
       : Array.from(document.querySelectorAll('input, select, textarea, [contenteditable]'));
     const values = [];
@@ -74,6 +85,8 @@ switch (op) {
     for (const c of controls) {
       const type = controlType(c);
       if (!type || c.getAttribute('aria-invalid') !== 'true' || !isVisible(c)) continue;
+      const stale = this.marked.has(c) && !this.touched.has(c);
+      if (stale && !this.form) continue;
       const ids = [c.getAttribute('aria-errormessage'), c.getAttribute('aria-describedby')].filter(Boolean).join(' ');
       const parts = [];
       for (const id of ids.split(/\s+/)) {
@@ -86,7 +99,7 @@ switch (op) {
       els.push(c);
       data.push({
         name: c.getAttribute('name') || c.id || labelOf(c), label: labelOf(c), role: implicitRole(c, type),
-        constraint: 'ariaInvalid', message: scrub(parts.join(' ')) || 'The page marked this field invalid.',
+        constraint: 'ariaInvalid', message: scrub(parts.join(' ')) || 'The page marked this field invalid.', stale,
       });
       if (els.length >= 50) break;
     }
@@ -102,6 +115,7 @@ switch (op) {
   }
   case 'disarm':
     if (this.off) this.off();
+    this.observer.disconnect();
     return true;
 }
 throw new Error('unknown op ' + op);
