@@ -308,17 +308,14 @@ func (w *textWriter) prune(k string, v any) any {
 type rawText string
 
 // pageStateText renders a page state {id, session_id, url, mode,
-// ready_state, pending_requests} as "[id ]url (readyState[, N pending])".
+// ready_state, pending_requests} as "id url (readyState)", and what a
+// listing adds to it as words after: "opened by <id>" for a popup's
+// opener, the dialog waiting for an answer. Any other key follows as
+// key=value, so a field added to the state later never turns the line
+// back into a JSON dump.
 func pageStateText(m map[string]any, known map[string]bool) (string, bool) {
 	if _, ok := m["ready_state"]; !ok {
 		return "", false
-	}
-	for k := range m {
-		switch k {
-		case "id", "session_id", "url", "mode", "ready_state", "pending_requests":
-		default:
-			return "", false
-		}
 	}
 	var b strings.Builder
 	if id, _ := m["id"].(string); id != "" && !known[id] {
@@ -334,6 +331,33 @@ func pageStateText(m map[string]any, known map[string]bool) (string, bool) {
 		b.WriteString(", " + strconv.Itoa(n) + " pending")
 	}
 	b.WriteString(")")
+	if o, _ := m["opener_id"].(string); o != "" {
+		b.WriteString(" opened by " + o)
+	}
+	if d, ok := m["dialog"].(map[string]any); ok {
+		b.WriteString(" dialog " + str2(d["type"]))
+		if msg := str2(d["message"]); msg != "" {
+			b.WriteString(" " + strconv.Quote(msg))
+		}
+	}
+	var rest []string
+	for k := range m {
+		switch k {
+		case "id", "session_id", "url", "mode", "ready_state", "pending_requests", "opener_id", "dialog":
+		default:
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		if v := m[k]; v != nil {
+			if sv, ok := v.(string); ok {
+				b.WriteString(" " + k + "=" + scalarText(sv))
+			} else {
+				b.WriteString(" " + k + "=" + compactJSON(v))
+			}
+		}
+	}
 	return b.String(), true
 }
 

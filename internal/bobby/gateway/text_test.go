@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/bobby/browser"
 )
 
 // resultTextOf returns the single text content of a result.
@@ -126,5 +128,26 @@ func TestResultText(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPageListText: a listed page reads as one line even with what a
+// listing adds to its state (the popup's opener, an open dialog), and a key
+// the renderer does not know shows as key=value, not as a JSON dump.
+func TestPageListText(t *testing.T) {
+	u := "http://h/popup.html"
+	res := &pageListResult{Status: StatusCompleted, SessionID: "s1", Pages: []pageEntry{
+		{PageState: browser.PageState{ID: "p1", SessionID: "s1", URL: ptr("http://h/"), Mode: browser.ModeInteractive, ReadyState: "complete"}},
+		{PageState: browser.PageState{ID: "p2", SessionID: "s1", URL: &u, Mode: browser.ModeInteractive, ReadyState: "complete"},
+			OpenerID: "p1", Dialog: &dialogBrief{Type: "alert", Message: "Hi there"}},
+	}}
+	text := resultText("page_list", res)
+	want := `pages: ["p1 http://h/ (complete)","p2 http://h/popup.html (complete) opened by p1 dialog alert \"Hi there\""]`
+	if !strings.Contains(text, want) {
+		t.Errorf("page_list text:\n%s\nwant the line %s", text, want)
+	}
+	s, ok := pageStateText(map[string]any{"id": "p3", "ready_state": "loading", "zoom": 1.5, "frozen": "yes"}, nil)
+	if !ok || s != "p3 about:blank (loading) frozen=yes zoom=1.5" {
+		t.Errorf("a page state with unknown keys = %q, %v", s, ok)
 	}
 }
