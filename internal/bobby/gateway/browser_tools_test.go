@@ -406,6 +406,15 @@ func TestIntentTierTwo(t *testing.T) {
 		t.Errorf("context_neighbors = %s", dump(nb))
 	}
 	mustFail(t, alice, "context_neighbors", map[string]any{"workflowHandle": eh}, CodeInvalidRequest)
+	// A ref the snapshot does not hold is a bad target, as it is for click;
+	// an unknown handle is named before a missing argument.
+	for _, ref := range []string{"zzz", "e999999"} {
+		m := mustFail(t, alice, "context_neighbors", map[string]any{"workflowHandle": eh, "ref": ref}, CodeTargetNotFound)
+		if get(m, "error", "repair", "action") != "takeSnapshot" {
+			t.Errorf("context_neighbors ref %s repair = %v", ref, get(m, "error", "repair"))
+		}
+	}
+	mustFail(t, alice, "context_neighbors", map[string]any{"workflowHandle": "wf_deadbeef"}, CodeUnknownWorkflowHandle)
 }
 
 // bytesHits counts requests to the fixture server's /bytes.

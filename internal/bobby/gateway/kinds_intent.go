@@ -25,13 +25,18 @@ type contextNeighborsResult struct {
 	SnapshotAgeMs *int64                 `json:"snapshotAgeMs,omitempty"`
 }
 
+// handleContextNeighbors answers from the retained snapshot. The scope is
+// checked first, as every tool does, so an unknown handle is named before a
+// missing argument. No retained snapshot, or a question it cannot answer,
+// is an answer (nothing to say); a ref it does not hold is a bad target,
+// the error click gives for one.
 func handleContextNeighbors(ctx context.Context, c *call, args contextNeighborsArgs) (*contextNeighborsResult, error) {
-	if (args.Ref == "") == (args.Question == "") {
-		return nil, errorf(CodeInvalidRequest, "give ref (from a snapshot) or question, exactly one")
-	}
 	p, err := c.scopedPage(args.scopeArgs)
 	if err != nil {
 		return nil, err
+	}
+	if (args.Ref == "") == (args.Question == "") {
+		return nil, errorf(CodeInvalidRequest, "give ref (from a snapshot) or question, exactly one")
 	}
 	rc, ok := c.g.retained.Get(p.id())
 	if !ok {
@@ -48,8 +53,7 @@ func handleContextNeighbors(ctx context.Context, c *call, args contextNeighborsA
 	}
 	h, ok := snapshot.Neighbors(rc.snap, ref, args.Limit)
 	if !ok {
-		return &contextNeighborsResult{Status: StatusCompleted, Reason: "refNotInSnapshot",
-			Repair: takeSnapshotRepair()}, nil
+		return nil, errorf(CodeTargetNotFound, "ref %s is not in the page's last snapshot; take an a11y_snapshot and use a ref from it", ref)
 	}
 	return &contextNeighborsResult{Status: StatusCompleted, Neighborhood: &h, SnapshotAgeMs: ptr(c.g.now().Sub(rc.takenAt).Milliseconds())}, nil
 }

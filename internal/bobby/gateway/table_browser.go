@@ -127,7 +127,7 @@ func browserTools() []*toolDef {
 		}, commandSpec{readOnly: true, timeout: 15 * time.Second}, runNetworkLog),
 		declare(toolSpec{
 			name: "context_neighbors", title: "Context neighbors", engines: bothEngines, capability: read,
-			desc: "What surrounds a ref of the retained snapshot: its section heading, ancestors (card, form, region), siblings and children. Nothing when no snapshot is retained.",
+			desc: "What surrounds a ref of the retained snapshot: its section heading, ancestors (card, form, region), siblings and children. Nothing when no snapshot is retained; a ref it does not hold fails targetNotFound.",
 			ann:  Annotations{ReadOnly: true, Idempotent: true}, phases: in(I, V), scoped: true, handle: true,
 			props: map[string]*jsonschema.Schema{
 				"ref":      strN("a ref from the last snapshot", 1, 32),
