@@ -426,3 +426,26 @@ func TestDevStreamIsRedacted(t *testing.T) {
 	resp2.Body.Close()
 	check("replayed", strings.Split(string(body), "\n"))
 }
+
+// A directory named where a file is meant is the client's mistake: the
+// answer is a 400 that says so, for a read and for a write alike, and the
+// directory is left as it was.
+func TestDevFilesDirectoryIsClientError(t *testing.T) {
+	c := newCockpit(t, api.Options{InspectWrite: true}, false)
+	if err := os.MkdirAll(filepath.Join(c.dir, "inbox", "2026-12-07"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ method, path, body string }{
+		{"GET", "inbox/2026-12-07", ""},
+		{"GET", "inbox", ""},
+		{"PUT", "inbox", `{"content":"x"}`},
+		{"PUT", "inbox/2026-12-07", `{"content":"x"}`},
+	} {
+		if s, m := do(t, tt.method, c.url+"/v1/dev/files/"+tt.path, tt.body, nil); s != 400 || !strings.Contains(errMessage(m), "is a directory") {
+			t.Errorf("%s %s = %d %v, want 400 naming a directory", tt.method, tt.path, s, m)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(c.dir, "inbox", "2026-12-07")); err != nil || !fi.IsDir() {
+		t.Errorf("after the refused write the directory is %v, %v", fi, err)
+	}
+}

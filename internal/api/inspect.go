@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -276,8 +277,12 @@ func orEmpty[T any](s []T) []T {
 }
 
 // fileError maps workspace refusals to 4xx answers that name the path.
+// A directory where a file was meant is the client's mistake too: it
+// names a path that exists but cannot be read or replaced as one file.
 func fileError(err error, path string) error {
 	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return badRequest(path + " is a directory, not a file")
 	case errors.Is(err, workspace.ErrProtected):
 		return &requestError{status: http.StatusForbidden, msg: err.Error()}
 	case errors.Is(err, workspace.ErrOutside), errors.Is(err, workspace.ErrBadPath):

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 )
 
 // ReadFile returns the contents of the file rel names.
@@ -70,7 +71,7 @@ func (r *Root) WriteFile(rel string, data []byte) error {
 	perm := fs.FileMode(0o644)
 	switch fi, err := root.Stat(name); {
 	case err == nil && fi.IsDir():
-		return fmt.Errorf("write %s: is a directory", rel)
+		return fmt.Errorf("write %s: %w", rel, syscall.EISDIR)
 	case err == nil:
 		perm = fi.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
