@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -447,5 +449,49 @@ func TestDevFilesDirectoryIsClientError(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(c.dir, "inbox", "2026-12-07")); err != nil || !fi.IsDir() {
 		t.Errorf("after the refused write the directory is %v, %v", fi, err)
+	}
+}
+
+// A file over the 1 MiB cap is refused by its size, before it is read: a
+// 256 MiB (sparse) file costs the daemon no more than a few MiB to refuse.
+func TestDevFileSizeCheckedBeforeRead(t *testing.T) {
+	c := newCockpit(t, api.Options{}, false)
+	big := filepath.Join(c.dir, "big.log")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(256 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s, m := do(t, "GET", c.url+"/v1/dev/files/big.log", "", nil)
+	runtime.ReadMemStats(&after)
+	if s != 413 || !strings.Contains(errMessage(m), "1 MiB") {
+		t.Errorf("GET big.log = %d %v, want 413", s, m)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
+		t.Errorf("refusing a 256 MiB file allocated %d MiB, want it refused before reading", grew>>20)
+	}
+	exact := strings.Repeat("a", 1<<20)
+	if err := os.WriteFile(filepath.Join(c.dir, "exact.txt"), []byte(exact), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, m := do(t, "GET", c.url+"/v1/dev/files/exact.txt", "", nil); s != 200 || m["content"] != exact {
+		t.Errorf("GET a file of exactly 1 MiB = %d, want 200 with its text", s)
+	}
+}
+
+// A FIFO is refused without being opened: opening one with no writer
+// blocks, and would hold the handler forever.
+func TestDevFileFIFORefused(t *testing.T) {
+	c := newCockpit(t, api.Options{}, false)
+	if err := syscall.Mkfifo(filepath.Join(c.dir, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, m := do(t, "GET", c.url+"/v1/dev/files/pipe", "", nil); s != 400 || !strings.Contains(errMessage(m), "not a regular file") {
+		t.Errorf("GET a FIFO = %d %v, want 400", s, m)
 	}
 }

@@ -3,8 +3,11 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -21,7 +24,8 @@ import (
 // Files is the workspace as the inspection API reads and edits it.
 type Files interface {
 	List(rel string, recursive bool, max int) ([]workspace.Entry, bool, error)
-	ReadFile(rel string) ([]byte, error)
+	Stat(rel string) (fs.FileInfo, error)
+	OpenFile(rel string) (*os.File, error)
 	WriteFile(rel string, data []byte) error
 	// CheckOperator refuses the daemon's state and secrets files.
 	CheckOperator(rel string) error
@@ -345,13 +349,9 @@ func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	b, err := s.o.Files.ReadFile(rel)
+	b, err := s.readCapped(rel)
 	if err != nil {
 		writeError(w, s.o.Logger, fileError(err, rel))
-		return
-	}
-	if len(b) > fileReadMax {
-		writeError(w, s.o.Logger, &requestError{status: http.StatusRequestEntityTooLarge, msg: "file is larger than 1 MiB; read it on disk"})
 		return
 	}
 	if !utf8.Valid(b) {
@@ -359,6 +359,41 @@ func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(b), "content": string(b), "writable": s.o.InspectWrite})
+}
+
+// errTooLarge refuses a file over fileReadMax.
+var errTooLarge = &requestError{status: http.StatusRequestEntityTooLarge, msg: "file is larger than 1 MiB; read it on disk"}
+
+// readCapped reads rel only when it is a regular file of at most
+// fileReadMax bytes. The size is checked before any byte is read, so a
+// large file costs no memory, and the read stops one byte past the cap,
+// so a file that grows after the check is refused as well. A FIFO or
+// device is refused before it is opened, since opening one can block.
+func (s *Server) readCapped(rel string) ([]byte, error) {
+	fi, err := s.o.Files.Stat(rel)
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.IsDir():
+		return nil, syscall.EISDIR
+	case !fi.Mode().IsRegular():
+		return nil, badRequest(rel + " is not a regular file")
+	case fi.Size() > fileReadMax:
+		return nil, errTooLarge
+	}
+	f, err := s.o.Files.OpenFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, fileReadMax+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if len(b) > fileReadMax {
+		return nil, errTooLarge
+	}
+	return b, nil
 }
 
 // putFile is PUT /v1/dev/files/{path...} with {"content": "..."}: the
