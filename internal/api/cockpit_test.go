@@ -221,7 +221,8 @@ func TestDevRunDetailIsRedacted(t *testing.T) {
 
 func TestDevFilesReadWriteAndRefusals(t *testing.T) {
 	c := newCockpit(t, api.Options{InspectWrite: true}, false)
-	for name, body := range map[string]string{"DELTA.md": "# self\n", ".env": "KEY=v", "delta.env": "MODEL_API_KEY=x", "notes/a.md": "a"} {
+	for name, body := range map[string]string{"DELTA.md": "# self\n", ".env": "KEY=v", "delta.env": "MODEL_API_KEY=x", "notes/a.md": "a",
+		"sub/.env": "SECRET=1", "sub/delta.env": "K=1", "sub/.env.local": "K=1", "sub/.delta/x": "state"} {
 		_ = os.MkdirAll(filepath.Dir(filepath.Join(c.dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(c.dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -232,7 +233,8 @@ func TestDevFilesReadWriteAndRefusals(t *testing.T) {
 	for _, e := range tree["data"].([]any) {
 		paths[e.(map[string]any)["path"].(string)] = true
 	}
-	if !paths["DELTA.md"] || !paths["notes/a.md"] || paths[".env"] || paths["delta.env"] || paths[".delta"] || paths[".delta/delta.db"] {
+	if !paths["DELTA.md"] || !paths["notes/a.md"] || paths[".env"] || paths["delta.env"] || paths[".delta"] || paths[".delta/delta.db"] ||
+		paths["sub/.env"] || paths["sub/delta.env"] || paths["sub/.env.local"] || paths["sub/.delta"] || paths["sub/.delta/x"] {
 		t.Errorf("tree = %v, want DELTA.md and notes/a.md without .delta or secrets files", paths)
 	}
 	if s, m := do(t, "GET", c.url+"/v1/dev/files/DELTA.md", "", nil); s != 200 || m["content"] != "# self\n" {
@@ -245,7 +247,8 @@ func TestDevFilesReadWriteAndRefusals(t *testing.T) {
 		t.Errorf("DELTA.md on disk = %q", b)
 	}
 	db, _ := os.ReadFile(filepath.Join(c.dir, ".delta", "delta.db"))
-	for _, p := range []string{".delta/delta.db", ".DELTA/delta.db", ".delta/new.txt", ".env", ".env.local", "delta.env"} {
+	for _, p := range []string{".delta/delta.db", ".DELTA/delta.db", ".delta/new.txt", ".env", ".env.local", "delta.env",
+		"sub/.env", "sub/.ENV", "sub/delta.env", "sub/.env.local", "sub/.delta/x"} {
 		if s, m := do(t, "PUT", c.url+"/v1/dev/files/"+p, `{"content":"x"}`, nil); s != 403 || !strings.Contains(errMessage(m), "protected") {
 			t.Errorf("PUT %s = %d %v, want 403", p, s, m)
 		}

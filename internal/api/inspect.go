@@ -318,9 +318,8 @@ func (s *Server) devFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
-		first, _, _ := strings.Cut(e.Path, "/")
-		if s.o.Files.CheckOperator(first) != nil {
-			continue // secrets files are not shown either
+		if s.o.Files.CheckOperator(e.Path) != nil {
+			continue // secrets files are not shown either, in any folder
 		}
 		out = append(out, map[string]any{"path": e.Path, "dir": e.IsDir, "size": e.Size})
 	}

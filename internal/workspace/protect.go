@@ -27,21 +27,30 @@ type rootRule struct {
 }
 
 // toolRule: what file tools may not change.
-var toolRule = rootRule{protectedNames, "is a protected root file (POLICY.md, vocab.json, PROMPT_CONTEXT.md, DELTA.md, .env, .env.*, delta.env, .delta/) that file tools cannot change; the same name inside a subfolder is fine"}
+var toolRule = rootRule{protectedNames, "is a protected file (POLICY.md, vocab.json, PROMPT_CONTEXT.md, DELTA.md at the root; .env, .env.*, delta.env, .delta/ in any folder) that file tools cannot change; the root-only names inside a subfolder are fine"}
 
 // operatorRule: what the inspection API neither reads nor writes on an
 // operator's behalf — the daemon's live state (database, spill, media,
 // trash) and the files that hold secrets. The bundle files an operator
 // edits are allowed.
 var operatorRule = rootRule{map[string]bool{".env": true, "delta.env": true, DeltaDir: true},
-	"is the daemon's state or a secrets file (.delta/, .env, .env.*, delta.env), which inspection neither reads nor writes"}
+	"is the daemon's state or a secrets file (.delta/, .env, .env.*, delta.env, in any folder), which inspection neither reads nor writes"}
+
+// secretName reports whether one path component, lower-cased, names a
+// file that holds secrets or daemon state. These are refused at any depth,
+// not only at the root: a bundle's subfolder .env holds secrets just the
+// same, and must not reach an operator's screen or a model's writes.
+func secretName(name string) bool {
+	return name == ".env" || name == "delta.env" || name == DeltaDir || strings.HasPrefix(name, ".env.")
+}
 
 // CheckWritable reports whether a tool may create, change, move or delete
 // rel. It returns ErrProtected for the workspace root itself and for the
 // protected root names (POLICY.md, vocab.json, PROMPT_CONTEXT.md, DELTA.md,
 // .env, .env.*, delta.env, and .delta with everything under it), compared
 // case-insensitively so a case-insensitive file system cannot be used to
-// slip past. The same names inside a subfolder are writable. Both the path as
+// slip past. .env, .env.*, delta.env and .delta are refused in any folder;
+// the other names inside a subfolder are writable. Both the path as
 // written and the path its symlinks lead to are checked, so a link cannot
 // launder a protected name. Paths Resolve refuses are refused here too.
 func (r *Root) CheckWritable(rel string) error { return r.check(rel, toolRule) }
@@ -80,16 +89,18 @@ func (r *Root) check(rel string, rule rootRule) error {
 }
 
 // refuses checks a cleaned, slash-separated relative path against the
-// rule's root names. Only the first component matters: a refused name
-// covers whatever sits below it, and a subfolder is never refused.
+// rule's root names and the secret names. A root name is refused only as
+// the first component; a secret name (secretName) is refused as any
+// component. Either way a refused name covers whatever sits below it.
 func (rule rootRule) refuses(orig, clean string) error {
 	if clean == "." {
 		return fmt.Errorf("%w: %q is the workspace root itself", ErrProtected, orig)
 	}
-	first, _, _ := strings.Cut(clean, "/")
-	name := strings.ToLower(first)
-	if rule.names[name] || strings.HasPrefix(name, ".env.") {
-		return fmt.Errorf("%w: %q %s", ErrProtected, orig, rule.what)
+	for i, part := range strings.Split(clean, "/") {
+		name := strings.ToLower(part)
+		if (i == 0 && rule.names[name]) || secretName(name) {
+			return fmt.Errorf("%w: %q %s", ErrProtected, orig, rule.what)
+		}
 	}
 	return nil
 }

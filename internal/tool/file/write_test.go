@@ -16,7 +16,7 @@ func TestWrite(t *testing.T) {
 		{name: "empty content", args: m{"path": "blank.txt", "content": ""}, check: map[string]string{"blank.txt": ""}},
 		{name: "through an inside symlink", args: m{"path": "inlink", "content": "via"}, check: map[string]string{"notes/a.md": "via"}},
 		{name: "same name in a subfolder", args: m{"path": "notes/POLICY.md", "content": "mine"}, check: map[string]string{"notes/POLICY.md": "mine", "POLICY.md": "be careful\n"}},
-		{name: "subfolder .env", args: m{"path": "cfg/.env", "content": "X=1"}, check: map[string]string{"cfg/.env": "X=1"}},
+		{name: "subfolder .env", args: m{"path": "cfg/.env", "content": "X=1"}, isErr: true, want: []string{"protected"}},
 		{name: "POLICY.md", args: m{"path": "POLICY.md", "content": "x"}, isErr: true,
 			want: []string{"cannot write POLICY.md", "protected"}, check: map[string]string{"POLICY.md": "be careful\n"}},
 		{name: "dot slash POLICY.md", args: m{"path": "./POLICY.md", "content": "x"}, isErr: true, want: []string{"protected"}, check: map[string]string{"POLICY.md": "be careful\n"}},
