@@ -26,7 +26,7 @@ func TestCheckOperator(t *testing.T) {
 		path string
 		ok   bool
 	}{
-		{"DELTA.md", true}, {"POLICY.md", true}, {"notes/a.md", true}, {"sub/.delta/x", true}, {"vocab.json", true},
+		{"DELTA.md", true}, {"POLICY.md", true}, {"notes/a.md", true}, {"sub/.delta/x", false}, {"sub/.env", false}, {"a/b/Delta.env", false}, {"sub/.env.prod", false}, {"sub/.envrc", true}, {"vocab.json", true},
 		{".delta/delta.db", false}, {".DELTA/delta.db", false}, {".delta", false}, {".env", false}, {".env.local", false},
 		{"Delta.env", false}, {"state/delta.db", false}, {".", false}, {"../x", false},
 	} {
