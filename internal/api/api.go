@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,8 +53,9 @@ type Options struct {
 type Server struct {
 	o          Options
 	mux        *http.ServeMux
-	sessionKey []byte // signs inspection session cookies; made at boot
+	sessionKey []byte     // signs inspection session cookies; made at boot
 	revoked    revokedSessions
+	cpuProfile sync.Mutex // held while a CPU profile or trace is recorded
 }
 
 // New builds the handler.

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/api"
 )
@@ -46,4 +47,38 @@ func TestRuntimeProfilesBehindFlagAndGate(t *testing.T) {
 	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "DELTA_PPROF") || !strings.Contains(w.Body.String(), `"error"`) {
 		t.Errorf("heap with profiling off = %d %q, want a 404 error naming DELTA_PPROF", w.Code, clip(w.Body.String()))
 	}
+}
+
+// A bad or unbounded seconds, a second CPU recording at once and an
+// unknown profile each get a JSON error, never a silent 30 s profile or
+// plain text.
+func TestRuntimeProfilesRefuseBadRequests(t *testing.T) {
+	on := api.New(api.Options{Profiling: true})
+	get := func(path string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", path, nil)
+		r.RemoteAddr = "127.0.0.1:40000"
+		w := httptest.NewRecorder()
+		on.ServeHTTP(w, r)
+		return w
+	}
+	for _, tt := range []struct {
+		path string
+		code int
+	}{
+		{"/v1/dev/pprof/profile?seconds=abc", 400}, {"/v1/dev/pprof/profile?seconds=-1", 400},
+		{"/v1/dev/pprof/profile?seconds=0", 400}, {"/v1/dev/pprof/trace?seconds=3600", 400},
+		{"/v1/dev/pprof/nosuch", 404},
+	} {
+		w := get(tt.path)
+		if w.Code != tt.code || !strings.Contains(w.Body.String(), `"error"`) {
+			t.Errorf("GET %s = %d %q, want %d with a JSON error", tt.path, w.Code, clip(w.Body.String()), tt.code)
+		}
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); get("/v1/dev/pprof/profile?seconds=2") }()
+	time.Sleep(300 * time.Millisecond) // let the first recording start
+	if w := get("/v1/dev/pprof/profile?seconds=1"); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), `"error"`) {
+		t.Errorf("a second CPU profile at once = %d %q, want 409 with a JSON error", w.Code, clip(w.Body.String()))
+	}
+	<-done
 }
