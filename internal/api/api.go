@@ -53,7 +53,7 @@ type Options struct {
 type Server struct {
 	o          Options
 	mux        *http.ServeMux
-	sessionKey []byte     // signs inspection session cookies; made at boot
+	sessionKey []byte // signs inspection session cookies; made at boot
 	revoked    revokedSessions
 	cpuProfile sync.Mutex // held while a CPU profile or trace is recorded
 }
