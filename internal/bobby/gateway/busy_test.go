@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,16 +28,7 @@ func callWithin(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mc
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatalf("%s structured content: %v", name, err)
-	}
-	recordResult(name, b)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
-		t.Fatalf("%s: structuredContent is not an object: %s", name, b)
-	}
-	return res, m
+	return res, structured(t, name, res)
 }
 
 // On a page whose main thread a script holds, element commands answer

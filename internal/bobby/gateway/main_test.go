@@ -247,6 +247,13 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.
 	if err != nil {
 		t.Fatalf("call %s: %v", name, err)
 	}
+	return res, structured(t, name, res)
+}
+
+// structured records a tool result's structured content for the schema
+// check and decodes it, failing the test unless it is an object.
+func structured(t *testing.T, name string, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		t.Fatalf("%s structured content: %v", name, err)
@@ -256,7 +263,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		t.Fatalf("%s: structuredContent is not an object: %s", name, b)
 	}
-	return res, m
+	return m
 }
 
 // mustOK calls a tool and fails the test unless the result is completed.
