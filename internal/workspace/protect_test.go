@@ -92,3 +92,63 @@ func TestCheckWritableExplains(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckReadable(t *testing.T) {
+	root, _ := fixture(t)
+	ws := root.Dir()
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("TOKEN=abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../.env", filepath.Join(ws, "dir", "config.txt")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		rel     string
+		wantErr error
+	}{
+		{".env", ErrProtected},
+		{".ENV", ErrProtected},
+		{".env.local", ErrProtected},
+		{"delta.env", ErrProtected},
+		{"Delta.Env", ErrProtected},
+		{"notes/.env", ErrProtected},
+		{"a/b/delta.env", ErrProtected},
+		{"notes/.env.prod/x", ErrProtected},
+		{"dir/config.txt", ErrProtected}, // a link to .env
+		{"../x", ErrOutside},
+		{"", ErrBadPath},
+		{".", nil},
+		{"POLICY.md", nil},
+		{"DELTA.md", nil},
+		{".delta/spill/r.c.txt", nil},
+		{".delta/research/r.md", nil},
+		{".envrc", nil},
+		{"my.env", nil},
+		{"a.txt", nil},
+		{"dir", nil},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.rel, "/", "|"), func(t *testing.T) {
+			err := root.CheckReadable(tt.rel)
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("CheckReadable(%q) = %v, want nil", tt.rel, err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("CheckReadable(%q) = %v, want %v", tt.rel, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSecretFile(t *testing.T) {
+	for p, want := range map[string]bool{
+		".env": true, "a/.ENV.local": true, "x/delta.env": true, "a/.envrc": false, ".delta": false, "a/b.env": false,
+	} {
+		if got := SecretFile(p); got != want {
+			t.Errorf("SecretFile(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

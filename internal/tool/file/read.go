@@ -64,6 +64,9 @@ func read(ctx context.Context, ws *workspace.Root, images Images, p readParams) 
 	if p.Limit < 0 {
 		return tool.Errorf("limit must be 1 or more, got %d", p.Limit), nil
 	}
+	if err := ws.CheckReadable(p.Path); err != nil {
+		return failure("read", p.Path, err)
+	}
 	fi, err := ws.Stat(p.Path)
 	if err != nil {
 		return failure("read", p.Path, err)

@@ -40,6 +40,10 @@ func TestRead(t *testing.T) {
 	// a UTF-8 rune straddles the 8 KiB sniff boundary: still UTF-8, not Latin-1
 	e.write(t, "straddle.txt", "a"+strings.Repeat("é", 5000))
 	e.write(t, ".delta/spill/r1.c1.txt", "the full spilled result")
+	e.write(t, "notes/delta.env", "MODEL_API_KEY=sk-x\n")
+	if err := os.Symlink(".env", filepath.Join(e.dir, "envlink")); err != nil {
+		t.Fatal(err)
+	}
 	if err := syscall.Mkfifo(filepath.Join(e.dir, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +61,9 @@ func TestRead(t *testing.T) {
 		{name: "crlf kept exactly", args: m{"path": "crlf.txt"}, exact: "one\r\ntwo\r\n"},
 		{name: "no final newline", args: m{"path": "nonl.txt"}, exact: "no newline at end"},
 		{name: "protected names stay readable", args: m{"path": "POLICY.md"}, exact: "be careful\n"},
-		{name: "secrets file readable (guards are mutation-only)", args: m{"path": ".env"}, exact: "TOKEN=abc\n"},
+		{name: "secrets file refused", args: m{"path": ".env"}, isErr: true, want: []string{"secrets file", "vault"}, not: []string{"TOKEN"}},
+		{name: "subfolder secrets file refused", args: m{"path": "notes/delta.env"}, isErr: true, want: []string{"secrets file"}},
+		{name: "secrets file through a link refused", args: m{"path": "envlink"}, isErr: true, want: []string{"secrets file", "symlink"}, not: []string{"TOKEN"}},
 		{name: "spill file readable", args: m{"path": ".delta/spill/r1.c1.txt"}, exact: "the full spilled result"},
 		{name: "empty file", args: m{"path": "empty.txt"}, exact: "[empty.txt is empty: 0 bytes]"},
 		{name: "straddling rune is text", args: m{"path": "straddle.txt"}, exact: "a" + strings.Repeat("é", 5000)},

@@ -95,6 +95,7 @@ func New(ws *workspace.Root, opts Options) tool.Tool {
 type stats struct {
 	files, matchFiles, matches int
 	binary, large, unreadable  int
+	secrets                    int  // secrets files skipped unread
 	truncatedResults           bool // stopped at max_results
 	truncatedOutput            bool // stopped at MaxOutput characters
 }
@@ -125,6 +126,9 @@ func search(ctx context.Context, ws *workspace.Root, opts Options, p params) (to
 	if shown == "" {
 		shown = "."
 	}
+	if err := ws.CheckReadable(shown); err != nil {
+		return tool.Errorf("cannot search %s: %v", shown, err), nil
+	}
 	real, err := ws.Resolve(shown)
 	if err != nil {
 		return tool.Errorf("cannot search %s: %v", shown, err), nil
@@ -149,7 +153,7 @@ func search(ctx context.Context, ws *workspace.Root, opts Options, p params) (to
 		return tool.Errorf("cannot search %s: the .delta folder is the daemon's own state; read spill files with read_file", shown), nil
 	}
 
-	s := &searcher{ctx: ctx, root: root, re: re, filter: filter, limit: limit, opts: opts}
+	s := &searcher{ctx: ctx, ws: ws, root: root, re: re, filter: filter, limit: limit, opts: opts}
 	switch {
 	case fi.Mode().IsRegular():
 		s.pending = append(s.pending, start)
@@ -210,6 +214,7 @@ const (
 
 type searcher struct {
 	ctx    context.Context
+	ws     *workspace.Root
 	root   *os.Root
 	re     *regexp.Regexp
 	filter *glob
@@ -236,17 +241,32 @@ func (s *searcher) visit(p string, d fs.DirEntry, err error) error {
 		s.stats.unreadable++
 		return nil
 	}
+	// Secrets files (.env, .env.*, delta.env) are never read, so their
+	// contents cannot reach the model; the closing note counts them.
 	if d.IsDir() {
 		if p == workspace.DeltaDir || d.Name() == ".git" {
 			return fs.SkipDir
 		}
+		if workspace.SecretFile(p) {
+			s.stats.secrets++
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if workspace.SecretFile(p) {
+		s.stats.secrets++
 		return nil
 	}
 	if d.Type()&fs.ModeSymlink != 0 {
 		// os.Root follows a link only while it stays inside the workspace;
-		// linked folders are not descended, as in list_files.
+		// linked folders are not descended, as in list_files. A link to a
+		// secrets file is skipped like the file.
 		fi, err := s.root.Stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		if s.ws.CheckReadable(p) != nil {
+			s.stats.secrets++
 			return nil
 		}
 	} else if !d.Type().IsRegular() {
@@ -462,6 +482,9 @@ func (s *searcher) render(p params, shown string) string {
 	}
 	if st.unreadable > 0 {
 		skipped = append(skipped, plural(st.unreadable, "unreadable entry", "unreadable entries"))
+	}
+	if st.secrets > 0 {
+		skipped = append(skipped, plural(st.secrets, "secrets file")+" (never read)")
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(&b, "\n[skipped %s]", strings.Join(skipped, ", "))

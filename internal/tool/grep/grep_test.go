@@ -28,6 +28,8 @@ func fixture(t testing.TB) (*workspace.Root, string) {
 		".git/config":          "TODO in git\n",
 		"bin/blob.bin":         "TODO\x00\x01\x02binary",
 		"unicode.txt":          "héllo wörld TODO ✓\n",
+		".env":                 "TODO=tok-root\n",
+		"notes/delta.env":      "KEY=TODO-secret\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -46,6 +48,9 @@ func fixture(t testing.TB) (*workspace.Root, string) {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, filepath.Join(dir, "escapedir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".env", filepath.Join(dir, "envlink.txt")); err != nil {
 		t.Fatal(err)
 	}
 	ws, err := workspace.Open(dir)
@@ -73,8 +78,8 @@ func TestGrepFinds(t *testing.T) {
 		notWant []string
 	}{
 		{"plain", `{"pattern":"TODO"}`,
-			[]string{"notes/todo.md:2: - TODO: write tests", "notes/deep/a.txt:2: beta TODO", "src/app/x.ts:1: const TODO = 1;", "unicode.txt:1: héllo wörld TODO ✓", "[4 matching lines in 4 files", "[skipped 1 binary file]"},
-			[]string{".delta", ".git", "secret", "outside", "blob.bin", "todo lower"}},
+			[]string{"notes/todo.md:2: - TODO: write tests", "notes/deep/a.txt:2: beta TODO", "src/app/x.ts:1: const TODO = 1;", "unicode.txt:1: héllo wörld TODO ✓", "[4 matching lines in 4 files", "[skipped 1 binary file, 3 secrets files (never read)]"},
+			[]string{".delta", ".git", "secret.txt", "outside", "blob.bin", "todo lower", "tok-root", "envlink"}},
 		{"ignore case", `{"pattern":"todo","ignore_case":true}`,
 			[]string{"notes/todo.md:1: # Todo", "notes/todo.md:4: - todo lower"}, nil},
 		{"path folder", `{"pattern":"TODO","path":"notes"}`,
@@ -92,7 +97,7 @@ func TestGrepFinds(t *testing.T) {
 		{"max results", `{"pattern":"TODO","max_results":2}`,
 			[]string{"[stopped at 2 matching lines in 2 files (max_results)"}, nil},
 		{"escaping symlink not followed", `{"pattern":"outside"}`,
-			[]string{"[no matches"}, []string{"secret"}},
+			[]string{"[no matches"}, []string{"secret.txt", "TODO outside"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +129,9 @@ func TestGrepBadInputs(t *testing.T) {
 		{"symlink out", `{"pattern":"x","path":"escapedir"}`, "outside the workspace"},
 		{"missing path", `{"pattern":"x","path":"nope"}`, "does not exist"},
 		{"daemon state", `{"pattern":"x","path":".delta/spill"}`, "daemon's own state"},
+		{"secrets file", `{"pattern":"x","path":".env"}`, "secrets file"},
+		{"subfolder secrets file", `{"pattern":"x","path":"notes/delta.env"}`, "secrets file"},
+		{"link to a secrets file", `{"pattern":"x","path":"envlink.txt"}`, "secrets file"},
 		{"bad glob bracket", `{"pattern":"x","glob":"[a-"}`, "malformed"},
 		{"bad glob brace", `{"pattern":"x","glob":"*.{go"}`, "without a matching }"},
 		{"glob blowup", `{"pattern":"x","glob":"{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}"}`, "more than 64 alternatives"},
