@@ -31,17 +31,17 @@ type Options struct {
 	MaxBodyBytes int64
 	Version      string
 	Build        string
-	Placement    func(requested string) string // request profile → effective tier
-	Heartbeat    time.Duration                 // SSE keep-alive comment interval (default 15s)
-	Status       func() any                    // GET /v1/status body (secret-free); nil = 404
-	Secrets      Secrets                       // the vault; nil = routes answer 503
-	InspectWrite bool                          // DELTA_INSPECT_WRITE: rotate/delete through /v1/dev/*
-	Profiling    bool                          // DELTA_PPROF: Go runtime profiles under /v1/dev/pprof/
-	StrictTenant bool                          // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
-	DevConfig    func() any                    // GET /v1/dev/config body (secret-free); nil = 404
-	Uploads      *Uploads                      // POST /v1/files; nil = 404
-	SelfFile     SelfFile                      // DELTA.md revisions under /v1/dev/revisions; nil = 404
-	Files        Files                         // /v1/dev/files (the workspace); nil = 404
+	Placement    func(requested string) (tier string, known bool) // request profile → effective tier; known false for a name that is no profile
+	Heartbeat    time.Duration                                    // SSE keep-alive comment interval (default 15s)
+	Status       func() any                                       // GET /v1/status body (secret-free); nil = 404
+	Secrets      Secrets                                          // the vault; nil = routes answer 503
+	InspectWrite bool                                             // DELTA_INSPECT_WRITE: rotate/delete through /v1/dev/*
+	Profiling    bool                                             // DELTA_PPROF: Go runtime profiles under /v1/dev/pprof/
+	StrictTenant bool                                             // DELTA_STRICT_TENANT: every run owned; unowned runs unreachable
+	DevConfig    func() any                                       // GET /v1/dev/config body (secret-free); nil = 404
+	Uploads      *Uploads                                         // POST /v1/files; nil = 404
+	SelfFile     SelfFile                                         // DELTA.md revisions under /v1/dev/revisions; nil = 404
+	Files        Files                                            // /v1/dev/files (the workspace); nil = 404
 	// TrustReviewMetadata keeps review_kind and widen_authorized in the
 	// request metadata a run stores and echoes (DELTA_TRUST_REVIEW_METADATA);
 	// by default they are stripped. authToken is never kept.
@@ -70,7 +70,7 @@ func New(o Options) *Server {
 		o.Heartbeat = 15 * time.Second
 	}
 	if o.Placement == nil {
-		o.Placement = func(string) string { return "trusted" }
+		o.Placement = func(string) (string, bool) { return "trusted", true }
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), sessionKey: newSessionKey()}
 	s.routes()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deltaharness/delta/internal/api"
 	"github.com/deltaharness/delta/internal/bundle"
+	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/queue"
@@ -148,6 +149,8 @@ func TestBadInputIsA4xxEnvelope(t *testing.T) {
 		{"input wrong type", "POST", "/v1/responses", `{"input":5}`, 400, "input"},
 		{"input missing", "POST", "/v1/responses", `{}`, 400, "input is required"},
 		{"input blank", "POST", "/v1/tasks", `{"input":"   "}`, 400, "empty"},
+		{"message content blank", "POST", "/v1/tasks", `{"input":[{"role":"user","content":" "}]}`, 400, "input[0].content is empty"},
+		{"message parts blank", "POST", "/v1/responses", `{"input":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"input_text","text":""}]}]}`, 400, "input[1].content is empty"},
 		{"stream wrong type", "POST", "/v1/responses", `{"input":"hi","stream":"yes"}`, 400, "stream"},
 		{"metadata wrong type", "POST", "/v1/responses", `{"input":"hi","metadata":[]}`, 400, "metadata"},
 		{"context wrong type", "POST", "/v1/tasks", `{"input":"hi","metadata":{"context":"x"}}`, 400, "context"},
@@ -167,6 +170,30 @@ func TestBadInputIsA4xxEnvelope(t *testing.T) {
 				t.Fatalf("%d %v, want %d with message containing %q", status, m, tt.status, tt.msg)
 			}
 		})
+	}
+}
+
+// A request's metadata.profile may narrow the daemon's tier; a name that
+// is no profile is refused, not run at the ceiling it meant to narrow.
+func TestRequestProfile(t *testing.T) {
+	cfg := config.Config{Profile: config.ProfileTrusted}
+	srv := newServer(t, api.Options{Placement: cfg.PlaceRequest}, echoProvider)
+	for _, tt := range []struct {
+		body   string
+		status int
+		msg    string
+	}{
+		{`{"input":"hi","metadata":{"profile":"saf"}}`, 400, `metadata.profile "saf" is not a profile`},
+		{`{"input":"hi","metadata":{"profile":"root"}}`, 400, `"safe"`},
+		{`{"input":"hi","metadata":{"profile":"safe"}}`, 202, ""},
+		{`{"input":"hi","metadata":{"profile":" Chat "}}`, 202, ""},
+		{`{"input":"hi","metadata":{"profile":""}}`, 202, ""},
+		{`{"input":"hi"}`, 202, ""},
+	} {
+		status, m := do(t, "POST", srv.URL+"/v1/tasks", tt.body, nil)
+		if status != tt.status || !strings.Contains(errMessage(m), tt.msg) {
+			t.Errorf("%s: %d %v, want %d with message containing %q", tt.body, status, m, tt.status, tt.msg)
+		}
 	}
 }
 

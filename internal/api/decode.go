@@ -128,6 +128,11 @@ func inputMessages(raw json.RawMessage) (msgs []model.Message, instructions stri
 		if err != nil {
 			return nil, "", badRequest(fmt.Sprintf("input[%d].content: %s", i, err.Error()))
 		}
+		if strings.TrimSpace(text) == "" && (it.Role == "user" || it.Role == "system" || it.Role == "developer") {
+			// The same rule as "input": "": a message with nothing in it
+			// would cost a model call to ask for nothing.
+			return nil, "", badRequest(fmt.Sprintf("input[%d].content is empty; give the message's text", i))
+		}
 		switch it.Role {
 		case "user":
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Content: text})

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -50,7 +51,11 @@ func (s *Server) submission(r *http.Request) (engine.Submission, *createRequest,
 	if body.Metadata != nil && body.Metadata.AuthToken != nil {
 		authToken = *body.Metadata.AuthToken
 	}
-	req.Profile = s.o.Placement(requested)
+	tier, known := s.o.Placement(requested)
+	if !known {
+		return engine.Submission{}, nil, badRequest(fmt.Sprintf("metadata.profile %q is not a profile; use \"safe\" (narrows a trusted daemon) or \"trusted\", or leave it out", requested))
+	}
+	req.Profile = tier
 	if req.Metadata, err = keptMetadata(raw.Bytes(), s.o.TrustReviewMetadata); err != nil {
 		return engine.Submission{}, nil, err
 	}

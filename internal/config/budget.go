@@ -61,6 +61,15 @@ func (c Config) Placement(requested string) string {
 	return p
 }
 
+// PlaceRequest is Placement for a request's metadata.profile: known is
+// false when requested is neither empty nor a profile name (safe, trusted,
+// or their aliases chat, work), so a typo is refused instead of running
+// the request at the ceiling it meant to narrow.
+func (c Config) PlaceRequest(requested string) (tier string, known bool) {
+	_, ok := CanonicalProfile(requested)
+	return c.Placement(requested), ok || strings.TrimSpace(requested) == ""
+}
+
 // Budget returns the effective budget for a run requesting profile (placed
 // with Placement). At the ceiling it is the profile default overridden by
 // DELTA_MAX_STEPS/TOKENS/COST_USD. A narrower placement takes, per axis, the

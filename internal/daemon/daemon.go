@@ -388,7 +388,7 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 	}
 	handler := api.New(api.Options{
 		Service: p.service, ControlToken: cfg.ControlToken, InspectToken: cfg.InspectToken, InspectOff: !cfg.Inspect,
-		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.Placement, Logger: logger,
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: version.Version, Build: cfg.Build, Placement: cfg.PlaceRequest, Logger: logger,
 		Status: p.status, Secrets: secretsOf(p.vault), InspectWrite: cfg.InspectWrite, Profiling: cfg.Profiling, SelfFile: p.self,
 		StrictTenant: cfg.StrictTenant, TrustReviewMetadata: cfg.TrustReviewMetadata, DevConfig: func() any { return devConfig(cfg, p) },
 		Uploads: &api.Uploads{Dir: p.workspace, Stored: verifyUpload(p.images, logger)},
