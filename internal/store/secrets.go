@@ -23,17 +23,27 @@ type Secret struct {
 	Updated    time.Time
 }
 
-// PutSecret inserts sec, or replaces the row of the same name when replace
-// is set. Without replace a taken name is ErrExists.
+// PutSecret inserts sec, or replaces the value and purpose of the row of
+// the same name when replace is set. Without replace a taken name is
+// ErrExists; with it a missing name is ErrNotFound.
 func (s *Store) PutSecret(ctx context.Context, sec Secret, replace bool) error {
-	q := `INSERT INTO vault_secrets (name, purpose, nonce, ciphertext, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`
 	if replace {
-		q += ` ON CONFLICT(name) DO UPDATE SET purpose = excluded.purpose, nonce = excluded.nonce,
-			ciphertext = excluded.ciphertext, updated_at = excluded.updated_at`
+		// A rotation changes a secret that exists: a misspelled name must
+		// not quietly add a second secret and leave the first unrotated.
+		res, err := s.w.ExecContext(ctx, `UPDATE vault_secrets SET purpose = ?, nonce = ?, ciphertext = ?, updated_at = ? WHERE name = ?`,
+			sec.Purpose, sec.Nonce, sec.Ciphertext, sec.Updated.UnixMilli(), sec.Name)
+		if err != nil {
+			return fmt.Errorf("put secret %s: %w", sec.Name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("secret %s: %w", sec.Name, ErrNotFound)
+		}
+		return nil
 	}
-	_, err := s.w.ExecContext(ctx, q, sec.Name, sec.Purpose, sec.Nonce, sec.Ciphertext, sec.Created.UnixMilli(), sec.Updated.UnixMilli())
+	_, err := s.w.ExecContext(ctx, `INSERT INTO vault_secrets (name, purpose, nonce, ciphertext, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		sec.Name, sec.Purpose, sec.Nonce, sec.Ciphertext, sec.Created.UnixMilli(), sec.Updated.UnixMilli())
 	if err != nil {
-		if !replace && uniqueViolation(err) {
+		if uniqueViolation(err) {
 			return fmt.Errorf("put secret %s: %w", sec.Name, ErrExists)
 		}
 		return fmt.Errorf("put secret %s: %w", sec.Name, err)

@@ -135,7 +135,9 @@ func (v *Vault) Create(ctx context.Context, name, purpose, value string) error {
 	return v.put(ctx, name, purpose, value, false)
 }
 
-// Rotate replaces a secret's value (creating it if absent); an operator act.
+// Rotate replaces an existing secret's value, and its purpose when one is
+// given; an operator act. A name with no secret is ErrNotFound: create it
+// with Create.
 func (v *Vault) Rotate(ctx context.Context, name, purpose, value string) error {
 	return v.put(ctx, name, purpose, value, true)
 }
@@ -151,11 +153,13 @@ func (v *Vault) put(ctx context.Context, name, purpose, value string, replace bo
 	now := v.now().UTC()
 	r := store.Secret{Name: name, Purpose: purpose, Nonce: nonce, Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name)), Created: now, Updated: now}
 	if replace {
-		if old, err := v.store.Secret(ctx, name); err == nil {
-			r.Created = old.Created
-			if purpose == "" {
-				r.Purpose = old.Purpose
-			}
+		old, err := v.store.Secret(ctx, name)
+		if err != nil {
+			return fmt.Errorf("rotate secret %s: %w", name, fromStore(err))
+		}
+		r.Created = old.Created
+		if purpose == "" {
+			r.Purpose = old.Purpose
 		}
 	}
 	if err := v.store.PutSecret(ctx, r, replace); err != nil {

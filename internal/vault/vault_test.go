@@ -72,6 +72,12 @@ func TestCreateOnlyAndResolve(t *testing.T) {
 	if _, err := v.Resolve(ctx, "EXA_API_KEY"); !errors.Is(err, vault.ErrNotFound) {
 		t.Errorf("Resolve after delete = %v", err)
 	}
+	if err := v.Rotate(ctx, "EXA_API_KY", "", "typo-value"); !errors.Is(err, vault.ErrNotFound) {
+		t.Errorf("Rotate of a name with no secret = %v, want ErrNotFound", err)
+	}
+	if list, _ := v.List(ctx); len(list) != 0 {
+		t.Errorf("a refused rotation left secrets behind: %+v", list)
+	}
 	if err := v.Delete(ctx, "EXA_API_KEY"); !errors.Is(err, vault.ErrNotFound) {
 		t.Errorf("second delete = %v", err)
 	}
