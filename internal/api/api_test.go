@@ -20,6 +20,7 @@ import (
 	"github.com/deltaharness/delta/internal/queue"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/internal/tool"
+	"github.com/deltaharness/delta/internal/vault"
 )
 
 // echoProvider answers every turn with the last real user text, streamed in
@@ -470,5 +471,42 @@ func TestQueueHidesOtherOwners(t *testing.T) {
 		if row["mine"] == true && row["id"] == nil {
 			t.Fatalf("own row without id: %v", row)
 		}
+	}
+}
+
+// The vault's routes: create is create-only, rotation changes a secret
+// that exists and never creates one (a misspelled name would otherwise
+// leave the real secret unrotated), and no answer carries a value.
+func TestSecretsCreateRotate(t *testing.T) {
+	v, err := vault.New(openStore(t, filepath.Join(t.TempDir(), "vault.db")), strings.Repeat("k", 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, api.Options{Secrets: v, InspectWrite: true}, echoProvider)
+	for _, tt := range []struct {
+		method, path, body string
+		status             int
+		msg                string
+	}{
+		{"PUT", "/v1/secrets/KB_TOKEN", `{"value":"first-value","purpose":"kb"}`, 201, ""},
+		{"PUT", "/v1/secrets/KB_TOKEN", `{"value":"other-value"}`, 409, "exists"},
+		{"POST", "/v1/dev/secrets/KB_TOKEN", `{"value":"second-value"}`, 200, ""},
+		{"POST", "/v1/dev/secrets/KB_TOKNE", `{"value":"typo-value"}`, 404, "create it with PUT /v1/secrets/{name}"},
+	} {
+		status, m := do(t, tt.method, srv.URL+tt.path, tt.body, nil)
+		if status != tt.status || !strings.Contains(errMessage(m), tt.msg) {
+			t.Errorf("%s %s: %d %v, want %d with message containing %q", tt.method, tt.path, status, m, tt.status, tt.msg)
+		}
+		if b, _ := json.Marshal(m); strings.Contains(string(b), "-value") {
+			t.Errorf("%s %s: the answer carries a value: %s", tt.method, tt.path, b)
+		}
+	}
+	_, m := do(t, "GET", srv.URL+"/v1/secrets", ``, nil)
+	list, _ := m["secrets"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["name"] != "KB_TOKEN" || list[0].(map[string]any)["purpose"] != "kb" {
+		t.Fatalf("secrets after the refused rotation = %v, want KB_TOKEN alone, its purpose kept", m)
+	}
+	if got, _ := v.Resolve(t.Context(), "KB_TOKEN"); got != "second-value" {
+		t.Fatalf("KB_TOKEN = %q after rotation", got)
 	}
 }

@@ -64,6 +64,10 @@ func (s *Server) putSecret(w http.ResponseWriter, r *http.Request, rotate bool) 
 	} else {
 		err = s.o.Secrets.Create(r.Context(), name, body.Purpose, *body.Value)
 	}
+	if rotate && errors.Is(err, vault.ErrNotFound) {
+		writeError(w, s.o.Logger, &requestError{status: http.StatusNotFound, msg: "no secret with that name to rotate; create it with PUT /v1/secrets/{name}"})
+		return
+	}
 	if err != nil {
 		writeError(w, s.o.Logger, secretsError(err))
 		return
