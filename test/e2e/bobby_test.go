@@ -445,7 +445,7 @@ func TestAgentRecoversFromBobbyError(t *testing.T) {
 		"error: MCP result from server bobby",
 		"failed click",
 		"error targetNotFound",
-		"ref " + ref + " is no longer in the page",
+		"ref " + ref + " names no element in this page",
 		"repair: takeSnapshot bobby://failure-taxonomy#targetNotFound",
 	} {
 		if !strings.Contains(text, want) {

@@ -144,7 +144,7 @@ const wrapJS = `function(__ref, __json, __mode, __base) {
   let __self = this;
   if (__ref > 0) {
     const l = __walk('locate', __ref);
-    if (!l.el) throw new Error('ref e' + __ref + ' is no longer in the page');
+    if (!l.el) throw new Error('ref e' + __ref + ' names no element in this page (the element was removed, or the ref came from another page)');
     __self = l.el;
   } else if (__ref === 0) {
     __self = document;

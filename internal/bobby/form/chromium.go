@@ -68,7 +68,7 @@ func (chromium) Resolve(ctx context.Context, t snapshot.Target) (Element, error)
 		return Element{}, fmt.Errorf("resolve node: %w", err)
 	}
 	if err != nil || res.Object == nil || res.Object.ObjectID == "" {
-		return Element{}, &snapshot.NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s is no longer in the page", ref.Ref())}
+		return Element{}, &snapshot.NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s names no element in this page (the element was removed, or the ref came from another page)", ref.Ref())}
 	}
 	return Element{Ref: ref.Ref(), Object: res.Object.ObjectID}, nil
 }

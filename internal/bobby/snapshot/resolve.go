@@ -79,7 +79,7 @@ func resolveRef(ctx context.Context, t Target) (NodeRef, error) {
 		return NodeRef{}, fmt.Errorf("resolve node: %w", err)
 	}
 	if err != nil || res.Object == nil || res.Object.ObjectID == "" {
-		return NodeRef{}, &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s is no longer in the page", t.Ref)}
+		return NodeRef{}, &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s names no element in this page (the element was removed, or the ref came from another page)", t.Ref)}
 	}
 	var place struct {
 		Connected bool `json:"connected"`

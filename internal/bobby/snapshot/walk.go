@@ -242,7 +242,7 @@ func ParseLocation(raw []byte) (Location, error) {
 func (l Location) Check(t Target) error {
 	switch {
 	case !l.Found:
-		return &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s is no longer in the page", t.Ref)}
+		return &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s names no element in this page (the element was removed, or the ref came from another page)", t.Ref)}
 	case !l.Connected:
 		return &NotFoundError{Target: t, Reason: fmt.Sprintf("ref %s was removed from the page", t.Ref)}
 	case t.Role != "" && !strings.EqualFold(displayRole(l.Role), displayRole(t.Role)):
