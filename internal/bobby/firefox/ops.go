@@ -167,14 +167,15 @@ const focusJS = `(el, clear) => {
 }`
 
 // TypeInto focuses the target (scrolled into view) and types text with
-// the keyboard; clear replaces what the field holds. It returns the ref.
+// the keyboard; clear replaces what the field holds. It returns the ref. A
+// failure before the target was focused is a [*NotSentError].
 func (p *Page) TypeInto(ctx context.Context, t snapshot.Target, text string, clear bool) (string, error) {
 	loc, err := p.Locate(ctx, t, true)
 	if err != nil {
-		return "", fmt.Errorf("type text: %w", err)
+		return "", notSent(fmt.Errorf("type text: %w", err))
 	}
 	if !loc.Where.Visible {
-		return loc.Ref, fmt.Errorf("type text into %s: %w (it has no box); scroll or take a new a11y_snapshot", loc.Ref, ErrNotInteractable)
+		return loc.Ref, notSent(fmt.Errorf("type text into %s: %w (it has no box); scroll or take a new a11y_snapshot", loc.Ref, ErrNotInteractable))
 	}
 	fn := `(el) => (` + focusJS + `)(el, false)`
 	if clear {

@@ -194,6 +194,22 @@ func (p *Page) Locate(ctx context.Context, t snapshot.Target, reveal bool) (Loca
 // covers the point a click would land on.
 var ErrNotInteractable = errors.New("element is not interactable")
 
+// NotSentError wraps a failure of an action (Click, TypeInto) that came
+// before the action sent the page any input: checking its options,
+// locating its target (script calls that read the page and scroll the
+// target into view) or finding the target not interactable. No pointer or
+// key event reached the page and nothing was focused, so the action did
+// not happen and may be made again (a page whose script never yields
+// answers no locating call, so an action on it ends here when its context
+// does). Its text is the wrapped error's.
+type NotSentError struct{ Err error }
+
+func (e *NotSentError) Error() string { return e.Err.Error() }
+func (e *NotSentError) Unwrap() error { return e.Err }
+
+// notSent marks err as a failure before any input reached the page.
+func notSent(err error) error { return &NotSentError{Err: err} }
+
 // Modifier key values of the WebDriver actions model.
 var modifierKeys = map[string]string{
 	"Alt": "\uE00A", "Control": "\uE009", "Meta": "\uE03D", "Shift": "\uE008",
@@ -209,7 +225,8 @@ type ClickOptions struct {
 }
 
 // Click scrolls the target into view and clicks its center with the native
-// pointer, holding the modifier keys, as a user would.
+// pointer, holding the modifier keys, as a user would. A failure before the
+// pointer moved is a [*NotSentError].
 func (p *Page) Click(ctx context.Context, t snapshot.Target, o ClickOptions) (Located, error) {
 	button := 0
 	switch o.Button {
@@ -219,30 +236,30 @@ func (p *Page) Click(ctx context.Context, t snapshot.Target, o ClickOptions) (Lo
 	case "right":
 		button = 2
 	default:
-		return Located{}, fmt.Errorf("click: unknown button %q (left, middle, right)", o.Button)
+		return Located{}, notSent(fmt.Errorf("click: unknown button %q (left, middle, right)", o.Button))
 	}
 	count := o.Count
 	if count == 0 {
 		count = 1
 	}
 	if count < 1 || count > 3 {
-		return Located{}, fmt.Errorf("click: count %d out of range 1..3", o.Count)
+		return Located{}, notSent(fmt.Errorf("click: count %d out of range 1..3", o.Count))
 	}
 	var keys []string
 	for _, m := range o.Modifiers {
 		k, ok := modifierKeys[m]
 		if !ok {
-			return Located{}, fmt.Errorf("click: unknown modifier %q (Alt, Control, Meta, Shift)", m)
+			return Located{}, notSent(fmt.Errorf("click: unknown modifier %q (Alt, Control, Meta, Shift)", m))
 		}
 		keys = append(keys, k)
 	}
 	loc, err := p.Locate(ctx, t, true)
 	if err != nil {
-		return Located{}, fmt.Errorf("click: %w", err)
+		return Located{}, notSent(fmt.Errorf("click: %w", err))
 	}
 	if !loc.Where.Visible || !loc.Where.Hit {
-		return loc, fmt.Errorf("click %s: %w (visible=%v, covered=%v); scroll, close what covers it, or take a new a11y_snapshot",
-			loc.Ref, ErrNotInteractable, loc.Where.Visible, !loc.Where.Hit)
+		return loc, notSent(fmt.Errorf("click %s: %w (visible=%v, covered=%v); scroll, close what covers it, or take a new a11y_snapshot",
+			loc.Ref, ErrNotInteractable, loc.Where.Visible, !loc.Where.Hit))
 	}
 	// Ticks run in step across the sources: the keys go down with the
 	// move, stay down through the presses, and come up after.

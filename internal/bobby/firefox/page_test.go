@@ -195,6 +195,40 @@ func TestClickHoldsModifiersAndScrollsIntoView(t *testing.T) {
 	}
 }
 
+// A click or typing that fails before it sent the page any input (its
+// target not located, not interactable, or its context over before the
+// locating call answered) says so with a *NotSentError, so the caller
+// knows the action did not happen.
+func TestActionsSayWhenNothingWasSent(t *testing.T) {
+	p := open(t, "/keys.html")
+	ctx := testCtx(t)
+	notSent := func(what string, err error, want error) {
+		t.Helper()
+		var ns *NotSentError
+		if !errors.As(err, &ns) || !errors.Is(err, want) {
+			t.Errorf("%s = %v, want a *NotSentError wrapping %v", what, err, want)
+		}
+	}
+	missing := snapshot.Target{Role: "button", Name: "No such button"}
+	_, err := p.Click(ctx, missing, ClickOptions{})
+	notSent("click on a missing target", err, snapshot.ErrTargetNotFound)
+	_, err = p.TypeInto(ctx, missing, "abc", false)
+	notSent("typing into a missing target", err, snapshot.ErrTargetNotFound)
+	_, err = p.Click(ctx, snapshot.Target{Ref: "e9999"}, ClickOptions{})
+	notSent("click on a stale ref", err, snapshot.ErrTargetNotFound)
+	over, cancel := context.WithCancel(ctx)
+	cancel()
+	far := snapshot.Target{Role: "button", Name: "Far button"}
+	_, err = p.Click(over, far, ClickOptions{})
+	notSent("click with its context over", err, context.Canceled)
+	eval(t, p, `(() => { const d = document.createElement('div'); d.style.cssText = 'position:fixed;inset:0;z-index:9;background:#fff'; document.body.appendChild(d); })()`)
+	_, err = p.Click(ctx, far, ClickOptions{})
+	notSent("click through an overlay", err, ErrNotInteractable)
+	if got := eval(t, p, `window.seen.length`); got != float64(0) {
+		t.Errorf("the page saw %v clicks", got)
+	}
+}
+
 func TestWaitsOnFirefox(t *testing.T) {
 	p := open(t, "/dyn.html")
 	ctx := testCtx(t)

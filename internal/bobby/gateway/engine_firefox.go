@@ -68,6 +68,18 @@ func ffErr(err error) error {
 	return err
 }
 
+// ffActionErr is ffErr for the error of a Firefox action: one that came
+// before the action sent the page any input (a *firefox.NotSentError, its
+// target not yet located) is marked unsent, so its timeout is a plain
+// timeout the caller may retry, as on Chromium, never needsReconciliation.
+func ffActionErr(err error) error {
+	var ns *firefox.NotSentError
+	if errors.As(err, &ns) {
+		return unsent(ffErr(err))
+	}
+	return ffErr(err)
+}
+
 func (e *firefoxEngine) name() string                    { return engineFirefox }
 func (e *firefoxEngine) Open(ctx context.Context) error  { return e.rt.Open(ctx) }
 func (e *firefoxEngine) Close(ctx context.Context) error { return e.rt.Close(ctx) }
@@ -500,7 +512,7 @@ func (p *firefoxPage) click(ctx context.Context, x *execCtx, in clickArgs) (map[
 		ev["dialog"] = d
 	}
 	if err != nil {
-		return ev, nil, ffErr(err)
+		return ev, nil, ffActionErr(err)
 	}
 	if ev["dialog"] == nil {
 		for k, v := range p.settle(ctx) {
@@ -520,7 +532,7 @@ func (p *firefoxPage) typeText(ctx context.Context, x *execCtx, in typeTextArgs)
 	}
 	ref, err := p.p.TypeInto(ctx, t, in.Text, in.Clear)
 	if err != nil {
-		return map[string]any{"ref": ref}, nil, ffErr(err)
+		return map[string]any{"ref": ref}, nil, ffActionErr(err)
 	}
 	// The text itself is never echoed: it may be a password.
 	return map[string]any{"ref": ref, "typedChars": len([]rune(in.Text)), "cleared": in.Clear}, nil, nil

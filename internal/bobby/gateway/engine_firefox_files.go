@@ -75,7 +75,8 @@ func (p *firefoxPage) uploadFiles(ctx context.Context, x *execCtx, in uploadArgs
 		}
 		up.Via = "fileChooser"
 	default:
-		return ev, nil, ffErr(err)
+		// FindFileInput only reads the page: nothing was sent to it.
+		return ev, nil, unsent(ffErr(err))
 	}
 	up.Files = len(up.Names)
 	ev["upload"] = up
