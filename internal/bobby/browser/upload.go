@@ -37,7 +37,7 @@ type Upload struct {
 // when the target is none of those, whatever file input clicking it opens
 // a chooser for. Hidden inputs work. That click is a probe, so it is made
 // only on a target that could stand in for a file input (see
-// chooserProbeJS): one whose click would submit a form, follow a link or
+// ChooserProbeJS): one whose click would submit a form, follow a link or
 // change a control is refused unclicked, as is more than one path when no
 // file input of the page takes several. Each path must be a readable
 // regular file; errors name only its base name. The caller checks the
@@ -50,7 +50,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 
 	var up Upload
 	var input cdp.BackendNodeID
-	var probe chooserProbe
+	var probe ChooserProbe
 	err = p.onNode(ctx, ref, func(pctx context.Context, t *chromedp.Target, n node) error {
 		res, err := cdp.Call(pctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
 			FunctionDeclaration: `function(){
@@ -75,7 +75,7 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 		}
 		if res.Result == nil || res.Result.ObjectID == "" {
 			// No input: what clicking the target for a chooser would do.
-			return callOn(pctx, t, n.object, chooserProbeJS, &probe)
+			return callOn(pctx, t, n.object, ChooserProbeJS, &probe)
 		}
 		desc, err := cdp.Call(pctx, t, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: res.Result.ObjectID})
 		if err != nil {
@@ -100,11 +100,8 @@ func (p *Page) UploadFiles(ctx context.Context, ref NodeRef, paths []string) (Up
 		return Upload{}, fmt.Errorf("upload files: %w", err)
 	}
 	if input == 0 {
-		switch {
-		case probe.Refuse != "":
-			return Upload{}, fmt.Errorf("upload files: %w", invalidf("%s is no file input, holds none and labels none; %s, so it is not clicked to look for a file chooser: target the file input itself (hidden ones work), its label or a container holding it", ref, probe.Refuse))
-		case len(abs) > 1 && !probe.Multiple:
-			return Upload{}, fmt.Errorf("upload files: %w", invalidf("no file input of the page takes several files, got %d", len(abs)))
+		if err := probe.Check(ref.String(), len(abs)); err != nil {
+			return Upload{}, fmt.Errorf("upload files: %w", err)
 		}
 		if err := p.chooseFiles(ctx, ref, abs, &up.Names); err != nil {
 			return Upload{}, fmt.Errorf("upload files: %w", err)
@@ -156,9 +153,9 @@ func UploadPaths(paths []string) ([]string, error) {
 	return abs, nil
 }
 
-// chooserProbe is what chooserProbeJS reports of a target that is no file
+// ChooserProbe is what ChooserProbeJS reports of a target that is no file
 // input, holds none and labels none.
-type chooserProbe struct {
+type ChooserProbe struct {
 	// Refuse says why clicking the target must not serve as a file
 	// chooser probe; empty when it may.
 	Refuse string `json:"refuse"`
@@ -167,17 +164,39 @@ type chooserProbe struct {
 	Multiple bool `json:"multiple"`
 }
 
-// chooserProbeJS decides, for a target that is no file input, whether a
+// Check is the refusal, before any click, of the target (named in the
+// error) as a file chooser probe for n files: an ErrInvalidArgument when
+// the click could do something other than open a chooser, or when several
+// files are given and no file input of the page takes several; nil when
+// the click may be made. Both engines' upload_files refuse by it.
+func (c ChooserProbe) Check(target string, n int) error {
+	switch {
+	case c.Refuse != "":
+		return invalidf("%s is no file input, holds none and labels none; %s, so it is not clicked to look for a file chooser: target the file input itself (hidden ones work), its label or a container holding it", target, c.Refuse)
+	case n > 1 && !c.Multiple:
+		return invalidf("no file input of the page takes several files, got %d", n)
+	}
+	return nil
+}
+
+// ChooserProbeJS decides, for a target that is no file input, whether a
 // click may be spent to see if it opens a file chooser, as a button that
-// stands in for a hidden input does. Its default action must be harmless:
-// no link to another document, no submit or reset button of a form, no
-// form control or label of one that the click would change, no details
-// summary. Several paths are refused before the click when every file
-// input of the target's document (or shadow root) takes one; a page with
-// none may make its input on the click, as script-driven uploaders do, and
-// the chooser that opens says then how many files it takes.
-const chooserProbeJS = `function(){
-	const isFile = e => e instanceof HTMLInputElement && e.type === "file";
+// stands in for a hidden input does, and answers a ChooserProbe. Its
+// default action must be harmless: no link to another document, no submit
+// or reset button of a form, no form control or label of one that the
+// click would change, no details summary. Several paths are refused before
+// the click when every file input of the target's document (or shadow
+// root) takes one; a page with none may make its input on the click, as
+// script-driven uploaders do, and the chooser that opens says then how
+// many files it takes.
+//
+// Both engines run this one script with the target as `this`: Chromium
+// through Runtime.callFunctionOn in the element's own realm, Firefox (the
+// gateway's upload_files) in the walker's sandbox of the top document,
+// where an element of a frame is no instance of that realm's classes; so
+// it tells elements apart by localName, never by instanceof.
+const ChooserProbeJS = `function(){
+	const isFile = e => !!e && e.localName === "input" && e.type === "file";
 	const a = this.closest ? this.closest("a[href], area[href]") : null;
 	if (a) {
 		const href = (a.getAttribute("href") || "").trim();
@@ -188,7 +207,7 @@ const chooserProbeJS = `function(){
 		return {refuse: "it is a " + b.type + " button of a form, which the click would " + (b.type === "reset" ? "reset" : "submit")};
 	}
 	const c = this.closest ? this.closest("input, select, textarea, option") : null;
-	if (c && !(c instanceof HTMLInputElement && ["button", "submit", "image", "reset"].includes(c.type))) {
+	if (c && !(c.localName === "input" && ["button", "submit", "image", "reset"].includes(c.type))) {
 		return {refuse: "it is a form control, which the click would change"};
 	}
 	const label = this.closest ? this.closest("label") : null;

@@ -255,6 +255,18 @@ func (f *FormPage) Call(ctx context.Context, obj form.Object, fn string, out any
 	return nil
 }
 
+// CallOnRef runs fn, a page function whose `this` is the element of ref,
+// in the walker's sandbox and decodes its JSON-encoded result into out: how
+// a page script written for both engines (the upload's chooser probe, from
+// package browser) runs on Firefox.
+func (p *Page) CallOnRef(ctx context.Context, ref, fn string, out any) error {
+	n, err := snapshot.ParseRef(ref)
+	if err != nil {
+		return fmt.Errorf("call on %s: %w", ref, err)
+	}
+	return p.Forms().Call(ctx, elementRef(n), fn, out)
+}
+
 // Hold runs fn and keeps its result in the sandbox by handle.
 func (f *FormPage) Hold(ctx context.Context, obj form.Object, fn string, args ...any) (form.Object, error) {
 	v, err := f.call(ctx, obj, fn, "hold", args)

@@ -62,6 +62,16 @@ func filesURL(path string) string {
   document.getElementById('fstatus').textContent = 'attached ' + Array.from(e.target.files, (f) => f.name + ' (' + f.size + ')').join(', ');
 });</script></body>`)
 		})
+		mux.HandleFunc("/not-pickers.html", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<!doctype html><title>Not pickers</title><main><h1>Not pickers</h1>
+<form id="f"><input type="file" id="resume" style="display:none">
+<label id="remember-label">Remember me <input type="checkbox" id="remember"></label>
+<select id="kind"><option>CV</option><option>Letter</option></select>
+<button type="reset" id="again">Start over</button></form>
+<details id="more"><summary id="more-summary">More options</summary><p>Nothing</p></details>
+<script>window.resets = 0; document.getElementById('f').addEventListener('reset', () => window.resets++);</script></main>`)
+		})
 		// The login page sets the session cookie as a site does: HttpOnly,
 		// so no page script could have handed it over.
 		mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +220,76 @@ func TestEngineMatrixUploadFiles(t *testing.T) {
 	if len(shapes) == 2 && shapes[engineChromium] != shapes[engineFirefox] {
 		t.Errorf("upload evidence differs:\nchromium %s\nfirefox  %s", shapes[engineChromium], shapes[engineFirefox])
 	}
+}
+
+// TestEngineMatrixUploadRefusesWhatIsNoFilePicker: a target that is no
+// file input, holds none and labels none is clicked to look for a file
+// chooser only when the click could do nothing else. A link, a form's
+// submit or reset button, another form control or its label and a summary
+// are invalidRequest, unclicked, and so are several paths when every file
+// input of the page takes one; a button of a page with no file input, which
+// may make one on the click, is clicked and its chooser gets the file.
+func TestEngineMatrixUploadRefusesWhatIsNoFilePicker(t *testing.T) {
+	onBothEngines(t, func(t *testing.T, engine string, cs *mcp.ClientSession) {
+		dir, files := uploadFixtures(t)
+		start := func(url string) any {
+			return mustOK(t, cs, "workflow_start", map[string]any{"profile": "default", "url": url,
+				"executionPolicy": map[string]any{"javascriptEvaluation": true}})["workflowHandle"]
+		}
+		eval := func(h any, expr string) any {
+			return get(mustOK(t, cs, "evaluate_javascript", map[string]any{"workflowHandle": h, "expression": expr}), "evidence", "value")
+		}
+		refused := func(h any, target map[string]any, says string, paths ...string) {
+			t.Helper()
+			args := map[string]any{"workflowHandle": h, "paths": paths}
+			if sel, ok := target["selector"]; ok {
+				args["selector"] = sel
+			} else {
+				args["target"] = target
+			}
+			m := mustFail(t, cs, "upload_files", args, CodeInvalidRequest)
+			if msg := asStr(get(m, "error", "message")); !strings.Contains(msg, says) || strings.Contains(dump(m), dir) {
+				t.Errorf("upload_files(%v) = %s, want invalidRequest saying %q and no local path", target, dump(m), says)
+			}
+		}
+
+		h := start(fixtureURL("upload.html"))
+		refused(h, map[string]any{"role": "button", "name": "Send"}, "submit button", files["notes.txt"])
+		refused(h, map[string]any{"selector": "#away"}, "link to", files["notes.txt"])
+		if n := eval(h, "window.submits"); n != 0.0 {
+			t.Errorf("the form was submitted %v times", n)
+		}
+		if p := eval(h, "location.pathname"); p != "/b/upload.html" {
+			t.Errorf("the page left for %v", p)
+		}
+
+		h = start(filesURL("/not-pickers.html"))
+		refused(h, map[string]any{"selector": "#remember-label"}, "labels a form control", files["notes.txt"])
+		refused(h, map[string]any{"selector": "#remember"}, "form control", files["notes.txt"])
+		refused(h, map[string]any{"selector": "#kind"}, "form control", files["notes.txt"])
+		refused(h, map[string]any{"selector": "#again"}, "reset button", files["notes.txt"])
+		refused(h, map[string]any{"selector": "#more-summary"}, "details summary", files["notes.txt"])
+		if got := eval(h, `[document.getElementById("remember").checked, window.resets, document.getElementById("more").open].join()`); got != "false,0,false" {
+			t.Errorf("checked, resets, open = %v: a refused target was clicked", got)
+		}
+
+		h = start(fixtureURL("upload-single.html"))
+		refused(h, map[string]any{"selector": "#choose"}, "several files", files["cv.pdf"], files["notes.txt"])
+		if n := eval(h, "window.opened"); n != 0.0 {
+			t.Errorf("the chooser was opened %v times before the count was checked", n)
+		}
+		m := mustOK(t, cs, "upload_files", map[string]any{"workflowHandle": h, "selector": "#choose", "paths": []string{files["notes.txt"]}})
+		if get(m, "evidence", "upload", "via") != "fileChooser" || get(m, "evidence", "upload", "files") != 1.0 {
+			t.Errorf("one path through the chooser = %s", dump(m))
+		}
+
+		h = start(fixtureURL("upload-dynamic.html"))
+		m = mustOK(t, cs, "upload_files", map[string]any{"workflowHandle": h, "selector": "#pick", "paths": []string{files["notes.txt"]}})
+		if get(m, "evidence", "upload", "via") != "fileChooser" || get(m, "evidence", "upload", "files") != 1.0 {
+			t.Errorf("the chooser of the input the click made = %s", dump(m))
+		}
+		waitText(t, cs, h, "notes.txt")
+	})
 }
 
 // TestEngineMatrixDownloadURL downloads a file the server serves only to

@@ -23,9 +23,12 @@ const ffFileDialogWait = browser.DefaultActionTimeout
 
 // uploadFiles puts local files on the target's file input: the target
 // itself, the input its label stands for, one inside it, or, when it is
-// none of those, the input whose file picker clicking it opens. Hidden
-// inputs work. The evidence is Chromium's: the ref and what the input
-// reports (base names), never a local path.
+// none of those, the input whose file picker clicking it opens. That click
+// is refused unmade, as on Chromium, when it could do anything else (a
+// link, a form's submit or reset button, another control or its label, a
+// summary) or when several files are given and no file input of the page
+// takes several. Hidden inputs work. The evidence is Chromium's: the ref
+// and what the input reports (base names), never a local path.
 func (p *firefoxPage) uploadFiles(ctx context.Context, x *execCtx, in uploadArgs) (map[string]any, map[string]any, error) {
 	t, err := p.target(in.targetArgs)
 	if err != nil {
@@ -56,6 +59,15 @@ func (p *firefoxPage) uploadFiles(ctx context.Context, x *execCtx, in uploadArgs
 			return ev, nil, ffErr(fmt.Errorf("upload files: %w", err))
 		}
 	case errors.Is(err, firefox.ErrNoFileInput):
+		// The click is a probe, made only when it can do nothing but open
+		// a file chooser: Chromium's check, by the same script.
+		var probe browser.ChooserProbe
+		if err := p.p.CallOnRef(ctx, ref, browser.ChooserProbeJS, &probe); err != nil {
+			return ev, nil, unsent(ffErr(fmt.Errorf("upload files: %w", err)))
+		}
+		if err := probe.Check(ref, len(abs)); err != nil {
+			return ev, nil, fmt.Errorf("upload files: %w", err)
+		}
 		wait := min(ffFileDialogWait, time.Until(x.deadline))
 		d, err := p.p.ClickForFileDialog(ctx, snapshot.Target{Ref: ref}, wait)
 		switch {
