@@ -88,6 +88,7 @@ type daemonUnderTest struct {
 	url  string
 	ws   string
 	fake *modeltest.Server
+	stop func() // shuts the daemon down (once; the test's cleanup calls it too)
 }
 
 // startDaemon runs the real daemon in process on a loopback port, against
@@ -95,9 +96,16 @@ type daemonUnderTest struct {
 // delta dev.
 func startDaemon(t *testing.T) *daemonUnderTest {
 	t.Helper()
+	return startDaemonWith(t, agentScript, nil)
+}
+
+// startDaemonWith is startDaemon with another script (made from the
+// workspace path) and extra environment (which wins over the defaults).
+func startDaemonWith(t *testing.T, script func(ws string) modeltest.Script, extra map[string]string) *daemonUnderTest {
+	t.Helper()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
-	fake, err := modeltest.Start(agentScript(ws))
+	fake, err := modeltest.Start(script(ws))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +122,9 @@ func startDaemon(t *testing.T) *daemonUnderTest {
 		"DELTA_DB": filepath.Join(ws, ".delta", "delta.db"), "DELTA_WORKSPACE": ws, "DELTA_CODE_CLI": "/bin/true",
 		"MODEL_BASE_URL": fake.URL(), "MODEL_API_KEY": "fake-key", "DELTA_MODEL_PRIMARY": "scripted/cockpit",
 		"DELTA_CAPTURE_CALLS": "1", "DELTA_INSPECT_WRITE": "1", "DELTA_AGENT_ID": "cockpit-test-agent",
+	}
+	for k, v := range extra {
+		env[k] = v
 	}
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
@@ -134,8 +145,10 @@ func startDaemon(t *testing.T) *daemonUnderTest {
 		cancel()
 		t.Fatal("daemon never listened")
 	}
-	t.Cleanup(func() { cancel(); <-errc })
-	return &daemonUnderTest{url: "http://" + addr, ws: ws, fake: fake}
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-errc }) }
+	t.Cleanup(stop)
+	return &daemonUnderTest{url: "http://" + addr, ws: ws, fake: fake, stop: stop}
 }
 
 func (d *daemonUnderTest) submit(t *testing.T, text string) string {
@@ -493,4 +506,51 @@ func startDaemonB(b *testing.B) string {
 		b.Fatalf("daemon: %v", err)
 	}
 	return ""
+}
+
+// opsScript is agentScript, except that a task containing "[fail]" gets an
+// upstream refusal, so its run fails on its first model call.
+func opsScript(ws string) modeltest.Script {
+	agent := agentScript(ws)
+	return func(req modeltest.ChatRequest) modeltest.Reply {
+		for _, m := range req.Messages {
+			if m.Role == "user" && strings.Contains(m.Content, "[fail]") {
+				return modeltest.ErrorReply(400, "upstream refused the request")
+			}
+		}
+		return agent(req)
+	}
+}
+
+// openLive opens the Cockpit and waits for its stream.
+func openLive(t *testing.T, d *daemonUnderTest) context.Context {
+	t.Helper()
+	ctx := chromium.Open(t, d.url+"/dev")
+	run(t, ctx, chromedp.EmulateViewport(1400, 900))
+	waitFor(t, ctx, "the stream", `document.getElementById("live").className === "on"`)
+	return ctx
+}
+
+// detailCell is the value beside a header cell of the run detail's table.
+func detailCell(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const th = [...document.querySelectorAll("#run-detail th")].find((th) => th.textContent === `+strconv.Quote(name)+`); return th ? th.nextElementSibling.textContent : "(no " + `+strconv.Quote(name)+` + " cell)" })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A run that failed on its first model call finished no turn: its detail
+// says 0 turns, not a blank.
+func TestRunDetailShowsZeroTurns(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	id := d.submit(t, "[fail] please")
+	waitFor(t, ctx, "the run to fail", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="failed"]')`, id))
+	js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, id))
+	waitFor(t, ctx, "its detail", `!!document.querySelector("#run-detail pre.err")`)
+	if got := detailCell(t, ctx, "turns"); got != "0" {
+		t.Errorf("turns cell = %q, want 0", got)
+	}
 }

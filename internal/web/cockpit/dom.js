@@ -1,10 +1,12 @@
 // h builds an element: h("td.n", {title: "x"}, "text", child, …). Text is
-// always set as text, never parsed as HTML.
+// always set as text, never parsed as HTML. Only a plain object in the
+// second place is attributes; anything else there is the first child, a
+// falsy one included (0 turns is shown as "0").
 export function h(spec, attrs, ...kids) {
   const [tag, ...cls] = spec.split(".");
   const el = document.createElement(tag || "div");
   if (cls.length) el.className = cls.join(" ");
-  if (attrs && (typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs))) { kids.unshift(attrs); attrs = null; }
+  if (attrs !== undefined && (attrs === null || typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs))) { kids.unshift(attrs); attrs = null; }
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
