@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/deltaharness/delta/internal/bobby/browser/browsertest"
@@ -553,4 +554,36 @@ func TestRunDetailShowsZeroTurns(t *testing.T) {
 	if got := detailCell(t, ctx, "turns"); got != "0" {
 		t.Errorf("turns cell = %q, want 0", got)
 	}
+}
+
+// mouse presses or releases the left button at the centre of the first
+// element sel matches, as a person's click is two events apart in time.
+func mouse(t *testing.T, ctx context.Context, typ input.DispatchMouseEventType, sel string) {
+	t.Helper()
+	xy, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector(`+strconv.Quote(sel)+`).getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2] })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := func(p *input.DispatchMouseEventParams) { p.Button, p.ClickCount = input.MouseButtonLeft, 1 }
+	run(t, ctx, chromedp.MouseEvent(typ, xy[0], xy[1], left))
+}
+
+// A click on a run's row selects it even when another run's events update
+// the list between the press and the release, as they do all the time
+// while an agent works.
+func TestRunsListClickSpansLiveUpdates(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	first := d.submit(t, "Write a hello note please")
+	waitFor(t, ctx, "the first run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, first))
+	d.fake.Hold()
+	busy := d.submit(t, "Write another note please")
+	waitFor(t, ctx, "the second run to run", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]')`, busy))
+
+	row := fmt.Sprintf(`[data-run=%q]`, first)
+	mouse(t, ctx, chromedp.MousePressed, row)
+	d.fake.Release()
+	waitFor(t, ctx, "the second run to finish meanwhile", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, busy))
+	mouse(t, ctx, chromedp.MouseReleased, row)
+	waitFor(t, ctx, "the clicked run's detail", fmt.Sprintf(`(document.querySelector("#run-detail h2") || {}).textContent?.startsWith(%q)`, first))
 }

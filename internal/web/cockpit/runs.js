@@ -26,13 +26,36 @@ function turns(events) {
   return [...by.values()];
 }
 
+// renderRunsList keeps one element per run, moves it into place and
+// rewrites it only when what it shows changed. The list is rendered on
+// every event of every run; rebuilding it would replace the row under the
+// pointer between a press and its release, and the browser then fires no
+// click on the row, so an operator could not pick a run while any agent
+// was working.
 export function renderRunsList(el, state, select) {
   const rows = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""));
-  if (!rows.length) return fill(el, h("p.empty.pad", "No runs yet. Send a task: delta send, or POST /v1/tasks."));
-  fill(el, rows.map((r) => h("div.row" + (r.id === state.selected ? ".sel" : ""), { dataset: { run: r.id, status: r.status }, onclick: () => select(r.id) },
-    h("div.t", h("span.mono", r.id.slice(0, 17)), badge(r.status, "st-" + r.status)),
-    h("div.s", short(r.input, 90) || "—"),
-    h("div.s", `${r.steps || 0} turns · ${((r.usage || {}).input_tokens || 0) + ((r.usage || {}).output_tokens || 0)} tok · ${usd((r.usage || {}).cost_usd)} · ${state.callCount(r)} calls`))));
+  if (!rows.length) { el.rows = null; return fill(el, h("p.empty.pad", "No runs yet. Send a task: delta send, or POST /v1/tasks.")); }
+  if (!el.rows) { el.replaceChildren(); el.rows = new Map(); }
+  const seen = new Set();
+  let prev = null;
+  for (const r of rows) {
+    const u = r.usage || {};
+    const view = [r.status, r.id === state.selected, short(r.input, 90) || "—",
+      `${r.steps || 0} turns · ${(u.input_tokens || 0) + (u.output_tokens || 0)} tok · ${usd(u.cost_usd)} · ${state.callCount(r)} calls`];
+    const sig = JSON.stringify(view);
+    let row = el.rows.get(r.id);
+    if (!row) { row = h("div.row", { dataset: { run: r.id }, onclick: () => select(r.id) }); el.rows.set(r.id, row); }
+    if (row.sig !== sig) {
+      row.sig = sig;
+      row.className = "row" + (view[1] ? " sel" : "");
+      row.dataset.status = r.status;
+      fill(row, h("div.t", h("span.mono", r.id.slice(0, 17)), badge(r.status, "st-" + r.status)), h("div.s", view[2]), h("div.s", view[3]));
+    }
+    const at = prev ? prev.nextSibling : el.firstChild;
+    if (at !== row) el.insertBefore(row, at);
+    prev = row; seen.add(r.id);
+  }
+  for (const [id, row] of el.rows) if (!seen.has(id)) { row.remove(); el.rows.delete(id); }
 }
 
 export function renderRunDetail(el, state, detail) {
