@@ -587,3 +587,28 @@ func TestRunsListClickSpansLiveUpdates(t *testing.T) {
 	mouse(t, ctx, chromedp.MouseReleased, row)
 	waitFor(t, ctx, "the clicked run's detail", fmt.Sprintf(`(document.querySelector("#run-detail h2") || {}).textContent?.startsWith(%q)`, first))
 }
+
+// Text selected in a run's detail stays selected while other runs work:
+// the detail is redrawn only when the run it shows changes.
+func TestRunDetailKeepsSelectionWhileOthersRun(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	first := d.submit(t, "Write a hello note please")
+	waitFor(t, ctx, "the first run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, first))
+	js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, first))
+	waitFor(t, ctx, "its answer", `!!document.querySelector("#run-detail .answer")`)
+	js(t, ctx, `const r = document.createRange(); r.selectNodeContents(document.querySelector("#run-detail .answer")); getSelection().removeAllRanges(); getSelection().addRange(r)`)
+
+	other := d.submit(t, "Write another note please")
+	waitFor(t, ctx, "the other run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, other))
+	if got := text(t, ctx, "#h-captured"); got != "2" {
+		t.Fatalf("header runs captured = %q, want 2 (the page has not rendered the other run)", got)
+	}
+	sel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getSelection().toString()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel != "All done: wrote notes/hello.txt." {
+		t.Errorf("selection after another run's events = %q, want the answer still selected", sel)
+	}
+}

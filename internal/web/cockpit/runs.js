@@ -58,11 +58,18 @@ export function renderRunsList(el, state, select) {
   for (const [id, row] of el.rows) if (!seen.has(id)) { row.remove(); el.rows.delete(id); }
 }
 
+// renderRunDetail draws the selected run. The page renders on every event
+// of every run; the detail is redrawn only when what it shows changed (the
+// run's row, its events, its streamed text, the fetched detail), so text an
+// operator selected in it stays selected while other runs work.
 export function renderRunDetail(el, state, detail) {
   const r = state.runs.get(state.selected);
-  if (!r) return fill(el, h("p.empty", "Select a run."));
+  if (!r) { el.shown = null; return fill(el, h("p.empty", "Select a run.")); }
   const evs = state.events.get(r.id) || [];
   const u = r.usage || {};
+  const shown = JSON.stringify([r, evs.length, r.status === "running" ? (state.liveText.get(r.id) || "").length : 0]);
+  if (el.shown === shown && el.shownDetail === detail) return;
+  el.shown = shown; el.shownDetail = detail;
   const out = detail && detail.task && detail.task.result && detail.task.result.output_text;
   fill(el,
     h("h2", r.id, " ", badge(r.status, "st-" + r.status)),
