@@ -154,7 +154,13 @@ func startDaemonWith(t *testing.T, script func(ws string) modeltest.Script, extr
 
 func (d *daemonUnderTest) submit(t *testing.T, text string) string {
 	t.Helper()
-	resp, err := http.Post(d.url+"/v1/tasks", "application/json", strings.NewReader(`{"input":`+strconv.Quote(text)+`}`))
+	return d.submitBody(t, `{"input":`+strconv.Quote(text)+`}`)
+}
+
+// submitBody posts a task body as given and returns the run's id.
+func (d *daemonUnderTest) submitBody(t *testing.T, body string) string {
+	t.Helper()
+	resp, err := http.Post(d.url+"/v1/tasks", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,5 +616,23 @@ func TestRunDetailKeepsSelectionWhileOthersRun(t *testing.T) {
 	}
 	if sel != "All done: wrote notes/hello.txt." {
 		t.Errorf("selection after another run's events = %q, want the answer still selected", sel)
+	}
+}
+
+// A run's detail shows its whole request, not the list row's preview of
+// its first 200 characters, and its instructions.
+func TestRunDetailShowsTheWholeRequest(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	ask := "Write a hello note please. " + strings.Repeat("Then more context. ", 40) + "The end (marker 9zx1)."
+	id := d.submitBody(t, `{"input":`+strconv.Quote(ask)+`,"instructions":"Answer in one line."}`)
+	waitFor(t, ctx, "the run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, id))
+	js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, id))
+	waitFor(t, ctx, "its answer", `!!document.querySelector("#run-detail .answer")`)
+	if got := text(t, ctx, "#run-detail pre.request"); got != ask {
+		t.Errorf("request shown = %q\nwant %q", got, ask)
+	}
+	if got := text(t, ctx, "#run-detail pre.instructions"); got != "Answer in one line." {
+		t.Errorf("instructions shown = %q", got)
 	}
 }

@@ -71,13 +71,18 @@ export function renderRunDetail(el, state, detail) {
   if (el.shown === shown && el.shownDetail === detail) return;
   el.shown = shown; el.shownDetail = detail;
   const out = detail && detail.task && detail.task.result && detail.task.result.output_text;
+  // The request in full once the detail is fetched: every input message and
+  // the instructions (the list row holds a 200-character preview).
+  const req = detail && detail.request;
+  const asked = req && Array.isArray(req.input) ? req.input.map((m) => (typeof m.content === "string" ? m.content : "")).filter(Boolean).join("\n\n") : r.input;
   fill(el,
     h("h2", r.id, " ", badge(r.status, "st-" + r.status)),
     h("table", h("tbody",
       h("tr", h("th", "session"), h("td.mono", r.session_id), h("th", "owner"), h("td", r.owner || "—")),
       h("tr", h("th", "model"), h("td", r.model || "—"), h("th", "turns"), h("td", r.steps || 0)),
       h("tr", h("th", "tokens"), h("td", `${u.input_tokens || 0} in · ${u.output_tokens || 0} out · ${u.cache_read_tokens || 0} cached`), h("th", "cost"), h("td", usd(u.cost_usd))))),
-    h("h3", "Request"), h("pre", r.input || ""),
+    h("h3", "Request"), h("pre.request", asked || ""),
+    req && req.instructions ? [h("h3", "Instructions"), h("pre.instructions", req.instructions)] : null,
     state.liveText.get(r.id) && r.status === "running" ? [h("h3", "Streaming"), h("pre", state.liveText.get(r.id))] : null,
     out ? [h("h3", "Final answer"), h("pre.answer", out)] : null,
     r.error ? [h("h3", "Error"), h("pre.err", r.error)] : null,
