@@ -574,24 +574,22 @@ func mouse(t *testing.T, ctx context.Context, typ input.DispatchMouseEventType, 
 	run(t, ctx, chromedp.MouseEvent(typ, xy[0], xy[1], left))
 }
 
-// A click on a run's row selects it even when another run's events update
-// the list between the press and the release, as they do all the time
-// while an agent works.
+// A click on a run's row selects it even when the run's events update the
+// list between the press and the release, as they do all the time while an
+// agent works.
 func TestRunsListClickSpansLiveUpdates(t *testing.T) {
 	d := startDaemonWith(t, opsScript, nil)
 	ctx := openLive(t, d)
-	first := d.submit(t, "Write a hello note please")
-	waitFor(t, ctx, "the first run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, first))
 	d.fake.Hold()
-	busy := d.submit(t, "Write another note please")
-	waitFor(t, ctx, "the second run to run", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]')`, busy))
+	id := d.submit(t, "Write a hello note please")
+	row := fmt.Sprintf(`[data-run=%q]`, id)
+	waitFor(t, ctx, "the run to run", fmt.Sprintf(`!!document.querySelector('%s[data-status="running"]')`, row))
 
-	row := fmt.Sprintf(`[data-run=%q]`, first)
-	mouse(t, ctx, chromedp.MousePressed, row)
+	mouse(t, ctx, chromedp.MousePressed, row+" .s")
 	d.fake.Release()
-	waitFor(t, ctx, "the second run to finish meanwhile", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, busy))
-	mouse(t, ctx, chromedp.MouseReleased, row)
-	waitFor(t, ctx, "the clicked run's detail", fmt.Sprintf(`(document.querySelector("#run-detail h2") || {}).textContent?.startsWith(%q)`, first))
+	waitFor(t, ctx, "the run to finish meanwhile", fmt.Sprintf(`!!document.querySelector('%s[data-status="done"]')`, row))
+	mouse(t, ctx, chromedp.MouseReleased, row+" .s")
+	waitFor(t, ctx, "the clicked run's detail", fmt.Sprintf(`(document.querySelector("#run-detail h2") || {}).textContent?.startsWith(%q)`, id))
 }
 
 // Text selected in a run's detail stays selected while other runs work:

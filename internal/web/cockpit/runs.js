@@ -26,12 +26,12 @@ function turns(events) {
   return [...by.values()];
 }
 
-// renderRunsList keeps one element per run, moves it into place and
-// rewrites it only when what it shows changed. The list is rendered on
-// every event of every run; rebuilding it would replace the row under the
-// pointer between a press and its release, and the browser then fires no
-// click on the row, so an operator could not pick a run while any agent
-// was working.
+// renderRunsList keeps one element per run, with the same children for
+// its life: it moves rows into place and changes only their texts and
+// classes. The list is rendered on every event of every run; rebuilding it
+// would replace the element under the pointer between a press and its
+// release, and the browser then fires no click on the row, so an operator
+// could not pick a run while any agent was working.
 export function renderRunsList(el, state, select) {
   const rows = [...state.runs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || ""));
   if (!rows.length) { el.rows = null; return fill(el, h("p.empty.pad", "No runs yet. Send a task: delta send, or POST /v1/tasks.")); }
@@ -44,12 +44,17 @@ export function renderRunsList(el, state, select) {
       `${r.steps || 0} turns · ${(u.input_tokens || 0) + (u.output_tokens || 0)} tok · ${usd(u.cost_usd)} · ${state.callCount(r)} calls`];
     const sig = JSON.stringify(view);
     let row = el.rows.get(r.id);
-    if (!row) { row = h("div.row", { dataset: { run: r.id }, onclick: () => select(r.id) }); el.rows.set(r.id, row); }
+    if (!row) {
+      row = h("div.row", { dataset: { run: r.id }, onclick: () => select(r.id) }, h("div.t", h("span.mono", r.id.slice(0, 17)), badge("")), h("div.s"), h("div.s"));
+      el.rows.set(r.id, row);
+    }
     if (row.sig !== sig) {
       row.sig = sig;
       row.className = "row" + (view[1] ? " sel" : "");
       row.dataset.status = r.status;
-      fill(row, h("div.t", h("span.mono", r.id.slice(0, 17)), badge(r.status, "st-" + r.status)), h("div.s", view[2]), h("div.s", view[3]));
+      const [t, input, counts] = row.children, b = t.lastChild;
+      b.textContent = r.status; b.className = "badge st-" + r.status;
+      input.textContent = view[2]; counts.textContent = view[3];
     }
     const at = prev ? prev.nextSibling : el.firstChild;
     if (at !== row) el.insertBefore(row, at);
