@@ -72,14 +72,17 @@ export function renderRunDetail(el, state, detail) {
   if (!r) { el.shown = null; return fill(el, h("p.empty", "Select a run.")); }
   const evs = state.events.get(r.id) || [];
   const u = r.usage || {};
-  const shown = JSON.stringify([r, evs.length, r.status === "running" ? (state.liveText.get(r.id) || "").length : 0]);
-  if (el.shown === shown && el.shownDetail === detail) return;
-  el.shown = shown; el.shownDetail = detail;
   const out = detail && detail.task && detail.task.result && detail.task.result.output_text;
   // The request in full once the detail is fetched: every input message and
   // the instructions (the list row holds a 200-character preview).
   const req = detail && detail.request;
   const asked = req && Array.isArray(req.input) ? req.input.map((m) => (typeof m.content === "string" ? m.content : "")).filter(Boolean).join("\n\n") : r.input;
+  const live = r.status === "running" ? state.liveText.get(r.id) || "" : "";
+  // What the detail shows, as a key: a fetched detail that brings nothing
+  // new (each finished turn fetches it again) redraws nothing.
+  const shown = JSON.stringify([r.id, r.status, r.session_id, r.owner, r.model, r.steps, u, r.error, evs.length, live.length, out, asked, req && req.instructions]);
+  if (el.shown === shown) return;
+  el.shown = shown;
   fill(el,
     h("h2", r.id, " ", badge(r.status, "st-" + r.status)),
     h("table", h("tbody",
@@ -88,7 +91,7 @@ export function renderRunDetail(el, state, detail) {
       h("tr", h("th", "tokens"), h("td", `${u.input_tokens || 0} in · ${u.output_tokens || 0} out · ${u.cache_read_tokens || 0} cached`), h("th", "cost"), h("td", usd(u.cost_usd))))),
     h("h3", "Request"), h("pre.request", asked || ""),
     req && req.instructions ? [h("h3", "Instructions"), h("pre.instructions", req.instructions)] : null,
-    state.liveText.get(r.id) && r.status === "running" ? [h("h3", "Streaming"), h("pre", state.liveText.get(r.id))] : null,
+    live ? [h("h3", "Streaming"), h("pre", live)] : null,
     out ? [h("h3", "Final answer"), h("pre.answer", out)] : null,
     r.error ? [h("h3", "Error"), h("pre.err", r.error)] : null,
     h("h3", "Turns"),
