@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -632,5 +634,76 @@ func TestRunDetailShowsTheWholeRequest(t *testing.T) {
 	}
 	if got := text(t, ctx, "#run-detail pre.instructions"); got != "Answer in one line." {
 		t.Errorf("instructions shown = %q", got)
+	}
+}
+
+// detailCounter is a reverse proxy in front of the daemon that counts the
+// page's requests for one run's detail (GET /v1/dev/runs/{id}).
+type detailCounter struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (c *detailCounter) front(t *testing.T, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1 // the event stream passes through as it is written
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/dev/runs/"); ok && r.Method == http.MethodGet {
+			c.mu.Lock()
+			c.ids = append(c.ids, id)
+			c.mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (c *detailCounter) asked() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ids)
+}
+
+// Opening the Cockpit replays every stored event; a run the list already
+// holds as finished is not fetched again for it, so the page's first load
+// costs no request per finished run. Selecting a run fetches its detail.
+func TestLoadFetchesNoFinishedRunAgain(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, d.submit(t, fmt.Sprintf("Write hello note %d please", i)))
+	}
+	for _, id := range ids {
+		waitDone(t, d, id)
+	}
+	var c detailCounter
+	ctx := chromium.Open(t, c.front(t, d.url)+"/dev")
+	waitFor(t, ctx, "the stream", `document.getElementById("live").className === "on"`)
+	waitFor(t, ctx, "every stored event", fmt.Sprintf(`window.cockpit.eventIds().length >= %d`, len(d.storedIDs(t))))
+	js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, ids[0]))
+	waitFor(t, ctx, "the selected run's answer", `!!document.querySelector("#run-detail .answer")`)
+	if got := c.asked(); !slices.Equal(got, []string{ids[0]}) {
+		t.Errorf("run details fetched = %v, want only the selected %s", got, ids[0])
+	}
+}
+
+// waitDone waits for a run to finish: its event stream ends after its
+// run.finished with a done frame.
+func waitDone(t *testing.T, d *daemonUnderTest, id string) {
+	t.Helper()
+	resp, err := http.Get(d.url + "/v1/tasks/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.Contains(string(b), "event: done") {
+		t.Fatalf("run %s events ended without done (%v):\n%.500s", id, err, b)
 	}
 }

@@ -37,15 +37,26 @@ function merge(r, row) {
   Object.assign(r, row);
   if (rank[status] > rank[row.status]) r.status = status;
   if ((steps || 0) > (row.steps || 0)) { r.steps = steps; r.usage = usage; }
+  if (rank[row.status] === 2) r.settled = true;
 }
 
+// settled marks a row the daemon sent as finished: it never changes again,
+// so its run.finished (replayed for every stored run when the page opens)
+// fetches nothing. One fetch per run runs at a time; a refresh asked for
+// meanwhile runs once after it unless the row it brought is settled.
+const fetching = new Map();
 async function refreshRun(id) {
+  if (fetching.has(id)) { fetching.set(id, "again"); return; }
+  fetching.set(id, "once");
   try {
     const d = await get(`/v1/dev/runs/${id}`);
     merge(state.runs.get(id), d.run);
     if (id === state.selected) state.detail = d;
     schedule();
   } catch { /* gone or not yet visible: the stream keeps it current */ }
+  const again = fetching.get(id) === "again";
+  fetching.delete(id);
+  if (again && !(state.runs.get(id) || {}).settled) refreshRun(id);
 }
 
 function onEvent(ev) {
@@ -70,7 +81,8 @@ function onEvent(ev) {
       break;
     case "checkpoint": r.steps = d.steps; r.usage = { ...r.usage, ...d.usage }; break;
     case "run.finished": r.status = d.status; r.error = d.error || ""; r.finished_at = ev.time; state.liveText.delete(r.id);
-      refreshRun(r.id); break;
+      if (!r.settled) refreshRun(r.id);
+      break;
   }
   if (r.id === state.selected && (ev.name === "tool.result" || ev.name === "checkpoint")) refreshSelected();
   schedule();
@@ -167,7 +179,7 @@ async function boot() {
   }).catch(() => { $("h-agent").textContent = "—"; $("h-provider").textContent = "—"; });
   // The list first (newest 200 runs with their counters), then the stream
   // from the start: the timeline of every run in view is complete.
-  try { const l = await get("/v1/dev/runs?limit=200"); for (const r of l.data) state.runs.set(r.id, r); } catch { /* the stream fills it */ }
+  try { const l = await get("/v1/dev/runs?limit=200"); for (const r of l.data) { state.runs.set(r.id, r); r.settled = rank[r.status] === 2; } } catch { /* the stream fills it */ }
   schedule();
   state.stream = follow({ onEvent, onState: (on) => { if (on) window.cockpit.connected++; $("live").textContent = on ? "live" : "reconnecting…"; $("live").className = on ? "on" : "off"; } });
 }
