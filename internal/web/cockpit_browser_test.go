@@ -707,3 +707,41 @@ func waitDone(t *testing.T, d *daemonUnderTest, id string) {
 		t.Fatalf("run %s events ended without done (%v):\n%.500s", id, err, b)
 	}
 }
+
+// When the daemon goes away the page says so: the header's badge and a
+// banner name the daemon as unreachable instead of "reconnecting…" forever,
+// and the tabs that load on demand say they could not reach it rather than
+// that it has nothing (no revisions, no memory) or a bare "Failed to fetch".
+func TestDaemonUnreachableIsShown(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	id := d.submit(t, "Write a hello note please")
+	waitFor(t, ctx, "the run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, id))
+	if got := text(t, ctx, "#down"); got != "" {
+		t.Errorf("banner while live = %q, want none", got)
+	}
+
+	d.stop()
+	waitFor(t, ctx, "the badge to say unreachable", `document.getElementById("live").textContent === "daemon unreachable"`)
+	waitFor(t, ctx, "the banner", `!document.getElementById("down").hidden`)
+	if got := text(t, ctx, "#down"); !strings.Contains(got, "The daemon is unreachable") || !strings.Contains(got, "as of") {
+		t.Errorf("banner = %q", got)
+	}
+	run(t, ctx, chromedp.Click(`[data-tab="memory"]`))
+	waitFor(t, ctx, "the memory tab's errors", `document.querySelectorAll("#memory .err").length === 2`)
+	if got := text(t, ctx, "#memory"); !strings.Contains(got, "Could not load DELTA.md revisions: the daemon is unreachable") ||
+		!strings.Contains(got, "Could not load governed memory: the daemon is unreachable") || strings.Contains(got, "on this daemon") {
+		t.Errorf("memory tab = %q, want both loads to say the daemon is unreachable", got)
+	}
+	run(t, ctx, chromedp.Click(`[data-tab="files"]`))
+	waitFor(t, ctx, "the files tab's error", `!!document.querySelector("#files-tree .err")`)
+	if got := text(t, ctx, "#files-tree"); !strings.HasPrefix(got, "the daemon is unreachable") {
+		t.Errorf("files tab = %q", got)
+	}
+	run(t, ctx, chromedp.Click(`[data-tab="runs"]`))
+	js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, id))
+	waitFor(t, ctx, "the detail's error", `!!document.querySelector("#run-detail .detail-error")`)
+	if got := text(t, ctx, "#run-detail .detail-error"); !strings.HasPrefix(got, "Could not load this run's detail: the daemon is unreachable") {
+		t.Errorf("run detail error = %q", got)
+	}
+}

@@ -11,20 +11,26 @@ export async function session() {
   return b;
 }
 
-export async function get(path) {
-  const r = await fetch(path, { credentials: "same-origin" });
+// request answers the JSON body of a successful response. A failure is an
+// Error with the API's own message and the HTTP status; a request that got
+// no answer at all (the daemon stopped, the network is down) says that the
+// daemon is unreachable, with status 0, rather than the browser's bare
+// "Failed to fetch".
+async function request(path, init) {
+  let r;
+  try { r = await fetch(path, { credentials: "same-origin", ...init }); }
+  catch (e) { throw Object.assign(new Error(`the daemon is unreachable (${e.message})`), { status: 0 }); }
   const b = await r.json().catch(() => ({}));
-  if (!r.ok) throw Object.assign(new Error((b.error && b.error.message) || r.statusText), { status: r.status });
+  if (!r.ok) throw Object.assign(new Error((b.error && b.error.message) || `HTTP ${r.status} ${r.statusText}`.trim()), { status: r.status });
   return b;
 }
 
-export async function send(method, path, body) {
+export const get = (path) => request(path);
+
+export function send(method, path, body) {
   const headers = { "content-type": "application/json" };
   if (csrf) headers["x-delta-csrf"] = csrf;
-  const r = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
-  const b = await r.json().catch(() => ({}));
-  if (!r.ok) throw Object.assign(new Error((b.error && b.error.message) || r.statusText), { status: r.status });
-  return b;
+  return request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
 // Paths in URLs: each segment escaped, the slashes kept.

@@ -1,6 +1,6 @@
 import { session, get } from "./api.js";
 import { follow } from "./stream.js";
-import { fill, h, usd } from "./dom.js";
+import { fill, h, time, usd } from "./dom.js";
 import { renderRunsList, renderRunDetail, renderTimeline } from "./runs.js";
 import { renderCallsList, renderCall } from "./calls.js";
 import { renderToolsList, renderTool } from "./tools.js";
@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 // order (ids never repeat), live text, and what each tab has selected.
 const state = {
   runs: new Map(), events: new Map(), order: [], liveText: new Map(),
-  selected: "", tab: "runs", capture: false, detail: null, calls: [], call: -1, tool: -1,
+  selected: "", tab: "runs", capture: false, detail: null, detailError: "", calls: [], call: -1, tool: -1,
   callEvents: new Map(),
   callCount(r) { return Math.max(r.calls || 0, this.capture ? (this.callEvents.get(r.id) || 0) : 0); },
 };
@@ -51,7 +51,7 @@ async function refreshRun(id) {
   try {
     const d = await get(`/v1/dev/runs/${id}`);
     merge(state.runs.get(id), d.run);
-    if (id === state.selected) state.detail = d;
+    if (id === state.selected) { state.detail = d; state.detailError = ""; }
     schedule();
   } catch { /* gone or not yet visible: the stream keeps it current */ }
   const again = fetching.get(id) === "again";
@@ -114,7 +114,7 @@ function runPicker(onPick) {
 }
 
 async function select(id, quiet) {
-  state.selected = id; state.detail = null; state.call = -1; state.tool = -1;
+  state.selected = id; state.detail = null; state.detailError = ""; state.call = -1; state.tool = -1;
   await refreshSelected();
   if (!quiet) schedule();
 }
@@ -125,8 +125,8 @@ async function refreshSelected() {
   refreshing = (async () => {
     const id = state.selected;
     if (!id) return;
-    try { state.detail = await get(`/v1/dev/runs/${id}`); state.calls = state.detail.calls; merge(state.runs.get(id), state.detail.run); }
-    catch { state.detail = null; state.calls = []; }
+    try { state.detail = await get(`/v1/dev/runs/${id}`); state.detailError = ""; state.calls = state.detail.calls; merge(state.runs.get(id), state.detail.run); }
+    catch (e) { state.detail = null; state.detailError = e.message; state.calls = []; }
     schedule();
     if (state.tab === "calls") showCalls();
     if (state.tab === "tools") showTools();
@@ -181,7 +181,22 @@ async function boot() {
   // from the start: the timeline of every run in view is complete.
   try { const l = await get("/v1/dev/runs?limit=200"); for (const r of l.data) { state.runs.set(r.id, r); r.settled = rank[r.status] === 2; } } catch { /* the stream fills it */ }
   schedule();
-  state.stream = follow({ onEvent, onState: (on) => { if (on) window.cockpit.connected++; $("live").textContent = on ? "live" : "reconnecting…"; $("live").className = on ? "on" : "off"; } });
+  state.stream = follow({ onEvent, onState });
+}
+
+// onState shows the stream's state in the header badge. Once a reconnect
+// finds no daemon, a banner says so and since when: everything on the page
+// is as of then (a run shown running may have ended), and the page keeps
+// retrying on its own.
+let lostAt = null;
+function onState(on, down) {
+  const live = $("live"), banner = $("down");
+  if (on) { window.cockpit.connected++; lostAt = null; }
+  else if (!lostAt) lostAt = new Date();
+  live.textContent = on ? "live" : down ? "daemon unreachable" : "reconnecting…";
+  live.className = on ? "on" : down ? "down" : "off";
+  banner.hidden = !down;
+  banner.textContent = down ? `The daemon is unreachable (${down}). What this page shows is as of ${time(lostAt.toISOString())}; it reconnects by itself when the daemon is back.` : "";
 }
 
 // For tests and benchmarks: read-only views of the live state.

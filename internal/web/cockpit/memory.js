@@ -14,7 +14,11 @@ export async function loadMemory(el) {
 async function loadRevisions(el, tab) {
   let revs;
   try { revs = await get("/v1/dev/revisions"); } catch (e) {
-    return fill(el, h("h2", "DELTA.md revisions"), h("p.empty", { id: "memory-empty" }, "No DELTA.md revisions on this daemon (", e.status === 404 ? "not available" : e.message, "). Revisions are recorded when the agent rewrites DELTA.md."));
+    // Only a 404 means this daemon serves no revisions; any other failure
+    // (the daemon unreachable, a 500) is shown as what it is.
+    return fill(el, h("h2", "DELTA.md revisions"), e.status === 404 ?
+      h("p.empty", { id: "memory-empty" }, "No DELTA.md revisions on this daemon (not available). Revisions are recorded when the agent rewrites DELTA.md.") :
+      h("p.err", "Could not load DELTA.md revisions: ", e.message));
   }
   const list = revs.revisions || [];
   const out = h("div");
@@ -33,7 +37,9 @@ async function loadRevisions(el, tab) {
 async function loadRows(el) {
   let res;
   try { res = await get("/v1/dev/memory"); } catch (e) {
-    return fill(el, h("h2", "Governed memory"), h("p.empty", { id: "memory-rows-empty" }, "No governed memory on this daemon (", e.status === 404 ? "not available" : e.message, ")."));
+    return fill(el, h("h2", "Governed memory"), e.status === 404 ?
+      h("p.empty", { id: "memory-rows-empty" }, "No governed memory on this daemon (not available).") :
+      h("p.err", "Could not load governed memory: ", e.message));
   }
   const list = res.data || [];
   fill(el, h("h2", `Governed memory (${list.length})`),

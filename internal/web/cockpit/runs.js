@@ -80,11 +80,12 @@ export function renderRunDetail(el, state, detail) {
   const live = r.status === "running" ? state.liveText.get(r.id) || "" : "";
   // What the detail shows, as a key: a fetched detail that brings nothing
   // new (each finished turn fetches it again) redraws nothing.
-  const shown = JSON.stringify([r.id, r.status, r.session_id, r.owner, r.model, r.steps, u, r.error, evs.length, live.length, out, asked, req && req.instructions]);
+  const shown = JSON.stringify([r.id, r.status, r.session_id, r.owner, r.model, r.steps, u, r.error, evs.length, live.length, out, asked, req && req.instructions, state.detailError]);
   if (el.shown === shown) return;
   el.shown = shown;
   fill(el,
     h("h2", r.id, " ", badge(r.status, "st-" + r.status)),
+    state.detailError ? h("p.err.detail-error", "Could not load this run's detail: ", state.detailError) : null,
     h("table", h("tbody",
       h("tr", h("th", "session"), h("td.mono", r.session_id), h("th", "owner"), h("td", r.owner || "—")),
       h("tr", h("th", "model"), h("td", r.model || "—"), h("th", "turns"), h("td", r.steps || 0)),

@@ -3,15 +3,23 @@
 // reconnects with ?since=<that id>, so every stored event arrives exactly
 // once. Frames are parsed from a fetch body rather than EventSource, so
 // every event name is seen (EventSource only delivers names it was told).
+//
+// onState(true) says the stream is connected; onState(false, down) that it
+// is not, with down "" while it reconnects after a drop and a reason once a
+// reconnect found no daemon (no answer, or an error status instead of the
+// stream).
 export function follow({ onEvent, onState, since = 0 }) {
-  let last = since, stopped = false, ctl = null, wait = 250;
+  let last = since, stopped = false, ctl = null, wait = 250, down = "";
   const seen = new Set();
   async function once() {
     ctl = new AbortController();
-    const r = await fetch(`/v1/dev/stream?since=${last}`, { signal: ctl.signal, credentials: "same-origin", headers: { accept: "text/event-stream" } });
+    const signal = ctl.signal;
+    let r;
+    try { r = await fetch(`/v1/dev/stream?since=${last}`, { signal, credentials: "same-origin", headers: { accept: "text/event-stream" } }); }
+    catch (e) { if (!signal.aborted) down = `no answer: ${e.message}`; throw e; }
     if (r.status === 401) { location.href = "/dev"; return; }
-    if (!r.ok || !r.body) throw new Error("stream " + r.status);
-    onState(true); wait = 250;
+    if (!r.ok || !r.body) { down = `HTTP ${r.status}`; throw new Error("stream " + r.status); }
+    down = ""; onState(true); wait = 250;
     const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
     for (;;) {
@@ -37,7 +45,7 @@ export function follow({ onEvent, onState, since = 0 }) {
   (async () => {
     while (!stopped) {
       try { await once(); } catch (e) { /* dropped: reconnect below */ }
-      onState(false);
+      onState(false, down);
       if (stopped) break;
       await new Promise((r) => setTimeout(r, wait));
       wait = Math.min(wait * 2, 5000);
