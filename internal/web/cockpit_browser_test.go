@@ -745,3 +745,40 @@ func TestDaemonUnreachableIsShown(t *testing.T) {
 		t.Errorf("run detail error = %q", got)
 	}
 }
+
+// On a phone-width window the header wraps instead of pushing the live
+// badge off the screen, the page does not scroll sideways, and a run's
+// detail gets the window's width (under the list) instead of a sliver
+// beside it.
+func TestNarrowWindowLayout(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	id := d.submit(t, "Write a hello note please")
+	waitFor(t, ctx, "the run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, id))
+	run(t, ctx, chromedp.EmulateViewport(390, 844))
+	js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, id))
+	waitFor(t, ctx, "its answer", `!!document.querySelector("#run-detail .answer")`)
+	for _, tab := range []string{"runs", "calls", "tools", "files", "memory"} {
+		run(t, ctx, chromedp.Click(`[data-tab="`+tab+`"]`))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
+		  const live = document.getElementById("live").getBoundingClientRect();
+		  const shown = document.querySelector(".tab.on .detail").getBoundingClientRect();
+		  return { liveRight: live.right, liveBottom: live.bottom, detail: shown.width, page: document.documentElement.scrollWidth, window: innerWidth };
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["liveRight"] > got["window"] || got["liveBottom"] <= 0 {
+			t.Errorf("%s: live badge at right %v of a %v-pixel window", tab, got["liveRight"], got["window"])
+		}
+		if got["page"] > got["window"] {
+			t.Errorf("%s: page is %v pixels wide in a %v-pixel window", tab, got["page"], got["window"])
+		}
+		if got["detail"] < 0.9*got["window"] {
+			t.Errorf("%s: detail is %v pixels wide in a %v-pixel window", tab, got["detail"], got["window"])
+		}
+	}
+	if *shotsDir != "" {
+		screenshot(t, ctx, *shotsDir, "8-narrow")
+	}
+}
