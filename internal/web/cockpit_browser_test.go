@@ -782,3 +782,58 @@ func TestNarrowWindowLayout(t *testing.T) {
 		screenshot(t, ctx, *shotsDir, "8-narrow")
 	}
 }
+
+// consoleErrors opens url in a new tab and gathers what the page logs as
+// an error: an uncaught exception, a console.error, or an error entry of
+// the browser's log (a failed request among them).
+func consoleErrors(t *testing.T, url string) (context.Context, func() []string) {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(chromium.Context(t))
+	t.Cleanup(cancel)
+	var mu sync.Mutex
+	var errs []string
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				mu.Lock()
+				errs = append(errs, fmt.Sprintf("%s (%s)", m.Text, m.URL))
+				mu.Unlock()
+			}
+		}
+	}()
+	run(t, ctx, chromedp.Navigate(url))
+	return ctx, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(errs) }
+}
+
+// The Cockpit logs no error in the browser's console, on any tab, with a
+// run of each kind to show: no exception, no failed request (the browser's
+// own request for a page icon included).
+func TestNoConsoleErrors(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	done := d.submit(t, "Write a hello note please")
+	failed := d.submit(t, "[fail] please")
+	waitDone(t, d, done)
+	waitDone(t, d, failed)
+	ctx, errs := consoleErrors(t, d.url+"/dev")
+	waitFor(t, ctx, "the stream", `document.getElementById("live").className === "on"`)
+	for _, id := range []string{done, failed} {
+		js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, id))
+		waitFor(t, ctx, "the run's detail", fmt.Sprintf(`!!document.querySelector("#run-detail h3") && document.querySelector("#run-detail h2").textContent.startsWith(%q)`, id))
+		for _, tab := range []string{"calls", "tools", "files", "memory", "runs"} {
+			run(t, ctx, chromedp.Click(`[data-tab="`+tab+`"]`))
+		}
+	}
+	run(t, ctx, chromedp.Click(`[data-tab="files"]`))
+	waitFor(t, ctx, "the tree", `!!document.querySelector('#files-tree [data-path="DELTA.md"]')`)
+	js(t, ctx, `document.querySelector('#files-tree [data-path="DELTA.md"]').click()`)
+	waitFor(t, ctx, "the editor", `!!document.getElementById("editor")`)
+	run(t, ctx, chromedp.Click(`[data-tab="memory"]`))
+	waitFor(t, ctx, "the memory tab", `!!document.querySelector("#memory-rows h2")`)
+	if got := errs(); len(got) > 0 {
+		t.Errorf("console errors:\n  %s", strings.Join(got, "\n  "))
+	}
+}
