@@ -837,3 +837,58 @@ func TestNoConsoleErrors(t *testing.T) {
 		t.Errorf("console errors:\n  %s", strings.Join(got, "\n  "))
 	}
 }
+
+// navigate runs actions that load another page and waits for its load.
+func navigate(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.RunResponse(tctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// With an inspect token the operator signs in on the form, and signs out
+// with the header's button: back on the form, and the browser no longer
+// opens the API; a sign-out that fails says why. On a loopback daemon with
+// no token there is no session and no such button.
+func TestSignInAndOut(t *testing.T) {
+	const token = "inspect-token-for-the-test"
+	d := startDaemonWith(t, opsScript, map[string]string{"DELTA_INSPECT_TOKEN": token})
+	ctx := chromium.Open(t, d.url+"/dev")
+	waitFor(t, ctx, "the sign-in form", `!!document.querySelector('input[name="token"]')`)
+	navigate(t, ctx, "sign in", chromedp.SetValue(`input[name="token"]`, token), chromedp.Click(`button[type="submit"]`))
+	waitFor(t, ctx, "the stream", `!!document.getElementById("live") && document.getElementById("live").className === "on"`)
+	waitFor(t, ctx, "the sign-out button", `!document.getElementById("signout").hidden`)
+
+	navigate(t, ctx, "sign out", chromedp.Click(`#signout`))
+	waitFor(t, ctx, "the sign-in form again", `!!document.querySelector('input[name="token"]')`)
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(tctx, chromedp.Navigate(d.url+"/v1/dev/runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusUnauthorized {
+		t.Errorf("GET /v1/dev/runs after signing out = %d, want 401", resp.Status)
+	}
+
+	// A sign-out the daemon never answers says so, and stays signed in.
+	gone := startDaemonWith(t, opsScript, map[string]string{"DELTA_INSPECT_TOKEN": token})
+	gctx := chromium.Open(t, gone.url+"/dev")
+	waitFor(t, gctx, "the sign-in form", `!!document.querySelector('input[name="token"]')`)
+	navigate(t, gctx, "sign in", chromedp.SetValue(`input[name="token"]`, token), chromedp.Click(`button[type="submit"]`))
+	waitFor(t, gctx, "the sign-out button", `!!document.getElementById("signout") && !document.getElementById("signout").hidden`)
+	gone.stop()
+	run(t, gctx, chromedp.Click(`#signout`))
+	waitFor(t, gctx, "the failure", `document.getElementById("signout-note").textContent !== ""`)
+	if got := text(t, gctx, "#signout-note"); !strings.HasPrefix(got, "Sign-out failed: the daemon is unreachable") {
+		t.Errorf("sign-out note = %q", got)
+	}
+
+	open := startDaemonWith(t, opsScript, nil)
+	octx := openLive(t, open)
+	if hidden, err := chromedp.Run(octx, chromedp.Evaluate[bool](`document.getElementById("signout").hidden`)); err != nil || !hidden {
+		t.Errorf("sign-out button on a loopback daemon without a token: hidden = %v (%v), want hidden", hidden, err)
+	}
+}

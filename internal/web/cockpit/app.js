@@ -1,4 +1,4 @@
-import { session, get } from "./api.js";
+import { session, get, send } from "./api.js";
 import { follow } from "./stream.js";
 import { fill, h, time, usd } from "./dom.js";
 import { renderRunsList, renderRunDetail, renderTimeline } from "./runs.js";
@@ -171,7 +171,18 @@ function showTab(tab) {
 
 async function boot() {
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
-  await session();
+  // Signed in with the inspect token (a session cookie): the header offers
+  // to sign out, which revokes the session on the daemon and returns to the
+  // sign-in form; a refusal is shown beside the button.
+  if ((await session()).via === "cookie") {
+    const out = $("signout"), note = $("signout-note");
+    out.hidden = false;
+    out.addEventListener("click", async () => {
+      out.disabled = true; note.textContent = "";
+      try { await send("DELETE", "/v1/dev/session"); location.href = "/dev"; }
+      catch (e) { note.textContent = `Sign-out failed: ${e.message}`; out.disabled = false; }
+    });
+  }
   get("/v1/dev/config").then((c) => {
     $("h-agent").textContent = c.agent_id || "(no DELTA_AGENT_ID)";
     $("h-provider").textContent = (c.model && (c.model.provider || c.model.api)) ? `${c.model.provider || c.model.api} · ${c.model.primary || ""}` : "—";
