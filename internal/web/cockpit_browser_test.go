@@ -892,3 +892,31 @@ func TestSignInAndOut(t *testing.T) {
 		t.Errorf("sign-out button on a loopback daemon without a token: hidden = %v (%v), want hidden", hidden, err)
 	}
 }
+
+// With no run yet, the Calls and Tools tabs say so instead of offering an
+// empty run picker over "no calls for this run", and pick the first run
+// when it arrives; a failed run with capture on says it made no call, not
+// how to turn capture on.
+func TestCallsAndToolsEmptyStates(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	ctx := openLive(t, d)
+	waitFor(t, ctx, "the config", `window.cockpit.state.capture === true`)
+	for _, tab := range []string{"calls", "tools"} {
+		run(t, ctx, chromedp.Click(`[data-tab="`+tab+`"]`))
+		waitFor(t, ctx, tab+" to render", fmt.Sprintf(`document.getElementById(%q).textContent !== ""`, tab+"-list"))
+		if got := text(t, ctx, "#"+tab+"-list"); !strings.HasPrefix(got, "No runs yet.") {
+			t.Errorf("%s tab with no runs = %q", tab, got)
+		}
+		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll("#%s-list select").length`, tab))); n != 0 {
+			t.Errorf("%s tab with no runs has a run picker", tab)
+		}
+	}
+	run(t, ctx, chromedp.Click(`[data-tab="calls"]`))
+	id := d.submit(t, "[fail] please")
+	waitFor(t, ctx, "the run to fail", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="failed"]')`, id))
+	waitFor(t, ctx, "the calls tab to pick the new run", `!!document.querySelector("#calls-list select")`)
+	waitFor(t, ctx, "its message", `document.querySelector("#calls-list .empty") !== null`)
+	if got := text(t, ctx, "#calls-list .empty"); got != "No captured calls for this run: no model call of it served a turn." {
+		t.Errorf("calls of a failed run with capture on = %q", got)
+	}
+}

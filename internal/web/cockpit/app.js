@@ -104,6 +104,8 @@ function render() {
   // with its timeline, is rebuilt only while it is shown.
   renderRunsList($("runs-list"), state, select);
   if (state.tab === "runs") renderRunDetail($("run-detail"), state, state.detail);
+  // The first run to arrive while Calls or Tools says there is none.
+  if ((state.tab === "calls" || state.tab === "tools") && !state.selected && state.runs.size) showTab(state.tab);
 }
 
 function runPicker(onPick) {
@@ -134,16 +136,26 @@ async function refreshSelected() {
   try { await refreshing; } finally { refreshing = null; }
 }
 
+// noRuns fills a per-run tab when there is no run to pick.
+function noRuns(list, detail) {
+  if (state.runs.size) return false;
+  fill(list, h("p.empty.pad", "No runs yet. Send a task: delta send, or POST /v1/tasks."));
+  fill(detail);
+  return true;
+}
+
 function showCalls() {
   const list = $("calls-list");
+  if (noRuns(list, $("call-detail"))) return;
   const pick = (i) => { state.call = i; showCalls(); };
   fill(list, runPicker(showCalls), h("div"));
-  renderCallsList(list.lastChild, state.calls, state.call, pick);
+  renderCallsList(list.lastChild, state.calls, state.call, pick, state.capture);
   renderCall($("call-detail"), state.calls, state.call);
 }
 
 function showTools() {
   const list = $("tools-list");
+  if (noRuns(list, $("tool-detail"))) return;
   const journal = (state.detail && state.detail.journal) || [];
   const pick = (i) => { state.tool = i; showTools(); };
   fill(list, runPicker(showTools), h("div"));

@@ -26,8 +26,12 @@ export function diff(prev, cur) {
 
 const msgLine = (m) => h("span", h("span.kind", m.kind), h("b", m.role), " ", m.tool_calls ? "→ " + m.tool_calls.map((t) => t.name).join(", ") : short(m.content, 160));
 
-export function renderCallsList(el, calls, sel, pick) {
-  if (!calls.length) return fill(el, h("p.empty.pad", "No captured calls for this run. Capture is on under delta dev; elsewhere set DELTA_CAPTURE_CALLS=1."));
+// renderCallsList lists a run's captured calls; with none, capture says
+// why: this daemon captures (the run had no model call that served a turn)
+// or it does not (how to turn it on).
+export function renderCallsList(el, calls, sel, pick, capture) {
+  if (!calls.length) return fill(el, h("p.empty.pad", capture ? "No captured calls for this run: no model call of it served a turn." :
+    "No captured calls for this run. Capture is on under delta dev; elsewhere set DELTA_CAPTURE_CALLS=1."));
   fill(el, calls.map((c, i) => {
     const held = i > 0 ? diff(calls[i - 1], c).prefixHeld : null;
     return h("div.row" + (i === sel ? ".sel" : ""), { dataset: { call: c.id }, onclick: () => pick(i) },
