@@ -920,3 +920,84 @@ func TestCallsAndToolsEmptyStates(t *testing.T) {
 		t.Errorf("calls of a failed run with capture on = %q", got)
 	}
 }
+
+// gatedScript is agentScript whose second turn (the answer after the tool
+// result) waits until gate is closed.
+func gatedScript(gate chan struct{}) func(ws string) modeltest.Script {
+	return func(ws string) modeltest.Script {
+		agent := agentScript(ws)
+		return func(req modeltest.ChatRequest) modeltest.Reply {
+			for _, m := range req.Messages {
+				if m.Role == "tool" {
+					<-gate
+					break
+				}
+			}
+			return agent(req)
+		}
+	}
+}
+
+// A captured call the operator is reading stays as they left it (a
+// section they opened stays open) while the run goes on and new turns are
+// captured.
+func TestCallDetailStaysOpenWhileRunGoesOn(t *testing.T) {
+	gate := make(chan struct{})
+	d := startDaemonWith(t, gatedScript(gate), nil)
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	ctx := openLive(t, d)
+	id := d.submit(t, "Write a hello note please")
+	waitFor(t, ctx, "the run's first turn", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]') && window.cockpit.state.callCount(window.cockpit.state.runs.get(%q)) === 1`, id, id))
+	run(t, ctx, chromedp.Click(`[data-tab="calls"]`))
+	waitFor(t, ctx, "the first call", `document.querySelectorAll("#calls-list [data-call]").length === 1`)
+	run(t, ctx, chromedp.Click(`#calls-list [data-call]`))
+	waitFor(t, ctx, "its detail", `!!document.querySelector("#call-detail details.system")`)
+	js(t, ctx, `document.querySelector("#call-detail details.system").open = true`)
+
+	close(gate)
+	waitFor(t, ctx, "the second call", `document.querySelectorAll("#calls-list [data-call]").length === 2`)
+	if open, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#call-detail details.system").open`)); !open {
+		t.Errorf("the first call's system spine closed itself when the second turn was captured")
+	}
+	if got := text(t, ctx, "#call-detail h2"); !strings.HasPrefix(got, "Turn 1") {
+		t.Errorf("call detail = %q, want turn 1 still", got)
+	}
+}
+
+// Text selected in a tool call's result stays selected while the run goes
+// on to its next turn.
+func TestToolDetailKeepsSelectionWhileRunGoesOn(t *testing.T) {
+	gate := make(chan struct{})
+	d := startDaemonWith(t, gatedScript(gate), nil)
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	ctx := openLive(t, d)
+	id := d.submit(t, "Write a hello note please")
+	waitFor(t, ctx, "the run's tool call", fmt.Sprintf(`(window.cockpit.state.events.get(%q) || []).some((ev) => ev.name === "tool.result")`, id))
+	run(t, ctx, chromedp.Click(`[data-tab="tools"]`))
+	waitFor(t, ctx, "the journal", `document.querySelectorAll("#tools-list [data-tool]").length === 1`)
+	run(t, ctx, chromedp.Click(`#tools-list [data-tool]`))
+	waitFor(t, ctx, "the result", `!!document.querySelector("#tool-detail pre.result")`)
+	js(t, ctx, `const r = document.createRange(); r.selectNodeContents(document.querySelector("#tool-detail pre.result")); getSelection().removeAllRanges(); getSelection().addRange(r)`)
+
+	close(gate)
+	waitFor(t, ctx, "the run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]') && window.cockpit.state.detail.run.status === "done"`, id))
+	sel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getSelection().toString()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sel, "notes/hello.txt") {
+		t.Errorf("selection after the run went on = %q, want the tool result still selected", sel)
+	}
+}

@@ -141,26 +141,47 @@ function noRuns(list, detail) {
   if (state.runs.size) return false;
   fill(list, h("p.empty.pad", "No runs yet. Send a task: delta send, or POST /v1/tasks."));
   fill(detail);
+  list.shown = detail.shown = null;
   return true;
 }
 
+// redraw calls draw unless key is what el shows already. The Calls and
+// Tools tabs are shown again on every checkpoint and tool result of the
+// selected run; a call or tool call that did not change keeps what the
+// operator did with it (sections opened, text selected).
+function redraw(el, key, draw) {
+  const k = JSON.stringify(key);
+  if (el.shown === k) return;
+  el.shown = k;
+  draw();
+}
+
+const pickerKey = () => [state.selected, [...state.runs.values()].map((r) => r.id + " " + r.status)];
+
 function showCalls() {
-  const list = $("calls-list");
-  if (noRuns(list, $("call-detail"))) return;
+  const list = $("calls-list"), detail = $("call-detail");
+  if (noRuns(list, detail)) return;
   const pick = (i) => { state.call = i; showCalls(); };
-  fill(list, runPicker(showCalls), h("div"));
-  renderCallsList(list.lastChild, state.calls, state.call, pick, state.capture);
-  renderCall($("call-detail"), state.calls, state.call);
+  const ids = (cs) => cs.map((c) => c && c.id);
+  redraw(list, [pickerKey(), ids(state.calls), state.call, state.capture], () => {
+    fill(list, runPicker(showCalls), h("div"));
+    renderCallsList(list.lastChild, state.calls, state.call, pick, state.capture);
+  });
+  // A call is drawn with the diff against the one before it.
+  redraw(detail, [state.selected, state.call, ids(state.calls.slice(Math.max(0, state.call - 1), state.call + 1))],
+    () => renderCall(detail, state.calls, state.call));
 }
 
 function showTools() {
-  const list = $("tools-list");
-  if (noRuns(list, $("tool-detail"))) return;
+  const list = $("tools-list"), detail = $("tool-detail");
+  if (noRuns(list, detail)) return;
   const journal = (state.detail && state.detail.journal) || [];
   const pick = (i) => { state.tool = i; showTools(); };
-  fill(list, runPicker(showTools), h("div"));
-  renderToolsList(list.lastChild, journal, state.tool, pick);
-  renderTool($("tool-detail"), journal[state.tool]);
+  redraw(list, [pickerKey(), journal.map((j) => [j.call_id, j.state, j.is_error, j.duration_ms]), state.tool], () => {
+    fill(list, runPicker(showTools), h("div"));
+    renderToolsList(list.lastChild, journal, state.tool, pick);
+  });
+  redraw(detail, [state.selected, state.tool, journal[state.tool] || null], () => renderTool(detail, journal[state.tool]));
 }
 
 function showTab(tab) {
