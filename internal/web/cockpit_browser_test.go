@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -999,5 +1000,29 @@ func TestToolDetailKeepsSelectionWhileRunGoesOn(t *testing.T) {
 	}
 	if !strings.Contains(sel, "notes/hello.txt") {
 		t.Errorf("selection after the run went on = %q, want the tool result still selected", sel)
+	}
+}
+
+// Restoring a DELTA.md revision says what happened on the page: on a
+// daemon that allows inspection writes, which revision is back and where
+// what it replaced went; on one that does not, the daemon's refusal.
+func TestRevisionRestoreFeedback(t *testing.T) {
+	for _, write := range []string{"1", "0"} {
+		d := startDaemonWith(t, agentScript, map[string]string{"DELTA_INSPECT_WRITE": write})
+		ctx := openLive(t, d)
+		js(t, ctx, `window.confirm = () => true; window.alert = (m) => { window.alerted = m }`)
+		id := d.submit(t, "remember: # Who I am\nA lesson from the agent.\n")
+		waitFor(t, ctx, "the remember run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]')`, id))
+		run(t, ctx, chromedp.Click(`[data-tab="memory"]`))
+		waitFor(t, ctx, "the revision", `document.querySelectorAll("#memory [data-rev]").length === 1`)
+		run(t, ctx, chromedp.Click(`#memory [data-rev] button.restore`))
+		waitFor(t, ctx, "the restore's note", `(document.getElementById("memory-note") || {}).textContent > ""`)
+		note := text(t, ctx, "#memory-note")
+		if write == "1" && !regexp.MustCompile(`^Restored revision 1: DELTA\.md is version [0-9a-f]+ again; what it replaced is kept as revision 2\.$`).MatchString(note) {
+			t.Errorf("note after a restore = %q", note)
+		}
+		if write == "0" && note != "Restore failed: inspection writes are off: set DELTA_INSPECT_WRITE=1" {
+			t.Errorf("note after a refused restore = %q", note)
+		}
 	}
 }

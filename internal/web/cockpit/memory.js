@@ -4,14 +4,28 @@ import { get, send } from "./api.js";
 // The Memory tab: DELTA.md revisions (list, compare against the current
 // file, restore — an inspection write) and the governed memory rows with
 // their provenance, each shown when the daemon serves it.
-export async function loadMemory(el) {
+export async function loadMemory(el, note) {
   const revs = h("section", { id: "memory-revisions" });
   const rows = h("section", { id: "memory-rows" });
   fill(el, revs, rows);
-  await Promise.all([loadRevisions(revs, el), loadRows(rows)]);
+  await Promise.all([loadRevisions(revs, el, note), loadRows(rows)]);
 }
 
-async function loadRevisions(el, tab) {
+// restore writes a revision back as DELTA.md and says what happened in the
+// note above the list: which revision is back and where what it replaced
+// went, or the daemon's refusal (inspection writes off, an unknown id).
+async function restore(tab, note, id) {
+  if (!confirm(`Restore revision ${id}?`)) return;
+  let r;
+  try { r = await send("POST", `/v1/dev/revisions/${id}/restore`); } catch (e) {
+    note.textContent = `Restore failed: ${e.message}`; note.className = "err";
+    return;
+  }
+  loadMemory(tab, r.unchanged ? `Revision ${id} is what DELTA.md holds already: nothing changed.` :
+    `Restored revision ${id}: DELTA.md is version ${r.version} again` + (r.revision_id ? `; what it replaced is kept as revision ${r.revision_id}.` : "."));
+}
+
+async function loadRevisions(el, tab, done) {
   let revs;
   try { revs = await get("/v1/dev/revisions"); } catch (e) {
     // Only a 404 means this daemon serves no revisions; any other failure
@@ -22,12 +36,14 @@ async function loadRevisions(el, tab) {
   }
   const list = revs.revisions || [];
   const out = h("div");
+  const note = h("p" + (done ? ".ok" : ""), { id: "memory-note", role: "status" }, done || "");
   fill(el, h("h2", "Memory: DELTA.md revisions"),
     revs.current ? h("p", "Current version ", h("b.mono", revs.current.version || "—"), revs.current.bytes !== undefined ? ` · ${revs.current.bytes} bytes` : "") : null,
+    note,
     list.length ? h("table", h("thead", h("tr", h("th", "id"), h("th", "version"), h("th", "source"), h("th", "run"), h("th", "when"), h("th", ""))),
       h("tbody", list.map((r) => h("tr", { dataset: { rev: r.id } }, h("td", r.id), h("td.mono", r.version), h("td", badge(r.source || "—")), h("td.mono", (r.run_id || "").slice(0, 17)), h("td", time(r.created_at)),
         h("td", h("button.act.compare", { onclick: () => compare(out, r.id) }, "Compare"), " ",
-          h("button.act.restore", { onclick: async () => { if (!confirm(`Restore revision ${r.id}?`)) return; try { await send("POST", `/v1/dev/revisions/${r.id}/restore`); loadMemory(tab); } catch (e) { alert(e.message); } } }, "Restore")))))) : h("p.empty", "No revisions yet."),
+          h("button.act.restore", { onclick: () => restore(tab, note, r.id) }, "Restore")))))) : h("p.empty", "No revisions yet."),
     out);
 }
 
