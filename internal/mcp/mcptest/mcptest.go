@@ -306,6 +306,10 @@ func ServeStdioIfChild() {
 	if os.Getenv(EnvServe) != "1" {
 		return
 	}
+	if modes := os.Getenv(EnvRogue); modes != "" {
+		serveRogue(modes)
+		os.Exit(0)
+	}
 	n, _ := strconv.Atoi(os.Getenv(EnvTools))
 	s := NewServer(Options{Tools: n, CrashFile: os.Getenv(EnvCrashFile), Secret: os.Getenv(EnvSecret)}, nil)
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
