@@ -150,8 +150,9 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 			return nil, "", err
 		}
 		t = &sdk.StreamableClientTransport{
-			Endpoint:             s.cfg.URL,
-			HTTPClient:           &http.Client{Transport: &headerTransport{s: s, base: baseTransport(s.m.o.HTTPClient)}, Timeout: 0},
+			Endpoint: s.cfg.URL,
+			HTTPClient: &http.Client{Transport: &headerTransport{s: s, base: baseTransport(s.m.o.HTTPClient)}, Timeout: 0,
+				CheckRedirect: s.checkRedirect},
 			MaxRetries:           2,
 			DisableStandaloneSSE: true, // Delta consumes no server notifications
 		}

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +66,12 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.s.sameOrigin(req.URL) {
+		// checkRedirect refuses to leave the configured origin; this holds
+		// even for a request that got here another way: the server's
+		// credentials go to its own origin only.
+		return nil, fmt.Errorf("request to %s refused: MCP server %s's credentials go only to %s", origin(req.URL), t.s.cfg.Name, t.s.origin())
+	}
 	h, err := t.s.headers()
 	if err != nil {
 		return nil, err
@@ -100,6 +108,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a.sent.Store(true)
 	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// A redirect is an answer without running the call.
+		a.refused.Store(true)
 	case resp.StatusCode == http.StatusUnauthorized:
 		a.unauthorized.Store(true)
 		a.refused.Store(true)
@@ -109,6 +120,53 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.refused.Store(true)
 	}
 	return resp, err
+}
+
+// maxRedirects bounds a chain of same-origin redirects, as net/http does.
+const maxRedirects = 10
+
+// checkRedirect follows a redirect only within the configured origin
+// (scheme, host and port). Following one elsewhere would hand the server's
+// headers — its Authorization token — to a host the operator never named,
+// since headerTransport sets them on every request it sends.
+func (s *server) checkRedirect(req *http.Request, via []*http.Request) error {
+	if !s.sameOrigin(req.URL) {
+		return fmt.Errorf("MCP server %s redirected to another origin, %s: not followed, so its credentials stay with %s; "+
+			"if that address is right, configure it as the server's url", s.cfg.Name, origin(req.URL), s.origin())
+	}
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("MCP server %s: stopped after %d redirects", s.cfg.Name, maxRedirects)
+	}
+	return nil
+}
+
+// sameOrigin reports whether u is on the configured URL's origin.
+func (s *server) sameOrigin(u *url.URL) bool {
+	c, err := url.Parse(s.cfg.URL)
+	return err == nil && u != nil && origin(u) == origin(c)
+}
+
+func (s *server) origin() string {
+	c, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return origin(c)
+}
+
+// origin is scheme://host:port with the default port made explicit, and no
+// user info, path or query (which may hold secrets).
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // headers resolves the configured headers' vault references.
