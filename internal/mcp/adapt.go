@@ -179,6 +179,10 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.m.o.CallTimeout)
 	defer cancel()
+	// Close ends the calls in flight rather than waiting for them: a
+	// server that never answers must not hold shutdown for a whole
+	// CallTimeout.
+	defer context.AfterFunc(s.m.ctx, cancel)()
 	for try := 0; ; try++ {
 		sess, err := s.current(ctx)
 		if err != nil {
@@ -198,6 +202,9 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 			return s.render(res, name, callID)
 		}
 		if ctx.Err() != nil {
+			if s.m.ctx.Err() != nil {
+				return s.errorResult("MCP call %s on server %s was stopped because Delta is shutting down; it may or may not have taken effect", name, s.cfg.Name)
+			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return s.errorResult("MCP call %s on server %s got no answer within its time limit; it may or may not have taken effect", name, s.cfg.Name)
 			}

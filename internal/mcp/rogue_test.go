@@ -2,17 +2,23 @@ package mcp_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/mcp"
 	"github.com/deltaharness/delta/internal/mcp/mcptest"
+	"github.com/deltaharness/delta/internal/tool"
 )
 
 // logBuf collects a Manager's log lines, for what an operator would read.
@@ -96,5 +102,66 @@ func TestRedirectToAnotherOriginKeepsCredentials(t *testing.T) {
 	}
 	if r := call(t, t.Context(), tools, "moved__get_auth", `{}`); r.IsError || !strings.HasSuffix(r.Text, "Bearer [vault:KB_TOKEN]") {
 		t.Errorf("moved__get_auth = %+v", r)
+	}
+}
+
+// pidsIn reads the pids a rogue peer (and its grandchildren) recorded.
+func pidsIn(t *testing.T, file string) []int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []int
+	for f := range strings.FieldsSeq(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file holds %q", b)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// Close while a call waits on a server that never answers: Close returns
+// at once instead of after the call's ceiling, the call says the daemon is
+// shutting down, and no later call starts the server again.
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	m := mcp.New(mcp.Options{
+		Servers:        []config.MCPServer{rogueServer("r", "plain", map[string]string{mcptest.EnvRoguePIDFile: pids})},
+		Env:            map[string]string{"PATH": os.Getenv("PATH")},
+		ConnectTimeout: 20 * time.Second, CallTimeout: 30 * time.Second,
+	})
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tools := byName(t, m)
+	started := len(pidsIn(t, pids))
+	got := make(chan tool.Result, 1)
+	go func() { got <- call(t, context.Background(), tools, "r__get_hang", `{}`) }()
+	time.Sleep(100 * time.Millisecond) // let the call reach the server
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %s with a call in flight, want well under the 30 s call ceiling", d)
+	}
+	select {
+	case r := <-got:
+		if !r.IsError || !strings.Contains(r.Text, "shutting down") {
+			t.Errorf("call in flight at Close = %+v, want an error saying Delta is shutting down", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight did not return after Close")
+	}
+	if r := call(t, context.Background(), tools, "r__echo", `{"text":"late"}`); !r.IsError || !strings.Contains(r.Text, "shutting down") {
+		t.Errorf("call after Close = %+v, want a refusal", r)
+	}
+	if n := len(pidsIn(t, pids)); n != started {
+		t.Errorf("servers started: %d before Close, %d after: a call after Close started one", started, n)
 	}
 }

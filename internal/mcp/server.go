@@ -34,6 +34,9 @@ type server struct {
 	tools  []*sdk.Tool // discovered once; nil until the first successful boot
 }
 
+// errClosed is the answer of a server whose Manager was closed.
+var errClosed = errors.New("Delta is shutting down: the MCP client is closed")
+
 // credentialError marks a connection that failed for want of a vault
 // secret, so the server is retried when it arrives.
 type credentialError struct {
@@ -96,8 +99,14 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 	if s.session != nil {
 		return s.session, nil
 	}
+	if s.m.ctx.Err() != nil {
+		// After Close nothing reconnects: a call still running would
+		// otherwise start a server no one stops.
+		return nil, errClosed
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.m.o.ConnectTimeout)
 	defer cancel()
+	defer context.AfterFunc(s.m.ctx, cancel)() // Close abandons a connection under way
 	sess, used, err := s.connect(cctx)
 	if err != nil && s.refresh != nil && runToken(ctx) == "" && isUnauthorized(err) {
 		// The access token it sent is stale (or there was none): rotate
