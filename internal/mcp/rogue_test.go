@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,5 +165,60 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	}
 	if n := len(pidsIn(t, pids)); n != started {
 		t.Errorf("servers started: %d before Close, %d after: a call after Close started one", started, n)
+	}
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state …: a zombie has exited and only waits to be reaped.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// Stopping a stdio server stops everything it started, even a server deaf
+// to stdin EOF and SIGTERM whose helper holds its pipes: Close returns
+// after the stop sequence, and no process of the server is left running.
+func TestStdioStopLeavesNoProcess(t *testing.T) {
+	defer mcp.SetTerminateAfter(200 * time.Millisecond)()
+	dir := t.TempDir()
+	politePIDs, deafPIDs := filepath.Join(dir, "polite"), filepath.Join(dir, "deaf")
+	m := mcp.New(mcp.Options{
+		Servers: []config.MCPServer{
+			rogueServer("polite", mcptest.RogueGrandchild, map[string]string{mcptest.EnvRoguePIDFile: politePIDs}),
+			rogueServer("deaf", mcptest.RogueDeaf+","+mcptest.RogueGrandchild, map[string]string{mcptest.EnvRoguePIDFile: deafPIDs}),
+		},
+		Env:            map[string]string{"PATH": os.Getenv("PATH")},
+		ConnectTimeout: 20 * time.Second,
+	})
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range m.Status() {
+		if !st.Connected {
+			t.Fatalf("%s: %+v", st.Name, st)
+		}
+	}
+	pids := append(pidsIn(t, politePIDs), pidsIn(t, deafPIDs)...)
+	if len(pids) != 4 {
+		t.Fatalf("pids %v, want each server and its helper", pids)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %s; the stop sequence is three steps of 200 ms", d)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d still running after Close", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os/exec"
 	"sync"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -148,10 +147,9 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		if err != nil {
 			return nil, "", err
 		}
-		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...) //nolint:noctx // the server lives as long as its session; CommandTransport stops it (TerminateDuration)
+		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...) //nolint:noctx // the server lives as long as its session; stdioTransport stops it
 		cmd.Env = env
-		cmd.Stderr = &stderrLog{log: s.log, redact: s.m.o.Redact}
-		t = &trackedTransport{inner: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
+		t = &trackedTransport{inner: &stdioTransport{cmd: cmd, stderr: &stderrLog{log: s.log, redact: s.m.o.Redact}}}
 	case config.MCPHTTP:
 		// Resolve every header once up front: a missing credential is a
 		// clear connection error, not a request that goes out without it.

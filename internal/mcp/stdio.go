@@ -1,0 +1,108 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// terminateAfter is how long a stdio server has to exit after its stdin
+// closes, and again after SIGTERM, before it is killed.
+var terminateAfter = 2 * time.Second
+
+// stdioTransport runs a stdio server as the leader of its own process
+// group, so that stopping it stops everything it started: a wrapper
+// script's real server, a helper that inherited its pipes. Stopping is the
+// spec's sequence — stdin closed, then SIGTERM, then SIGKILL, each after
+// terminateAfter — sent to the whole group, and the group is killed once
+// the leader has exited, so no process outlives the session.
+type stdioTransport struct {
+	cmd    *exec.Cmd
+	stderr io.Writer
+}
+
+func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
+	cmd := t.cmd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	// stderr is a pipe Delta drains itself: with a plain io.Writer,
+	// exec.Cmd.Wait would wait for every holder of the pipe — a
+	// grandchild too — before reporting that the server exited.
+	er, ew, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = ew
+	if err := cmd.Start(); err != nil {
+		er.Close()
+		ew.Close()
+		return nil, err
+	}
+	ew.Close()
+	c := &child{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	go func() {
+		_, _ = io.Copy(t.stderr, er)
+		er.Close()
+	}()
+	go func() {
+		c.err = cmd.Wait() // closes stdout once the leader exits
+		close(c.exited)
+	}()
+	return (&sdk.IOTransport{Reader: io.NopCloser(stdout), Writer: c}).Connect(context.Background())
+}
+
+// child is a started stdio server: writes go to its stdin, and Close stops
+// its process group.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{}
+	err    error // Wait's, once exited is closed
+
+	once     sync.Once
+	closeErr error
+}
+
+func (c *child) Write(p []byte) (int, error) { return c.stdin.Write(p) }
+
+func (c *child) Close() error {
+	c.once.Do(func() { c.closeErr = c.stop() })
+	return c.closeErr
+}
+
+func (c *child) stop() error {
+	_ = c.stdin.Close()
+	pgid := c.cmd.Process.Pid
+	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
+		if sig != 0 {
+			_ = syscall.Kill(-pgid, sig)
+		}
+		select {
+		case <-c.exited:
+			// What the server started and left running goes with it.
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			var ee *exec.ExitError
+			if c.err != nil && !errors.As(c.err, &ee) {
+				return c.err
+			}
+			return nil // an exit status, even a signal, is how a server stops
+		case <-time.After(terminateAfter):
+		}
+	}
+	return fmt.Errorf("stdio server (pid %d) still running after SIGKILL", pgid)
+}
