@@ -210,6 +210,18 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 			}
 			return s.errorResult("MCP call %s on server %s was cancelled", name, s.cfg.Name)
 		}
+		if at.tooLarge.Load() || errors.Is(err, errTooLarge) {
+			// The same call would bring the same answer: never repeated.
+			// The connection is spent (the rest of the message is unread).
+			s.drop(sess, err)
+			s.log.Warn("mcp answer refused: too large", "tool", name, "limit_bytes", MaxMessageBytes)
+			effect := ""
+			if !readOnly {
+				effect = " It may have taken effect: verify the current state before repeating it."
+			}
+			return s.errorResult("the answer of MCP server %s to %s was larger than %d MiB, so Delta refused it and does not repeat the call.%s "+
+				"To get a result, call it again asking for less — a narrower query, a smaller page or limit — if its arguments allow that", s.cfg.Name, name, MaxMessageBytes>>20, effect)
+		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && !at.refused.Load() {
 			return s.errorResult("MCP server %s rejected the call to %s: %s", s.cfg.Name, name, werr.Message)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +221,71 @@ func TestStdioStopLeavesNoProcess(t *testing.T) {
 			t.Errorf("process %d still running after Close", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// An answer past MaxMessageBytes is refused on either transport, at once
+// rather than at the call's ceiling and without buffering it all, and the
+// call is not repeated, read-only or not: the same call would bring the
+// same answer. The model is told how to get a result; the server works for
+// the next call.
+func TestTooLargeAnswerRefused(t *testing.T) {
+	var calls atomic.Int32
+	h := mcptest.NewHTTP(mcptest.Options{})
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"tools/call"`)) || bytes.Contains(body, []byte(`"echo"`)) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		calls.Add(1)
+		// An answer that starts and never ends: 64 MiB of padding, then
+		// silence until the client goes away.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`)
+		pad := bytes.Repeat([]byte(" "), 1<<16)
+		for range 1024 {
+			if _, err := w.Write(pad); err != nil {
+				return
+			}
+		}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(endless.Close)
+	pids := filepath.Join(t.TempDir(), "pids")
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{
+			{Name: "web", Transport: config.MCPHTTP, URL: endless.URL},
+			rogueServer("local", "plain", map[string]string{mcptest.EnvRogueHugeBytes: strconv.Itoa(mcp.MaxMessageBytes + 1), mcptest.EnvRoguePIDFile: pids}),
+			rogueServer("roomy", "plain", map[string]string{mcptest.EnvRogueHugeBytes: strconv.Itoa(mcp.MaxMessageBytes - 1024)}),
+		},
+		Env:         map[string]string{"PATH": os.Getenv("PATH")},
+		CallTimeout: 20 * time.Second,
+	})
+	tools := byName(t, m)
+	for _, c := range []struct{ tool, again string }{{"web__get_note", "web__echo"}, {"local__get_huge", "local__echo"}} {
+		start := time.Now()
+		r := call(t, t.Context(), tools, c.tool, `{"text":"x"}`)
+		if !r.IsError || !strings.Contains(r.Text, "larger than 16 MiB") || !strings.Contains(r.Text, "asking for less") {
+			t.Errorf("%s = %.300q, want a refusal naming the limit and how to ask for less", c.tool, r.Text)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s took %s: the refusal waited for the call's ceiling", c.tool, d)
+		}
+		if r := call(t, t.Context(), tools, c.again, `{"text":"still here"}`); r.IsError || !strings.Contains(r.Text, "still here") {
+			t.Errorf("%s after the refusal = %+v", c.again, r)
+		}
+	}
+	if r := call(t, t.Context(), tools, "roomy__get_huge", `{}`); r.IsError || len(r.Text) < mcp.MaxMessageBytes-1024 {
+		t.Errorf("an answer just under the limit = %d bytes, error %v: %.200q", len(r.Text), r.IsError, r.Text)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the HTTP call ran %d times, want 1: it was repeated", n)
+	}
+	// One child for get_huge, one more for the echo after it; a repeat of
+	// get_huge would have started another in between.
+	if n := len(pidsIn(t, pids)); n != 2 {
+		t.Errorf("stdio children started: %d, want 2", n)
 	}
 }

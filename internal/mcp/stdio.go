@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// MaxMessageBytes bounds one message from a server, on either transport: a
+// stdio line, an HTTP response body. Past it the message is refused rather
+// than buffered, so a server that answers with gigabytes (or never stops)
+// cannot exhaust the daemon's memory.
+const MaxMessageBytes = 16 << 20
+
+// errTooLarge is the read error of a message past MaxMessageBytes.
+var errTooLarge = fmt.Errorf("a message from the server exceeded %d MiB", MaxMessageBytes>>20)
 
 // terminateAfter is how long a stdio server has to exit after its stdin
 // closes, and again after SIGTERM, before it is killed.
@@ -63,7 +73,9 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 		c.err = cmd.Wait() // closes stdout once the leader exits
 		close(c.exited)
 	}()
-	return (&sdk.IOTransport{Reader: io.NopCloser(stdout), Writer: c}).Connect(context.Background())
+	// The SDK's own line cap is off: frameReader enforces MaxMessageBytes
+	// with an error Delta recognises (errTooLarge).
+	return (&sdk.IOTransport{Reader: io.NopCloser(&frameReader{r: stdout}), Writer: c, MaxLineLength: -1}).Connect(context.Background())
 }
 
 // child is a started stdio server: writes go to its stdin, and Close stops
@@ -105,4 +117,40 @@ func (c *child) stop() error {
 		}
 	}
 	return fmt.Errorf("stdio server (pid %d) still running after SIGKILL", pgid)
+}
+
+// frameReader fails a stdio line longer than MaxMessageBytes with
+// errTooLarge; lines end with '\n'.
+type frameReader struct {
+	r    io.Reader
+	line int // bytes since the last newline
+	over bool
+}
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	if f.over {
+		return 0, errTooLarge
+	}
+	n, err := f.r.Read(p)
+	chunk, done := p[:n], 0 // done: the bytes of complete lines
+	for {
+		i := bytes.IndexByte(chunk[done:], '\n')
+		if i < 0 {
+			f.line += n - done
+			break
+		}
+		if f.line+i > MaxMessageBytes {
+			f.line = f.line + i
+			break
+		}
+		f.line, done = 0, done+i+1
+	}
+	if f.line > MaxMessageBytes {
+		f.over = true
+		if done == 0 {
+			return 0, errTooLarge
+		}
+		return done, nil // the complete lines before it still count
+	}
+	return n, err
 }

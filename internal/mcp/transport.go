@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,6 +34,7 @@ type attempt struct {
 	sent         atomic.Bool // bytes may have reached the server
 	refused      atomic.Bool // the server answered without running it
 	unauthorized atomic.Bool // … with 401
+	tooLarge     atomic.Bool // an answer passed MaxMessageBytes
 	access       atomic.Pointer[string]
 }
 
@@ -95,6 +97,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.access.Store(&access)
 	}
 	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxMessageBytes, a: a}
+	}
 	if !track {
 		return resp, err
 	}
@@ -120,6 +125,31 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.refused.Store(true)
 	}
 	return resp, err
+}
+
+// cappedBody fails a response body past MaxMessageBytes with errTooLarge
+// (the SDK reads a JSON answer whole, and an event stream to its end) and
+// marks the request's attempt, since the SDK reports the read error only
+// as text.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	a    *attempt
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if b.a != nil {
+			b.a.tooLarge.Store(true)
+		}
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // maxRedirects bounds a chain of same-origin redirects, as net/http does.
