@@ -216,7 +216,12 @@ func TestStdioStopLeavesNoProcess(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("Close took %s; the stop sequence is three steps of 200 ms", d)
 	}
+	// A killed process takes a moment to go; it must not take long.
+	deadline := time.Now().Add(2 * time.Second)
 	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if alive(pid) {
 			t.Errorf("process %d still running after Close", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
