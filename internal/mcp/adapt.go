@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,6 +87,10 @@ func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool,
 		if desc == "" {
 			desc = d.Title
 		}
+		if len(desc) > MaxDescriptionBytes {
+			s.log.Warn("mcp tool description clipped", "tool", d.Name, "bytes", len(desc), "limit_bytes", MaxDescriptionBytes)
+			desc = clipUTF8(desc, MaxDescriptionBytes) + "…"
+		}
 		out = append(out, &mcpTool{
 			s:        s,
 			remote:   d.Name,
@@ -97,8 +102,19 @@ func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool,
 	return out, dropped
 }
 
+// MaxSchemaBytes bounds a tool's input schema, and MaxDescriptionBytes its
+// description. Every tool offered is sent with every model request, so one
+// oversized definition would cost every turn of every run its size in
+// tokens, or push requests past the context window.
+const (
+	MaxSchemaBytes      = 64 << 10
+	MaxDescriptionBytes = 8 << 10
+)
+
 // inputSchema renders a tool's input schema as an object schema with
-// properties, which model APIs require.
+// properties, which model APIs require. A schema they would refuse is an
+// error instead: one such tool in a request fails the whole request, so
+// every run would fail, not only the calls to that tool.
 func inputSchema(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -110,13 +126,60 @@ func inputSchema(v any) (json.RawMessage, error) {
 	} else if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("input schema is not an object: %w", err)
 	}
-	if _, ok := m["type"]; !ok {
+	if t, ok := m["type"]; !ok {
 		m["type"] = "object"
+	} else if t != "object" {
+		return nil, fmt.Errorf(`input schema has type %s, and model APIs take only "object"`, compact(t))
 	}
-	if _, ok := m["properties"]; !ok {
+	if p, ok := m["properties"]; !ok {
 		m["properties"] = map[string]any{}
+	} else if props, ok := p.(map[string]any); !ok {
+		return nil, fmt.Errorf("input schema's properties is %s, not an object", compact(p))
+	} else {
+		for k, v := range props {
+			if _, ok := v.(map[string]any); !ok {
+				if _, ok := v.(bool); !ok {
+					return nil, fmt.Errorf("input schema's property %q is %s, not a schema", k, compact(v))
+				}
+			}
+		}
 	}
-	return json.Marshal(m)
+	if r, ok := m["required"]; ok {
+		names, ok := r.([]any)
+		for _, n := range names {
+			if _, isString := n.(string); !isString {
+				ok = false
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("input schema's required is %s, not a list of property names", compact(r))
+		}
+	}
+	out, err := json.Marshal(m)
+	if err == nil && len(out) > MaxSchemaBytes {
+		return nil, fmt.Errorf("input schema is %d KiB, over the %d KiB limit", len(out)>>10, MaxSchemaBytes>>10)
+	}
+	return out, err
+}
+
+// compact is a JSON value as a log line shows it, at most 60 bytes.
+func compact(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 60 {
+		return clipUTF8(string(b), 60) + "…"
+	}
+	return string(b)
+}
+
+// clipUTF8 is s cut to at most n bytes, on a rune boundary.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 type mcpTool struct {

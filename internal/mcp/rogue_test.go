@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,5 +294,46 @@ func TestTooLargeAnswerRefused(t *testing.T) {
 	// get_huge would have started another in between.
 	if n := len(pidsIn(t, pids)); n != 2 {
 		t.Errorf("stdio children started: %d, want 2", n)
+	}
+}
+
+// A tool whose input schema a model API would refuse (or that would cost
+// every request a fortune) is dropped with a warning naming it and why,
+// since one such definition fails every request it is offered in; the
+// server's other tools stay, and an overlong description is clipped.
+func TestUnusableSchemasDropped(t *testing.T) {
+	var logs logBuf
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{rogueServer("odd", mcptest.RogueSchemas, nil)},
+		Env:     map[string]string{"PATH": os.Getenv("PATH")},
+		Logger:  logs.logger(),
+	})
+	tools := byName(t, m)
+	dropped := []string{"string_schema", "array_schema", "bad_properties", "bad_required", "huge_schema"}
+	for _, n := range dropped {
+		if _, ok := tools["odd__"+n]; ok {
+			t.Errorf("odd__%s registered: %.200s", n, tools["odd__"+n].Spec().Parameters)
+		}
+		if !strings.Contains(logs.String(), "tool="+n) {
+			t.Errorf("no log line names the dropped %s", n)
+		}
+	}
+	if st := m.Status()[0]; st.Dropped != len(dropped) || st.Tools != len(tools) {
+		t.Errorf("status = %+v, want %d dropped and %d tools", st, len(dropped), len(tools))
+	}
+	for _, n := range append(slices.Clone(mcptest.RogueTools), "ok_no_props", "huge_description") {
+		tl, ok := tools["odd__"+n]
+		if !ok {
+			t.Errorf("odd__%s missing", n)
+			continue
+		}
+		sp := tl.Spec()
+		var s map[string]any
+		if err := json.Unmarshal(sp.Parameters, &s); err != nil || s["type"] != "object" || s["properties"] == nil {
+			t.Errorf("%s parameters = %s (%v)", sp.Name, sp.Parameters, err)
+		}
+		if len(sp.Description) > mcp.MaxDescriptionBytes+len("…") {
+			t.Errorf("%s description is %d bytes", sp.Name, len(sp.Description))
+		}
 	}
 }
