@@ -144,14 +144,38 @@ func (m *Manager) Open(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	var all []tool.Tool
 	for _, s := range m.servers {
-		all = append(all, s.adapted()...)
+		m.claim(s, s.adapted())
 	}
-	m.mu.Lock()
-	m.tools = all
-	m.mu.Unlock()
 	return nil
+}
+
+// claim registers a server's adapted tools under the names no other server
+// took first, and returns those. Names can meet across servers because a
+// server name may itself hold "__": server "crm" with tool "notes__get" and
+// server "crm__notes" with tool "get" both make crm__notes__get. The first
+// in configuration order (or the first connected) keeps it; the other is
+// dropped with a warning naming both, and counted in its server's status.
+func (m *Manager) claim(s *server, ts []tool.Tool) []tool.Tool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	owner := make(map[string]string, len(m.tools))
+	for _, t := range m.tools {
+		owner[t.Spec().Name] = t.(*mcpTool).s.cfg.Name
+	}
+	var kept []tool.Tool
+	for _, t := range ts {
+		name := t.Spec().Name
+		if other, taken := owner[name]; taken {
+			s.log.Warn("mcp tool dropped: another server's tool has the same full name", "tool", t.(*mcpTool).remote, "name", name, "kept_from", other)
+			s.setStatus(func(st *ServerStatus) { st.Tools--; st.Dropped++ })
+			continue
+		}
+		owner[name] = s.cfg.Name
+		kept = append(kept, t)
+	}
+	m.tools = append(m.tools, kept...)
+	return kept
 }
 
 // Tools returns the adapted tools of every server connected at Open (and
@@ -177,15 +201,12 @@ func (m *Manager) Retry(ctx context.Context) []tool.Tool {
 			s.boot(ctx)
 			if ts := s.adapted(); len(ts) > 0 {
 				mu.Lock()
-				added = append(added, ts...)
+				added = append(added, m.claim(s, ts)...)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	m.mu.Lock()
-	m.tools = append(m.tools, added...)
-	m.mu.Unlock()
 	return added
 }
 

@@ -52,9 +52,9 @@ func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
 	}
 	ts, dropped := s.adapt(added, seen)
 	s.setStatus(func(st *ServerStatus) { st.Tools += len(ts); st.Dropped += dropped })
-	s.m.mu.Lock()
-	s.m.tools = append(s.m.tools, ts...)
-	s.m.mu.Unlock()
+	if ts = s.m.claim(s, ts); len(ts) == 0 {
+		return
+	}
 	s.log.Info("mcp server added tools after tools/list_changed", "added", len(ts))
 	s.m.o.OnToolsAdded(ts)
 }

@@ -337,3 +337,36 @@ func TestUnusableSchemasDropped(t *testing.T) {
 		}
 	}
 }
+
+// Two servers whose tools end up with the same full name: the first
+// configured keeps it, the other is dropped and counted, so the registry
+// never holds two tools under one name (or silently the wrong one).
+func TestSameFullNameAcrossServers(t *testing.T) {
+	var logs logBuf
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{
+			rogueServer("crm", "plain", map[string]string{mcptest.EnvRogueExtra: "notes__get"}),
+			rogueServer("crm__notes", "plain", map[string]string{mcptest.EnvRogueExtra: "get"}),
+		},
+		Env:    map[string]string{"PATH": os.Getenv("PATH")},
+		Logger: logs.logger(),
+	})
+	var names []string
+	for _, tl := range m.Tools() {
+		names = append(names, tl.Spec().Name)
+	}
+	if n := strings.Count(strings.Join(names, " ")+" ", "crm__notes__get "); n != 1 {
+		t.Fatalf("crm__notes__get listed %d times in %v", n, names)
+	}
+	tool.NewRegistry().Add(m.Tools()...) // panics on a duplicate name
+	if r := call(t, t.Context(), byName(t, m), "crm__notes__get", `{"text":"x"}`); r.IsError || !strings.Contains(r.Text, "from server crm (") {
+		t.Errorf("crm__notes__get = %+v, want the first configured server's tool", r)
+	}
+	st := m.Status()
+	if st[0].Dropped != 0 || st[1].Dropped != 1 || st[1].Tools != len(mcptest.RogueTools) {
+		t.Errorf("status = %+v, want the second server's tool counted as dropped", st)
+	}
+	if l := logs.String(); !strings.Contains(l, "same full name") || !strings.Contains(l, "kept_from=crm") {
+		t.Errorf("no warning names the collision:\n%s", l)
+	}
+}

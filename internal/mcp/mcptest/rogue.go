@@ -37,6 +37,7 @@ const (
 const (
 	EnvRogueHugeBytes = "MCPTEST_HUGE_BYTES" // size of the huge tool's text (default 20 MiB)
 	EnvRoguePIDFile   = "MCPTEST_PID_FILE"   // the peer (and its grandchild) append their pids here
+	EnvRogueExtra     = "MCPTEST_EXTRA"      // comma-separated names of more tools, each answering like echo
 )
 
 // RogueTools are the tools the rogue peer lists: echo answers, hang never
@@ -159,6 +160,11 @@ func rogueTools(schemas bool) []any {
 	var out []any
 	for _, n := range RogueTools {
 		out = append(out, map[string]any{"name": n, "description": "rogue " + n, "inputSchema": obj})
+	}
+	for n := range strings.SplitSeq(os.Getenv(EnvRogueExtra), ",") {
+		if n != "" {
+			out = append(out, map[string]any{"name": n, "description": "rogue extra " + n, "inputSchema": obj})
+		}
 	}
 	if schemas {
 		out = append(out,
