@@ -370,3 +370,17 @@ func TestSameFullNameAcrossServers(t *testing.T) {
 		t.Errorf("no warning names the collision:\n%s", l)
 	}
 }
+
+// A server that never answers initialize is reported, at boot as on a
+// reconnect, as not answering within the connect timeout, not as a bare
+// "context deadline exceeded".
+func TestBootTimeoutSaysNoAnswer(t *testing.T) {
+	m := open(t, mcp.Options{
+		Servers:        []config.MCPServer{rogueServer("mute", mcptest.RogueSilent, nil)},
+		Env:            map[string]string{"PATH": os.Getenv("PATH")},
+		ConnectTimeout: 300 * time.Millisecond,
+	})
+	if st := m.Status()[0]; st.Connected || !strings.Contains(st.Error, "no answer to initialize within 300ms") {
+		t.Errorf("status = %+v", st)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -48,9 +49,12 @@ func (e *credentialError) Unwrap() error { return e.err }
 
 // boot connects and lists the tools once.
 func (s *server) boot(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, s.m.o.ConnectTimeout)
-	defer cancel()
+	// current bounds the connection by ConnectTimeout itself, and says so
+	// when that is what ended it; the listing gets what is left of it.
+	deadline := time.Now().Add(s.m.o.ConnectTimeout)
 	sess, err := s.current(ctx)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if err == nil {
 		var tools []*sdk.Tool
 		for t, lerr := range sess.Tools(ctx, nil) {
@@ -118,7 +122,7 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s: %w", s.m.o.ConnectTimeout, err)
+			err = fmt.Errorf("no answer to initialize within %s: %w", s.m.o.ConnectTimeout, err)
 		}
 		var ce *credentialError
 		s.setStatus(func(st *ServerStatus) {
