@@ -291,6 +291,7 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 		}
 		// The connection failed under the call: start over with a new
 		// session on the next attempt.
+		err = fmt.Errorf("%w%s", err, s.lostNote())
 		s.drop(sess, err)
 		s.log.Warn("mcp call lost its connection", "tool", name, "in_doubt", at.inDoubt(), "err", err)
 		if try > 0 {

@@ -384,3 +384,45 @@ func TestBootTimeoutSaysNoAnswer(t *testing.T) {
 		t.Errorf("status = %+v", st)
 	}
 }
+
+// When a stdio server's connection fails, the status and the log say why
+// in the server's own terms: its exit status, its last stderr lines
+// (redacted), and a line on stdout that was not a protocol message.
+func TestStdioFailureSaysWhy(t *testing.T) {
+	var logs logBuf
+	sec := newSecrets("KB_TOKEN", kbToken)
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{
+			{Name: "exits", Transport: config.MCPStdio, Env: map[string]string{"TOKEN": "{{vault:KB_TOKEN}}"},
+				Command: []string{"/bin/sh", "-c", `echo "starting" >&2; echo "fatal: token $TOKEN rejected" >&2; exit 3`}},
+			rogueServer("banner", mcptest.RogueBanner, nil),
+			rogueServer("crashy", "plain", nil),
+		},
+		Env:     map[string]string{"PATH": os.Getenv("PATH")},
+		Resolve: sec.resolve, Redact: sec.red.Redact,
+		Logger: logs.logger(),
+	})
+	st := m.Status()
+	for _, want := range []string{"exit status 3", `its last stderr: "starting" "fatal: token [vault:KB_TOKEN] rejected"`} {
+		if !strings.Contains(st[0].Error, want) {
+			t.Errorf("exits: status error %q lacks %q", st[0].Error, want)
+		}
+	}
+	if !strings.Contains(st[1].Error, `"Weather MCP server v0.1 listening on stdio" on stdout, which must carry only JSON-RPC messages`) {
+		t.Errorf("banner: status error %q does not show the stray line", st[1].Error)
+	}
+	r := call(t, t.Context(), byName(t, m), "crashy__exit_now", `{}`)
+	if !r.IsError || !strings.Contains(r.Text, "[in doubt]") {
+		t.Errorf("exit_now = %+v", r)
+	}
+	if st := m.Status()[2]; !strings.Contains(st.Error, "exit status 4") {
+		t.Errorf("crashy: status after the crash = %+v, want its exit status", st)
+	}
+	l := logs.String()
+	if !strings.Contains(l, "exit status 4") || !strings.Contains(l, "mcp_server=crashy") {
+		t.Errorf("no log line gives crashy's exit status:\n%s", l)
+	}
+	if strings.Contains(l, "s3cr3t") || strings.Contains(fmt.Sprint(m.Status()), "s3cr3t") {
+		t.Error("the vault value reached a log line or the status")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,10 +29,24 @@ type server struct {
 	connMu  sync.Mutex
 	session *sdk.ClientSession
 
+	proc atomic.Pointer[proc] // the stdio process of the latest connection
+
 	listMu sync.Mutex // serialises relists, so a tool is added once
 	mu     sync.Mutex // guards status, tools
 	status ServerStatus
 	tools  []*sdk.Tool // discovered once; nil until the first successful boot
+}
+
+// noteWait bounds how long an error waits for a stdio server's exit status
+// and last stderr lines.
+const noteWait = 200 * time.Millisecond
+
+// lostNote is what the latest stdio process adds to a connection's loss.
+func (s *server) lostNote() string {
+	if pr := s.proc.Load(); pr != nil {
+		return pr.note(noteWait)
+	}
+	return ""
 }
 
 // errClosed is the answer of a server whose Manager was closed.
@@ -145,6 +160,7 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 // request carried.
 func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used string, err error) {
 	var t sdk.Transport
+	var pr *proc // a stdio server's process
 	switch s.cfg.Transport {
 	case config.MCPStdio:
 		env, err := s.childEnv()
@@ -153,7 +169,9 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		}
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...) //nolint:noctx // the server lives as long as its session; stdioTransport stops it
 		cmd.Env = env
-		t = &trackedTransport{inner: &stdioTransport{cmd: cmd, stderr: &stderrLog{log: s.log, redact: s.m.o.Redact}}}
+		pr = newProc(&stderrLog{log: s.log, redact: s.m.o.Redact})
+		s.proc.Store(pr)
+		t = &trackedTransport{inner: &stdioTransport{cmd: cmd, proc: pr}}
 	case config.MCPHTTP:
 		// Resolve every header once up front: a missing credential is a
 		// clear connection error, not a request that goes out without it.
@@ -185,7 +203,11 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		if at.unauthorized.Load() {
 			return nil, used, fmt.Errorf("connect %s: %w", s.cfg.Name, errUnauthorized)
 		}
-		return nil, used, fmt.Errorf("connect %s: %w", s.cfg.Name, err)
+		note := ""
+		if pr != nil {
+			note = pr.note(noteWait)
+		}
+		return nil, used, fmt.Errorf("connect %s: %w%s", s.cfg.Name, err, note)
 	}
 	return sess, used, nil
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,8 +37,61 @@ var terminateAfter = 2 * time.Second
 // terminateAfter — sent to the whole group, and the group is killed once
 // the leader has exited, so no process outlives the session.
 type stdioTransport struct {
-	cmd    *exec.Cmd
-	stderr io.Writer
+	cmd  *exec.Cmd
+	proc *proc // what this connection's process showed
+}
+
+// proc is what an operator needs to know of why a stdio server's
+// connection ended: how the process exited, what it last wrote on stderr,
+// and a line on stdout that was not a protocol message.
+type proc struct {
+	stderr    *stderrLog
+	stderrEOF chan struct{}
+	out       frameReader
+	child     atomic.Pointer[child]
+}
+
+func newProc(stderr *stderrLog) *proc {
+	return &proc{stderr: stderr, stderrEOF: make(chan struct{})}
+}
+
+// note describes the process for an error message, "" when it has nothing
+// to add. It waits up to wait for the process to exit and its stderr to
+// end, since the connection usually fails a moment before both.
+func (p *proc) note(wait time.Duration) string {
+	var parts []string
+	if line := p.out.stray.Load(); line != nil {
+		parts = append(parts, fmt.Sprintf("it wrote %q on stdout, which must carry only JSON-RPC messages (logs belong on stderr)", *line))
+	}
+	timeout := time.After(wait)
+	if c := p.child.Load(); c != nil {
+		select {
+		case <-c.exited:
+			// An exit Delta asked for is no news; a signal Delta sent says
+			// only that it had to be killed.
+			var ee *exec.ExitError
+			signalled := errors.As(c.err, &ee) && !ee.Exited()
+			switch {
+			case c.asked && (c.err == nil || signalled):
+			case c.err == nil:
+				parts = append(parts, "it exited")
+			default:
+				parts = append(parts, "it exited: "+c.err.Error())
+			}
+		case <-timeout:
+		}
+	}
+	select {
+	case <-p.stderrEOF:
+	case <-timeout:
+	}
+	if tail := p.stderr.tail(); tail != "" {
+		parts = append(parts, "its last stderr: "+tail)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
@@ -65,17 +120,22 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	}
 	ew.Close()
 	c := &child{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	t.proc.child.Store(c)
 	go func() {
-		_, _ = io.Copy(t.stderr, er)
+		_, _ = io.Copy(t.proc.stderr, er)
+		t.proc.stderr.flush()
 		er.Close()
+		close(t.proc.stderrEOF)
 	}()
 	go func() {
-		c.err = cmd.Wait() // closes stdout once the leader exits
+		err := cmd.Wait() // closes stdout once the leader exits
+		c.err, c.asked = err, c.stopping.Load()
 		close(c.exited)
 	}()
 	// The SDK's own line cap is off: frameReader enforces MaxMessageBytes
 	// with an error Delta recognises (errTooLarge).
-	return (&sdk.IOTransport{Reader: io.NopCloser(&frameReader{r: stdout}), Writer: c, MaxLineLength: -1}).Connect(context.Background())
+	t.proc.out.r = stdout
+	return (&sdk.IOTransport{Reader: io.NopCloser(&t.proc.out), Writer: c, MaxLineLength: -1}).Connect(context.Background())
 }
 
 // child is a started stdio server: writes go to its stdin, and Close stops
@@ -85,6 +145,9 @@ type child struct {
 	stdin  io.WriteCloser
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
+	asked  bool  // … and whether Close had begun by then
+
+	stopping atomic.Bool
 
 	once     sync.Once
 	closeErr error
@@ -98,6 +161,7 @@ func (c *child) Close() error {
 }
 
 func (c *child) stop() error {
+	c.stopping.Store(true)
 	_ = c.stdin.Close()
 	pgid := c.cmd.Process.Pid
 	for _, sig := range []syscall.Signal{0, syscall.SIGTERM, syscall.SIGKILL} {
@@ -120,11 +184,14 @@ func (c *child) stop() error {
 }
 
 // frameReader fails a stdio line longer than MaxMessageBytes with
-// errTooLarge; lines end with '\n'.
+// errTooLarge (lines end with '\n'), and keeps the start of the first line
+// that is not a JSON-RPC message, which ends the connection, for the
+// operator to see why.
 type frameReader struct {
-	r    io.Reader
-	line int // bytes since the last newline
-	over bool
+	r     io.Reader
+	line  int // bytes since the last newline
+	over  bool
+	stray atomic.Pointer[string]
 }
 
 func (f *frameReader) Read(p []byte) (int, error) {
@@ -134,6 +201,9 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	n, err := f.r.Read(p)
 	chunk, done := p[:n], 0 // done: the bytes of complete lines
 	for {
+		if f.line == 0 && f.stray.Load() == nil {
+			f.checkStart(chunk[done:])
+		}
 		i := bytes.IndexByte(chunk[done:], '\n')
 		if i < 0 {
 			f.line += n - done
@@ -153,4 +223,16 @@ func (f *frameReader) Read(p []byte) (int, error) {
 		return done, nil // the complete lines before it still count
 	}
 	return n, err
+}
+
+// checkStart looks at the start of a line: a message begins with '{' (or
+// '[' for a batch) after optional blanks; anything else is kept, clipped.
+func (f *frameReader) checkStart(b []byte) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	rest := bytes.TrimLeft(line, " \t\r")
+	if len(rest) == 0 || rest[0] == '{' || rest[0] == '[' {
+		return
+	}
+	s := strings.ToValidUTF8(clipUTF8(string(bytes.TrimSpace(line)), 120), "")
+	f.stray.Store(&s)
 }

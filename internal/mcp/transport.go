@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,33 +265,68 @@ func (c *trackedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// stderrLog turns a stdio child's stderr into debug log lines.
+// stderrLog turns a stdio child's stderr into debug log lines, and keeps
+// its last lines for the error that reports the server's end.
 type stderrLog struct {
 	log    *slog.Logger
 	redact func(string) string
 	mu     sync.Mutex
 	buf    bytes.Buffer
+	last   []string // the newest stderrTail lines, redacted
 }
+
+// stderrTail is how many of the last stderr lines an error quotes, each
+// clipped to stderrLineMax bytes.
+const (
+	stderrTail    = 3
+	stderrLineMax = 200
+)
 
 func (w *stderrLog) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	sc := bufio.NewScanner(bytes.NewReader(w.buf.Bytes()))
-	consumed := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if consumed+len(line)+1 > w.buf.Len() {
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
 			break // an unfinished line stays buffered
 		}
-		consumed += len(line) + 1
-		if line = strings.TrimSpace(line); line != "" {
-			w.log.Debug("mcp server stderr", "line", w.redact(line))
-		}
+		w.line(string(w.buf.Next(i + 1)))
 	}
-	w.buf.Next(consumed)
 	if w.buf.Len() > 64<<10 {
-		w.buf.Reset() // a child writing megabytes without a newline
+		w.line(w.buf.String()) // a child writing megabytes without a newline
+		w.buf.Reset()
 	}
 	return len(p), nil
+}
+
+// flush logs an unfinished last line, once the pipe has ended.
+func (w *stderrLog) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.line(w.buf.String())
+	w.buf.Reset()
+}
+
+func (w *stderrLog) line(line string) {
+	if line = strings.TrimSpace(line); line == "" {
+		return
+	}
+	line = w.redact(line)
+	w.log.Debug("mcp server stderr", "line", line)
+	w.last = append(w.last, strings.ToValidUTF8(clipUTF8(line, stderrLineMax), ""))
+	if len(w.last) > stderrTail {
+		w.last = w.last[len(w.last)-stderrTail:]
+	}
+}
+
+// tail is the last lines, quoted and joined, "" when there were none.
+func (w *stderrLog) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := make([]string, len(w.last))
+	for i, l := range w.last {
+		q[i] = strconv.Quote(l)
+	}
+	return strings.Join(q, " ")
 }
