@@ -426,3 +426,22 @@ func TestStdioFailureSaysWhy(t *testing.T) {
 		t.Error("the vault value reached a log line or the status")
 	}
 }
+
+// A server that writes its answer and exits at once still has its answer
+// read: the exit must not close stdout under the unread bytes. The next
+// call starts it again and works.
+func TestAnswerBeforeExitIsRead(t *testing.T) {
+	var servers []config.MCPServer
+	for i := range 8 {
+		servers = append(servers, rogueServer(fmt.Sprintf("brief%d", i), mcptest.RogueExitListed, nil))
+	}
+	m := open(t, mcp.Options{Servers: servers, Env: map[string]string{"PATH": os.Getenv("PATH")}})
+	for _, st := range m.Status() {
+		if st.Tools != len(mcptest.RogueTools) {
+			t.Errorf("%s: %+v, want its tools listed", st.Name, st)
+		}
+	}
+	if r := call(t, t.Context(), byName(t, m), "brief0__echo", `{"text":"again"}`); r.IsError || !strings.Contains(r.Text, "again") {
+		t.Errorf("brief0__echo = %+v", r)
+	}
+}

@@ -97,29 +97,36 @@ func (p *proc) note(wait time.Duration) string {
 func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	cmd := t.cmd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	// stderr is a pipe Delta drains itself: with a plain io.Writer,
-	// exec.Cmd.Wait would wait for every holder of the pipe — a
-	// grandchild too — before reporting that the server exited.
-	er, ew, err := os.Pipe()
+	// stdout and stderr are pipes Delta owns and reads to their end. With
+	// StdoutPipe, exec.Cmd.Wait would close stdout as soon as the server
+	// exits, dropping an answer it wrote just before; with a plain
+	// io.Writer for stderr, Wait would wait for every holder of the pipe
+	// — a grandchild too — before reporting the exit.
+	or, ow, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = ew
-	if err := cmd.Start(); err != nil {
-		er.Close()
-		ew.Close()
+	er, ew, err := os.Pipe()
+	if err != nil {
+		or.Close()
+		ow.Close()
 		return nil, err
 	}
+	cmd.Stdout, cmd.Stderr = ow, ew
+	err = cmd.Start()
+	ow.Close()
 	ew.Close()
-	c := &child{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	if err != nil {
+		or.Close()
+		er.Close()
+		return nil, err
+	}
+	stdout := or
+	c := &child{cmd: cmd, stdin: stdin, stdout: or, exited: make(chan struct{})}
 	t.proc.child.Store(c)
 	go func() {
 		_, _ = io.Copy(t.proc.stderr, er)
@@ -128,8 +135,12 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 		close(t.proc.stderrEOF)
 	}()
 	go func() {
-		err := cmd.Wait() // closes stdout once the leader exits
+		err := cmd.Wait()
 		c.err, c.asked = err, c.stopping.Load()
+		// The server is gone; what it started goes too, which also closes
+		// the last writers of its pipes, so reading them ends (after
+		// whatever it wrote last) instead of waiting on a helper.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		close(c.exited)
 	}()
 	// The SDK's own line cap is off: frameReader enforces MaxMessageBytes
@@ -143,6 +154,7 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout *os.File
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 	asked  bool  // … and whether Close had begun by then
@@ -169,9 +181,8 @@ func (c *child) stop() error {
 			_ = syscall.Kill(-pgid, sig)
 		}
 		select {
-		case <-c.exited:
-			// What the server started and left running goes with it.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-c.exited: // and its group was killed
+			_ = c.stdout.Close()
 			var ee *exec.ExitError
 			if c.err != nil && !errors.As(c.err, &ee) {
 				return c.err
