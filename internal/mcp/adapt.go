@@ -332,7 +332,7 @@ func (s *server) image(c *sdk.ImageContent, name string) string {
 }
 
 func (s *server) errorResult(format string, a ...any) tool.Result {
-	return tool.Result{IsError: true, Text: s.m.o.Redact("error: " + fmt.Sprintf(format, a...))}
+	return tool.Result{IsError: true, Text: s.redact("error: " + fmt.Sprintf(format, a...))}
 }
 
 // render frames a result as untrusted data: text kept, images as markers,
@@ -367,5 +367,5 @@ func (s *server) render(res *sdk.CallToolResult, name, callID string) tool.Resul
 	if res.IsError {
 		text = "error: " + text
 	}
-	return tool.Result{Text: s.m.o.Redact(text), IsError: res.IsError}
+	return tool.Result{Text: s.redact(text), IsError: res.IsError}
 }

@@ -119,7 +119,8 @@ func New(o Options) *Manager {
 	m := &Manager{o: o, log: o.Logger}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, c := range o.Servers {
-		s := &server{m: m, cfg: c, log: o.Logger.With("mcp_server", c.Name)}
+		s := &server{m: m, cfg: c, literals: literalSecrets(c)}
+		s.log = slog.New(redactHandler{inner: o.Logger.Handler(), redact: s.redact}).With("mcp_server", c.Name)
 		if o.Refresh != nil && o.Refresh.Server == c.Name && c.Transport == config.MCPHTTP {
 			s.refresh = newRefresher(*o.Refresh, o.HTTPClient, s.log)
 		}

@@ -445,3 +445,70 @@ func TestAnswerBeforeExitIsRead(t *testing.T) {
 		t.Errorf("brief0__echo = %+v", r)
 	}
 }
+
+// Credentials written literally in a server's entry (not as vault
+// references) are scrubbed like vault values from everything the server
+// makes Delta show: results, errors, the status and log lines. And a vault
+// value a server echoes in an error body never reaches a log line either.
+func TestLiteralCredentialsNeverShown(t *testing.T) {
+	const bearer, apiKey, envSecret = "literal-bearer-0123456789", "literal-key-abcdefgh", "plain-env-secret-123"
+	var logs logBuf
+	h := mcptest.NewHTTP(mcptest.Options{})
+	var refuse atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse.Load() {
+			// A 401 whose JSON-RPC error quotes the credentials it got.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "error": map[string]any{"code": -32001,
+				"message": "token " + r.Header.Get("Authorization") + " / " + r.Header.Get("X-Vault-Key") + " / " + r.Header.Get("X-Api-Key") + " refused"}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	sec := newSecrets("KB_TOKEN", kbToken)
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{
+			{Name: "kb", Transport: config.MCPHTTP, URL: srv.URL, Headers: map[string]string{
+				"Authorization": "Bearer " + bearer, "X-Api-Key": apiKey, "X-Vault-Key": "{{vault:KB_TOKEN}}", "Accept-Language": "en-US,en"}},
+			stdioServer("local", map[string]string{mcptest.EnvSecret: envSecret, mcptest.EnvRogue: "", "MODE": "production"}),
+			rogueServer("noisy", mcptest.RogueEchoEnvToErr, map[string]string{mcptest.EnvSecret: envSecret}),
+		},
+		Env:     map[string]string{"PATH": os.Getenv("PATH")},
+		Resolve: sec.resolve, Redact: sec.red.Redact,
+		Logger:  logs.logger(),
+	})
+	tools := byName(t, m)
+	var shown []string
+	r := call(t, t.Context(), tools, "kb__whoami", `{}`)
+	if !strings.Contains(r.Text, "[mcp:kb header Authorization]") {
+		t.Errorf("whoami = %q, want the credential's marker", r.Text)
+	}
+	shown = append(shown, r.Text)
+	r = call(t, t.Context(), tools, "local__get_secret", `{}`)
+	if !strings.Contains(r.Text, "secret=[mcp:local env "+mcptest.EnvSecret+"]") {
+		t.Errorf("get_secret = %q, want the env value's marker", r.Text)
+	}
+	shown = append(shown, r.Text)
+	refuse.Store(true)
+	r = call(t, t.Context(), tools, "kb__get_note", `{"text":"x"}`)
+	if !r.IsError {
+		t.Errorf("get_note on a refusing server = %+v", r)
+	}
+	shown = append(shown, r.Text, fmt.Sprint(m.Status()), logs.String())
+	for _, s := range shown {
+		for _, secret := range []string{bearer, apiKey, envSecret, "s3cr3t"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%q shown in:\n%.2000s", secret, s)
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "starting with token [mcp:noisy env "+mcptest.EnvSecret+"]") {
+		t.Errorf("the stderr line is missing or not scrubbed:\n%.3000s", logs.String())
+	}
+	// Ordinary values stay readable.
+	if r := call(t, t.Context(), tools, "local__echo", `{"text":"production en-US,en"}`); !strings.Contains(r.Text, "production en-US,en") {
+		t.Errorf("echo = %q: a non-credential value was scrubbed", r.Text)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,9 @@ type server struct {
 	cfg     config.MCPServer
 	log     *slog.Logger
 	refresh *refresher // nil unless this is the rotating-credential server
+	// literals scrubs the credentials written literally in the entry
+	// (nil: none); see redact.
+	literals *strings.Replacer
 
 	// connMu serialises (re)connection, so concurrent callers that find the
 	// session gone share one re-initialisation.
@@ -141,7 +145,7 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		var ce *credentialError
 		s.setStatus(func(st *ServerStatus) {
-			st.Connected, st.Error, st.WaitingFor = false, s.m.o.Redact(err.Error()), ""
+			st.Connected, st.Error, st.WaitingFor = false, s.redact(err.Error()), ""
 			if errors.As(err, &ce) {
 				st.WaitingFor = ce.name
 			}
@@ -169,7 +173,7 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		}
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...) //nolint:noctx // the server lives as long as its session; stdioTransport stops it
 		cmd.Env = env
-		pr = newProc(&stderrLog{log: s.log, redact: s.m.o.Redact})
+		pr = newProc(&stderrLog{log: s.log, redact: s.redact})
 		s.proc.Store(pr)
 		t = &trackedTransport{inner: &stdioTransport{cmd: cmd, proc: pr}}
 	case config.MCPHTTP:
@@ -218,7 +222,7 @@ func (s *server) drop(sess *sdk.ClientSession, cause error) {
 	s.connMu.Lock()
 	if s.session == sess {
 		s.session = nil
-		s.setStatus(func(st *ServerStatus) { st.Connected, st.Error = false, s.m.o.Redact(cause.Error()) })
+		s.setStatus(func(st *ServerStatus) { st.Connected, st.Error = false, s.redact(cause.Error()) })
 	}
 	s.connMu.Unlock()
 	go func() { _ = sess.Close() }()
