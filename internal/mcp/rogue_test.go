@@ -429,20 +429,21 @@ func TestStdioFailureSaysWhy(t *testing.T) {
 
 // A server that writes its answer and exits at once still has its answer
 // read: the exit must not close stdout under the unread bytes. The next
-// call starts it again and works.
+// read-only call starts it again and works (a mutating one may have been
+// written to the dying process, and is then reported in doubt).
 func TestAnswerBeforeExitIsRead(t *testing.T) {
 	var servers []config.MCPServer
 	for i := range 8 {
-		servers = append(servers, rogueServer(fmt.Sprintf("brief%d", i), mcptest.RogueExitListed, nil))
+		servers = append(servers, rogueServer(fmt.Sprintf("brief%d", i), mcptest.RogueExitListed, map[string]string{mcptest.EnvRogueExtra: "get_text"}))
 	}
 	m := open(t, mcp.Options{Servers: servers, Env: map[string]string{"PATH": os.Getenv("PATH")}})
 	for _, st := range m.Status() {
-		if st.Tools != len(mcptest.RogueTools) {
+		if st.Tools != len(mcptest.RogueTools)+1 {
 			t.Errorf("%s: %+v, want its tools listed", st.Name, st)
 		}
 	}
-	if r := call(t, t.Context(), byName(t, m), "brief0__echo", `{"text":"again"}`); r.IsError || !strings.Contains(r.Text, "again") {
-		t.Errorf("brief0__echo = %+v", r)
+	if r := call(t, t.Context(), byName(t, m), "brief0__get_text", `{"text":"again"}`); r.IsError || !strings.Contains(r.Text, "again") {
+		t.Errorf("brief0__get_text = %+v", r)
 	}
 }
 
@@ -477,7 +478,7 @@ func TestLiteralCredentialsNeverShown(t *testing.T) {
 		},
 		Env:     map[string]string{"PATH": os.Getenv("PATH")},
 		Resolve: sec.resolve, Redact: sec.red.Redact,
-		Logger:  logs.logger(),
+		Logger: logs.logger(),
 	})
 	tools := byName(t, m)
 	var shown []string
