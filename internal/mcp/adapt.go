@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -287,6 +288,14 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && !at.refused.Load() {
+			if code := int(at.status.Load()); werr.Code == codeTransportRejected && code >= 400 {
+				// The SDK's stand-in error says nothing; the status does.
+				hint := " Try again later; if it keeps failing, report that the server is failing."
+				if !readOnly {
+					hint = " It may or may not have taken effect: verify the current state before repeating it."
+				}
+				return s.errorResult("MCP server %s answered HTTP %d %s to %s.%s", s.cfg.Name, code, http.StatusText(code), name, hint)
+			}
 			return s.errorResult("MCP server %s rejected the call to %s: %s", s.cfg.Name, name, werr.Message)
 		}
 		// The connection failed under the call: start over with a new
@@ -295,12 +304,20 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 		s.drop(sess, err)
 		s.log.Warn("mcp call lost its connection", "tool", name, "in_doubt", at.inDoubt(), "err", err)
 		if try > 0 {
+			if code := int(at.status.Load()); code >= 400 && at.refused.Load() && !at.unauthorized.Load() {
+				return s.errorResult("MCP server %s answered HTTP %d %s to %s twice; it did not run the call. Try again later", s.cfg.Name, code, http.StatusText(code), name)
+			}
 			return s.errorResult("MCP server %s failed twice for %s: %v", s.cfg.Name, name, err)
 		}
 		switch {
 		case at.unauthorized.Load():
-			if s.refresh == nil || runToken(ctx) != "" {
-				return s.errorResult("MCP server %s answered 401 unauthorized for %s", s.cfg.Name, name)
+			if runToken(ctx) != "" {
+				return s.errorResult("MCP server %s answered 401 unauthorized for %s: it refused this run's credential (metadata.authToken). "+
+					"Retrying will not help: report that the run's credential was refused", s.cfg.Name, name)
+			}
+			if s.refresh == nil {
+				return s.errorResult("MCP server %s answered 401 unauthorized for %s: it refused the credential Delta is configured with. "+
+					"Retrying will not help: report that the server's credential needs fixing", s.cfg.Name, name)
 			}
 			used := ""
 			if p := at.access.Load(); p != nil {
@@ -314,6 +331,11 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 		}
 	}
 }
+
+// codeTransportRejected is the code of the go-sdk's jsonrpc2.ErrRejected
+// ("rejected by transport"), its error for a request the transport
+// refused, such as an HTTP error status with no JSON-RPC error in the body.
+const codeTransportRejected = -32005
 
 // image keeps an image result through Options.SaveImage and returns the
 // marker the model sees in its place. Without SaveImage, or when the bytes

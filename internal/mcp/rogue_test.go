@@ -513,3 +513,55 @@ func TestLiteralCredentialsNeverShown(t *testing.T) {
 		t.Errorf("echo = %q: a non-credential value was scrubbed", r.Text)
 	}
 }
+
+// An HTTP error status with no JSON-RPC error in its body reaches the model
+// as that status, with what to do: a 500 leaves a mutating call in doubt,
+// a 503 is a call that did not run, a refused credential is not retried.
+// The server works again once it recovers.
+func TestHTTPErrorStatusReachesTheModel(t *testing.T) {
+	h := mcptest.NewHTTP(mcptest.Options{})
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if code := int(status.Load()); code != 0 && bytes.Contains(body, []byte(`"tools/call"`)) {
+			http.Error(w, "<html>upstream error</html>", code)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	m := open(t, mcp.Options{Servers: []config.MCPServer{{Name: "kb", Transport: config.MCPHTTP, URL: srv.URL}}})
+	tools := byName(t, m)
+	cases := []struct {
+		code        int
+		tool        string
+		want, avoid []string
+	}{
+		{500, "create_note", []string{"HTTP 500 Internal Server Error to create_note", "may or may not have taken effect"}, []string{"rejected by transport"}},
+		{500, "get_note", []string{"HTTP 500 Internal Server Error to get_note", "Try again later"}, []string{"taken effect"}},
+		{503, "create_note", []string{"HTTP 503 Service Unavailable to create_note twice", "did not run"}, []string{"rejected by transport"}},
+		{401, "get_note", []string{"401 unauthorized", "Retrying will not help"}, nil},
+	}
+	for _, c := range cases {
+		status.Store(int32(c.code))
+		r := call(t, t.Context(), tools, "kb__"+c.tool, `{"text":"x"}`)
+		if !r.IsError {
+			t.Errorf("%d %s: not an error: %q", c.code, c.tool, r.Text)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.Text, w) {
+				t.Errorf("%d %s: %q lacks %q", c.code, c.tool, r.Text, w)
+			}
+		}
+		for _, w := range c.avoid {
+			if strings.Contains(r.Text, w) {
+				t.Errorf("%d %s: %q says %q", c.code, c.tool, r.Text, w)
+			}
+		}
+	}
+	status.Store(0)
+	if r := call(t, t.Context(), tools, "kb__get_note", `{"text":"x"}`); r.IsError {
+		t.Errorf("after recovery: %+v", r)
+	}
+}

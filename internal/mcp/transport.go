@@ -30,11 +30,12 @@ func isUnauthorized(err error) bool { return errors.Is(err, errUnauthorized) }
 // attempt records, for one request, what the transport saw: whether it may
 // have reached the server and whether the server provably refused it.
 type attempt struct {
-	first        atomic.Bool // the first POST (the call itself) was seen
-	sent         atomic.Bool // bytes may have reached the server
-	refused      atomic.Bool // the server answered without running it
-	unauthorized atomic.Bool // … with 401
-	tooLarge     atomic.Bool // an answer passed MaxMessageBytes
+	first        atomic.Bool  // the first POST (the call itself) was seen
+	sent         atomic.Bool  // bytes may have reached the server
+	refused      atomic.Bool  // the server answered without running it
+	unauthorized atomic.Bool  // … with 401
+	tooLarge     atomic.Bool  // an answer passed MaxMessageBytes
+	status       atomic.Int32 // the HTTP status answered to the call's POST
 	access       atomic.Pointer[string]
 }
 
@@ -112,6 +113,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	a.sent.Store(true)
+	a.status.Store(int32(resp.StatusCode))
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		// A redirect is an answer without running the call.
