@@ -565,3 +565,40 @@ func TestHTTPErrorStatusReachesTheModel(t *testing.T) {
 		t.Errorf("after recovery: %+v", r)
 	}
 }
+
+// A server flooding its stderr stays usable and does not flood the log:
+// its lines are logged up to a rate, and the rest counted.
+func TestStderrFloodIsRateLimited(t *testing.T) {
+	var logs logBuf
+	m := mcp.New(mcp.Options{
+		Servers:        []config.MCPServer{rogueServer("chatty", mcptest.RogueStderrFlood, nil)},
+		Env:            map[string]string{"PATH": os.Getenv("PATH")},
+		Logger:         logs.logger(),
+		ConnectTimeout: 20 * time.Second,
+	})
+	start := time.Now()
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, t.Context(), byName(t, m), "chatty__echo", `{"text":"heard"}`); r.IsError || !strings.Contains(r.Text, "heard") {
+		t.Errorf("echo = %+v", r)
+	}
+	time.Sleep(100 * time.Millisecond) // the flood goes on
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	seconds := int(time.Since(start)/time.Second) + 1
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(logs.String(), "stderr lines not logged") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	l := logs.String()
+	if n := strings.Count(l, `msg="mcp server stderr"`); n > 100*seconds {
+		t.Errorf("%d stderr lines logged in about %d s", n, seconds)
+	}
+	if !strings.Contains(l, "stderr lines not logged") {
+		t.Error("no line counts the stderr lines not logged")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -275,6 +276,10 @@ type stderrLog struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	last   []string // the newest stderrTail lines, redacted
+
+	window     time.Time // start of the current second of logging
+	logged     int       // lines logged in it
+	suppressed int       // lines not logged in it
 }
 
 // stderrTail is how many of the last stderr lines an error quotes, each
@@ -282,6 +287,14 @@ type stderrLog struct {
 const (
 	stderrTail    = 3
 	stderrLineMax = 200
+)
+
+// A server's stderr is logged at most stderrPerSecond lines a second, each
+// clipped to stderrLogMax bytes; the rest is counted in one line, so a
+// server that floods its stderr cannot flood the daemon's log.
+const (
+	stderrPerSecond = 100
+	stderrLogMax    = 2 << 10
 )
 
 func (w *stderrLog) Write(p []byte) (int, error) {
@@ -302,12 +315,23 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// flush logs an unfinished last line, once the pipe has ended.
+// flush logs an unfinished last line, once the pipe has ended, and how
+// many lines went unlogged.
 func (w *stderrLog) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.line(w.buf.String())
 	w.buf.Reset()
+	w.rollover(time.Time{})
+}
+
+// rollover starts a new second of logging at now, reporting the lines the
+// last one suppressed.
+func (w *stderrLog) rollover(now time.Time) {
+	if w.suppressed > 0 {
+		w.log.Debug("mcp server stderr lines not logged", "lines", w.suppressed, "limit_per_second", stderrPerSecond)
+	}
+	w.window, w.logged, w.suppressed = now, 0, 0
 }
 
 func (w *stderrLog) line(line string) {
@@ -315,7 +339,19 @@ func (w *stderrLog) line(line string) {
 		return
 	}
 	line = w.redact(line)
-	w.log.Debug("mcp server stderr", "line", line)
+	if now := time.Now(); now.Sub(w.window) >= time.Second {
+		w.rollover(now)
+	}
+	if w.logged < stderrPerSecond {
+		w.logged++
+		logged := line
+		if len(logged) > stderrLogMax {
+			logged = strings.ToValidUTF8(clipUTF8(logged, stderrLogMax), "") + "…"
+		}
+		w.log.Debug("mcp server stderr", "line", logged)
+	} else {
+		w.suppressed++
+	}
 	w.last = append(w.last, strings.ToValidUTF8(clipUTF8(line, stderrLineMax), ""))
 	if len(w.last) > stderrTail {
 		w.last = w.last[len(w.last)-stderrTail:]
