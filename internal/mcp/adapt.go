@@ -250,7 +250,11 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 	for try := 0; ; try++ {
 		sess, err := s.current(ctx)
 		if err != nil {
-			return s.errorResult("MCP server %s is not connected: %v", s.cfg.Name, err)
+			if errors.Is(err, errClosed) {
+				return s.errorResult("MCP server %s is not connected: %v", s.cfg.Name, err)
+			}
+			return s.errorResult("MCP server %s is not connected: %v. %s did not run. The server's tools are unavailable until it is back; "+
+				"every call tries to reconnect, so try again later, or go on without it and tell the user what could not be done", s.cfg.Name, err, name)
 		}
 		at := &attempt{}
 		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Meta: callMeta(ctx), Name: name, Arguments: args})
@@ -287,7 +291,12 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 				"To get a result, call it again asking for less — a narrower query, a smaller page or limit — if its arguments allow that", s.cfg.Name, name, MaxMessageBytes>>20, effect)
 		}
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) && !at.refused.Load() {
+		// The SDK wraps every failed HTTP exchange in its stand-in error,
+		// one that broke before any answer (an EOF on a connection the
+		// server closed) too: without a status that is a lost connection,
+		// handled below, not a rejection.
+		lost := errors.As(err, &werr) && werr.Code == codeTransportRejected && at.status.Load() == 0
+		if errors.As(err, &werr) && !at.refused.Load() && !lost {
 			if code := int(at.status.Load()); werr.Code == codeTransportRejected && code >= 400 {
 				// The SDK's stand-in error says nothing; the status does.
 				hint := " Try again later; if it keeps failing, report that the server is failing."

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -600,5 +601,79 @@ func TestStderrFloodIsRateLimited(t *testing.T) {
 	}
 	if !strings.Contains(l, "stderr lines not logged") {
 		t.Error("no line counts the stderr lines not logged")
+	}
+}
+
+// A server that went away is reported as down, with what the model can
+// do; once it is back, the next call reconnects and works.
+func TestServerDownThenBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	first := &http.Server{Handler: mcptest.NewHTTP(mcptest.Options{})}
+	first.SetKeepAlivesEnabled(false) // the next call dials, as after a real restart
+	go func() { _ = first.Serve(ln) }()
+	back := mcptest.NewHTTP(mcptest.Options{})
+	second := &http.Server{Handler: back}
+	t.Cleanup(func() { _ = second.Close() }) // after the Manager's Close
+	m := open(t, mcp.Options{Servers: []config.MCPServer{{Name: "kb", Transport: config.MCPHTTP, URL: "http://" + addr + "/mcp"}}})
+	tools := byName(t, m)
+	if r := call(t, t.Context(), tools, "kb__create_note", `{"text":"a"}`); r.IsError {
+		t.Fatalf("create_note while up: %+v", r)
+	}
+	_ = first.Close()
+	r := call(t, t.Context(), tools, "kb__create_note", `{"text":"b"}`)
+	for _, w := range []string{"MCP server kb is not connected", "connection refused", "create_note did not run", "try again later"} {
+		if !strings.Contains(r.Text, w) {
+			t.Errorf("call while down = %q, lacks %q", r.Text, w)
+		}
+	}
+	if st := m.Status()[0]; st.Connected || !strings.Contains(st.Error, "connection refused") {
+		t.Errorf("status while down = %+v", st)
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	go func() { _ = second.Serve(ln) }()
+	if r := call(t, t.Context(), tools, "kb__create_note", `{"text":"c"}`); r.IsError || back.Counters.Get("create_note") != 1 {
+		t.Errorf("call once back = %+v (ran %d times)", r, back.Counters.Get("create_note"))
+	}
+	if st := m.Status()[0]; !st.Connected || st.Error != "" {
+		t.Errorf("status once back = %+v", st)
+	}
+}
+
+// A connection that drops under a call before any answer (the server
+// closes it) is a lost connection, not a rejection: a mutating call is
+// reported in doubt, a read-only one runs again on a new session.
+func TestConnectionDroppedUnderCall(t *testing.T) {
+	h := mcptest.NewHTTP(mcptest.Options{})
+	var drops atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) && drops.Add(-1) >= 0 {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = c.Close() // gone, no answer
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	m := open(t, mcp.Options{Servers: []config.MCPServer{{Name: "kb", Transport: config.MCPHTTP, URL: srv.URL}}})
+	tools := byName(t, m)
+	drops.Store(1)
+	r := call(t, t.Context(), tools, "kb__create_note", `{"text":"a"}`)
+	if !r.IsError || !strings.Contains(r.Text, "[in doubt]") || strings.Contains(r.Text, "rejected") {
+		t.Errorf("create_note on a dropped connection = %q, want it in doubt", r.Text)
+	}
+	drops.Store(1)
+	if r := call(t, t.Context(), tools, "kb__get_note", `{"text":"a"}`); r.IsError || h.Counters.Get("get_note") != 1 {
+		t.Errorf("get_note on a dropped connection = %q (ran %d times), want it run again once", r.Text, h.Counters.Get("get_note"))
 	}
 }
