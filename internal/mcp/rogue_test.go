@@ -677,3 +677,23 @@ func TestConnectionDroppedUnderCall(t *testing.T) {
 		t.Errorf("get_note on a dropped connection = %q (ran %d times), want it run again once", r.Text, h.Counters.Get("get_note"))
 	}
 }
+
+// Closing while an HTTP server is down is no failure of Delta's shutdown:
+// the session could not be ended on the server, which is logged.
+func TestCloseWithHTTPServerDown(t *testing.T) {
+	var logs logBuf
+	srv := httptest.NewServer(mcptest.NewHTTP(mcptest.Options{}))
+	m := mcp.New(mcp.Options{Servers: []config.MCPServer{{Name: "kb", Transport: config.MCPHTTP, URL: srv.URL}}, Logger: logs.logger()})
+	if err := m.Open(t.Context()); err != nil || !m.Status()[0].Connected {
+		t.Fatalf("Open: %v, %+v", err, m.Status())
+	}
+	srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("Close = %v, want nil", err)
+	}
+	if !strings.Contains(logs.String(), "mcp session not ended on the server") {
+		t.Errorf("no warning logged:\n%s", logs.String())
+	}
+}
