@@ -59,6 +59,31 @@ func (s *server) relist(ctx context.Context, sess *sdk.ClientSession) {
 	s.m.o.OnToolsAdded(ts)
 }
 
+// relistSoon answers a tools/list_changed notification: one relist runs at
+// a time, and the notifications that arrive while it runs are answered by
+// one more, so a server that sends thousands gets a few lists, not one
+// request each.
+func (s *server) relistSoon(sess *sdk.ClientSession) {
+	s.relistSess.Store(sess) // the newest session, should the server have reconnected
+	s.relistAgain.Store(true)
+	if !s.relisting.CompareAndSwap(false, true) {
+		return // the running one sees relistAgain
+	}
+	go func() {
+		for {
+			for s.relistAgain.Swap(false) {
+				s.relist(s.m.ctx, s.relistSess.Load())
+			}
+			s.relisting.Store(false)
+			// A notification between the last Swap and the Store found
+			// relisting still set: take it over, unless another did.
+			if !s.relistAgain.Load() || !s.relisting.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
 // announcesToolChanges reports whether the server said at initialisation
 // that its tool list can change.
 func announcesToolChanges(sess *sdk.ClientSession) bool {

@@ -697,3 +697,29 @@ func TestCloseWithHTTPServerDown(t *testing.T) {
 		t.Errorf("no warning logged:\n%s", logs.String())
 	}
 }
+
+// A server that floods notifications/tools/list_changed gets its tools
+// listed again a few times, not once per notification.
+func TestListChangedFloodIsCoalesced(t *testing.T) {
+	var added atomic.Int32
+	m := open(t, mcp.Options{
+		Servers:      []config.MCPServer{rogueServer("fickle", mcptest.RogueListFlood, nil)},
+		Env:          map[string]string{"PATH": os.Getenv("PATH")},
+		OnToolsAdded: func(ts []tool.Tool) { added.Add(int32(len(ts))) },
+	})
+	tools := byName(t, m)
+	call(t, t.Context(), tools, "fickle__flood", `{}`)
+	time.Sleep(300 * time.Millisecond) // the notifications arrive and are handled
+	r := call(t, t.Context(), tools, "fickle__get_lists", `{}`)
+	var lists int
+	if _, err := fmt.Sscanf(r.Text[strings.LastIndex(r.Text, "lists="):], "lists=%d", &lists); err != nil {
+		t.Fatalf("get_lists = %q", r.Text)
+	}
+	t.Logf("%d tools/list answered", lists)
+	if lists > 20 {
+		t.Errorf("the server answered %d tools/list after 2,000 notifications, want a few", lists)
+	}
+	if n := added.Load(); n != 0 {
+		t.Errorf("%d tools added, but the list never changed", n)
+	}
+}

@@ -36,9 +36,13 @@ type server struct {
 	proc atomic.Pointer[proc] // the stdio process of the latest connection
 
 	listMu sync.Mutex // serialises relists, so a tool is added once
-	mu     sync.Mutex // guards status, tools
-	status ServerStatus
-	tools  []*sdk.Tool // discovered once; nil until the first successful boot
+	// relisting is set while a relist for notifications runs, and again
+	// when one more arrived meanwhile (see relistSoon).
+	relisting, relistAgain atomic.Bool
+	relistSess             atomic.Pointer[sdk.ClientSession]
+	mu                     sync.Mutex // guards status, tools
+	status                 ServerStatus
+	tools                  []*sdk.Tool // discovered once; nil until the first successful boot
 }
 
 // noteWait bounds how long an error waits for a stdio server's exit status
@@ -196,7 +200,7 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			// Not in the handler's goroutine: it must not wait on a request
 			// over the connection it is serving.
-			go s.relist(s.m.ctx, req.Session)
+			s.relistSoon(req.Session)
 		}})
 	at := &attempt{}
 	sess, err = c.Connect(withAttempt(ctx, at), t, nil)

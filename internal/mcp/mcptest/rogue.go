@@ -31,6 +31,7 @@ const (
 	RogueGrandchild   = "grandchild"    // starts a sleeping grandchild that inherits its pipes
 	RogueSchemas      = "schemas"       // lists tools with unusable or huge schemas next to good ones
 	RogueEchoEnvToErr = "stderr_secret" // writes its MCPTEST_SECRET to stderr at start
+	RogueListFlood    = "list_flood"    // announces tool changes; its flood tool sends 2,000 notifications/tools/list_changed
 )
 
 // Env variables the rogue peer reads besides EnvRogue.
@@ -42,8 +43,9 @@ const (
 
 // RogueTools are the tools the rogue peer lists: echo answers, hang never
 // answers (and ignores cancellation), huge answers with EnvRogueHugeBytes
-// of text on one line, exit exits mid-call.
-var RogueTools = []string{"echo", "get_hang", "get_huge", "exit_now"}
+// of text on one line, exit exits mid-call, get_lists counts the
+// tools/list requests it answered, flood floods (see RogueListFlood).
+var RogueTools = []string{"echo", "get_hang", "get_huge", "exit_now", "get_lists", "flood"}
 
 type rogueMsg struct {
 	ID     json.RawMessage `json:"id,omitempty"`
@@ -98,6 +100,7 @@ func serveRogue(modes string) {
 		out.Flush()
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	lists := 0 // tools/list requests answered
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
@@ -117,9 +120,10 @@ func serveRogue(modes string) {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
 			_ = json.Unmarshal(m.Params, &p)
-			reply(map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+			reply(map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{"listChanged": has[RogueListFlood]}},
 				"serverInfo": map[string]any{"name": "rogue", "version": "0"}})
 		case "tools/list":
+			lists++
 			reply(map[string]any{"tools": rogueTools(has[RogueSchemas])})
 			if has[RogueExitListed] {
 				os.Exit(0)
@@ -136,6 +140,13 @@ func serveRogue(modes string) {
 				continue
 			}
 			switch p.Name {
+			case "flood":
+				for range 2000 {
+					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				}
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": "flooded"}}})
+			case "get_lists":
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("lists=%d", lists)}}})
 			case "get_hang":
 				continue // never answered
 			case "exit_now":
