@@ -174,6 +174,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		}
 		p.mcp = mcp.New(mcp.Options{Servers: cfg.MCP.Servers, Refresh: cfg.MCP.Refresh, Env: cfg.MCP.ChildEnv,
 			Logger: logger, Resolve: resolve, Redact: red.Redact, SaveImage: saveImage(p.images),
+			// An MCP call's ceiling is the tool timeout the operator set, so
+			// a slow tool given more time gets it; with none (0) MCP calls
+			// keep the client's own ceiling, since they are always timed.
+			CallTimeout: cfg.ToolTimeout,
 			// Tools a server reveals later (bobby's phases) join the
 			// registry, searchable on the next turn.
 			OnToolsAdded: func(ts []tool.Tool) {
