@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/deltaharness/delta/internal/mcp/mcptest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
@@ -200,5 +205,55 @@ func TestReviewPolicyFollowsConnectedWriteTool(t *testing.T) {
 				t.Fatalf("crm__propose_change not offered")
 			}
 		})
+	}
+}
+
+// TestShutdownDuringMCPCall: the daemon is stopped while a run waits on an
+// MCP call the server never answers and never gives up on. The daemon
+// exits within its shutdown steps instead of waiting on the call, and the
+// acknowledged task is not lost: after a restart, with the server
+// answering again, it finishes.
+func TestShutdownDuringMCPCall(t *testing.T) {
+	h := mcptest.NewHTTP(mcptest.Options{})
+	var hang atomic.Bool
+	hang.Store(true)
+	arrived := make(chan struct{}, 16)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if hang.Load() && bytes.Contains(body, []byte(`"tools/call"`)) {
+			arrived <- struct{}{}
+			<-release // deaf to the client going away
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // before srv.Close, which waits for its handlers
+	fake := startScript(t, echoAgent("kb__get_note", `{"text":"status"}`))
+	servers, _ := json.Marshal([]map[string]any{{"name": "kb", "url": srv.URL}})
+	d := newDaemon(t, fake, "DELTA_MCP_SERVERS="+string(servers))
+	_, ack := d.call("POST", "/v1/tasks", `{"input":"check the note"}`)
+	id, _ := ack["id"].(string)
+	if id == "" {
+		t.Fatalf("task not acknowledged: %v", ack)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the MCP call never reached the server\nlog:\n%s", d.logText())
+	}
+	start := time.Now()
+	d.stop() // SIGTERM; killed after 10 s
+	if took := time.Since(start); took > 9*time.Second {
+		t.Fatalf("shutdown took %s with an MCP call in flight\nlog:\n%s", took, d.logText())
+	}
+	hang.Store(false)
+	d.start()
+	v := d.waitStatus(id, "done", "failed", "cancelled")
+	out, _ := v["result"].(map[string]any)["output_text"].(string)
+	if v["status"] != "done" || !strings.Contains(out, "get_note #1") {
+		t.Fatalf("task after restart: %v\nlog:\n%s", v, d.logText())
 	}
 }
