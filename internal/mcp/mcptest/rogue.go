@@ -32,6 +32,7 @@ const (
 	RogueSchemas      = "schemas"       // lists tools with unusable or huge schemas next to good ones
 	RogueEchoEnvToErr = "stderr_secret" // writes its MCPTEST_SECRET to stderr at start
 	RogueListFlood    = "list_flood"    // announces tool changes; its flood tool sends 2,000 notifications/tools/list_changed
+	RogueWedge        = "wedge"         // get_hang wedges the whole server: nothing is answered after it, ping included
 )
 
 // Env variables the rogue peer reads besides EnvRogue.
@@ -105,7 +106,9 @@ func serveRogue(modes string) {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
 			if has[RogueDeaf] {
-				select {} // stdin closed: keep running anyway
+				for { // stdin closed: keep running anyway (a sleep, not select{}, which the runtime would call a deadlock)
+					time.Sleep(time.Hour)
+				}
 			}
 			os.Exit(0)
 		}
@@ -148,6 +151,11 @@ func serveRogue(modes string) {
 			case "get_lists":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("lists=%d", lists)}}})
 			case "get_hang":
+				if has[RogueWedge] {
+					for { // stuck for good, still holding its pipes
+						time.Sleep(time.Hour)
+					}
+				}
 				continue // never answered
 			case "exit_now":
 				os.Exit(4)
