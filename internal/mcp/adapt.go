@@ -274,6 +274,7 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 				return s.errorResult("MCP call %s on server %s was stopped because Delta is shutting down; it may or may not have taken effect", name, s.cfg.Name)
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				s.probe(sess, name)
 				return s.errorResult("MCP call %s on server %s got no answer within its time limit; it may or may not have taken effect", name, s.cfg.Name)
 			}
 			return s.errorResult("MCP call %s on server %s was cancelled", name, s.cfg.Name)

@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,6 +83,31 @@ func (s *server) relistSoon(sess *sdk.ClientSession) {
 				return
 			}
 		}
+	}()
+}
+
+// probe checks, in the background, that a server whose call timed out
+// still answers: it pings it (within ConnectTimeout), and a server that
+// does not answer even that is wedged, so its session is dropped — a stdio
+// server's process group is stopped — and the next call starts afresh,
+// instead of every later call waiting out its ceiling. A server that
+// answers (an error answer too) is only slow at that tool, and is kept.
+func (s *server) probe(sess *sdk.ClientSession, tool string) {
+	if !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.probing.Store(false)
+		ctx, cancel := context.WithTimeout(s.m.ctx, s.m.o.ConnectTimeout)
+		defer cancel()
+		err := sess.Ping(ctx, nil)
+		var werr *jsonrpc.Error
+		if err == nil || errors.As(err, &werr) || s.m.ctx.Err() != nil {
+			return
+		}
+		err = fmt.Errorf("no answer to a ping within %s after %s timed out (%w): restarted on the next call", s.m.o.ConnectTimeout, tool, err)
+		s.log.Warn("mcp server wedged", "err", err)
+		s.drop(sess, err)
 	}()
 }
 

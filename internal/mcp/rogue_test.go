@@ -725,3 +725,47 @@ func TestListChangedFloodIsCoalesced(t *testing.T) {
 		t.Errorf("%d tools added, but the list never changed", n)
 	}
 }
+
+// A stdio server wedged by a call (it answers nothing any more, ping
+// included) is stopped once its call times out, and the next call gets a
+// fresh one; a server only slow at one tool keeps its session.
+func TestWedgedServerIsRestarted(t *testing.T) {
+	defer mcp.SetTerminateAfter(100 * time.Millisecond)()
+	pids := filepath.Join(t.TempDir(), "pids")
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{
+			rogueServer("stuck", mcptest.RogueWedge, map[string]string{mcptest.EnvRoguePIDFile: pids}),
+			rogueServer("slowish", "plain", nil),
+		},
+		Env:            map[string]string{"PATH": os.Getenv("PATH")},
+		ConnectTimeout: 500 * time.Millisecond,
+		CallTimeout:    300 * time.Millisecond,
+	})
+	tools := byName(t, m)
+	for _, n := range []string{"stuck", "slowish"} {
+		if r := call(t, t.Context(), tools, n+"__get_hang", `{}`); !strings.Contains(r.Text, "no answer within its time limit") {
+			t.Errorf("%s get_hang = %q", n, r.Text)
+		}
+	}
+	first := pidsIn(t, pids)
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Status()[0].Connected && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := m.Status()[0]; st.Connected || !strings.Contains(st.Error, "no answer to a ping") {
+		t.Errorf("stuck status = %+v, want it dropped as wedged", st)
+	}
+	for alive(first[0]) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(first[0]) {
+		t.Errorf("the wedged process %d is still running", first[0])
+	}
+	if r := call(t, t.Context(), tools, "stuck__echo", `{"text":"fresh"}`); r.IsError || !strings.Contains(r.Text, "fresh") {
+		t.Errorf("echo after the wedge = %+v", r)
+	}
+	time.Sleep(200 * time.Millisecond) // with the waits above, past slowish's ping limit
+	if st := m.Status()[1]; !st.Connected {
+		t.Errorf("slowish status = %+v: a server that answers a ping must keep its session", st)
+	}
+}

@@ -40,7 +40,8 @@ type server struct {
 	// when one more arrived meanwhile (see relistSoon).
 	relisting, relistAgain atomic.Bool
 	relistSess             atomic.Pointer[sdk.ClientSession]
-	mu                     sync.Mutex // guards status, tools
+	probing                atomic.Bool // a liveness probe runs (see probe)
+	mu                     sync.Mutex  // guards status, tools
 	status                 ServerStatus
 	tools                  []*sdk.Tool // discovered once; nil until the first successful boot
 }
