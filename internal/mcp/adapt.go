@@ -17,8 +17,11 @@ import (
 	"github.com/deltaharness/delta/internal/tool"
 )
 
-// MaxToolName is the longest tool name a model API accepts.
-const MaxToolName = 128
+// MaxToolName is the longest tool name every model API Delta speaks
+// accepts: OpenAI's Chat Completions and Responses take at most 64
+// characters, and one longer name among a request's tools fails the whole
+// request, hence every run that is offered it.
+const MaxToolName = 64
 
 // readSegments are the name segments that mark an MCP tool as read-only.
 // A name is split on '_' and '.'; "get_or_create" therefore
@@ -41,7 +44,7 @@ func ReadOnlyName(name string) bool {
 }
 
 // ToolName is the registry name of an MCP tool, and whether it is usable:
-// letters, digits, '_' and '-' only, at most 128 characters.
+// letters, digits, '_' and '-' only, at most MaxToolName characters.
 func ToolName(server, tool string) (string, bool) {
 	name := server + "__" + tool
 	if len(name) > MaxToolName || tool == "" {
@@ -73,7 +76,7 @@ func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool,
 		name, ok := ToolName(s.cfg.Name, d.Name)
 		if !ok || seen[name] {
 			dropped++
-			s.log.Warn("mcp tool dropped: its name must be letters, digits, '_' or '-', at most 128 characters with the server prefix, and unique",
+			s.log.Warn("mcp tool dropped: its name must be letters, digits, '_' or '-', at most 64 characters with the server prefix, and unique",
 				"tool", d.Name, "name", name)
 			continue
 		}
