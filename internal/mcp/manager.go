@@ -12,7 +12,15 @@
 // error telling it to verify the state first, never a silent replay.
 //
 // Every result is framed as untrusted data and passed through Options.Redact,
-// so a backend echoing a vault credential shows the model [vault:NAME].
+// so a backend echoing a vault credential shows the model [vault:NAME]; a
+// credential written literally in a server's entry is scrubbed the same way
+// (literals.go), from results, errors, the status and the server's log lines.
+//
+// A misbehaving server is contained: a message over MaxMessageBytes is
+// refused, a redirect to another origin is not followed, a tool definition
+// a model API would refuse is dropped, a stdio server runs in its own
+// process group that is stopped whole, and a server that stops answering
+// even a ping after a call timed out is restarted on the next call.
 package mcp
 
 import (
