@@ -28,7 +28,17 @@ var errTooLarge = fmt.Errorf("a message from the server exceeded %d MiB", MaxMes
 
 // terminateAfter is how long a stdio server has to exit after its stdin
 // closes, and again after SIGTERM, before it is killed.
-var terminateAfter = 2 * time.Second
+func terminateAfter() time.Duration {
+	if d := terminateAfterTest.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return 2 * time.Second
+}
+
+// terminateAfterTest, when set, replaces terminateAfter's 2 s in tests of
+// servers that ignore the first steps; atomic, since stops run in the
+// background.
+var terminateAfterTest atomic.Int64
 
 // stdioTransport runs a stdio server as the leader of its own process
 // group, so that stopping it stops everything it started: a wrapper
@@ -188,7 +198,7 @@ func (c *child) stop() error {
 				return c.err
 			}
 			return nil // an exit status, even a signal, is how a server stops
-		case <-time.After(terminateAfter):
+		case <-time.After(terminateAfter()):
 		}
 	}
 	return fmt.Errorf("stdio server (pid %d) still running after SIGKILL", pgid)
