@@ -159,7 +159,7 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	select {
 	case r := <-got:
 		if !r.IsError || !strings.Contains(r.Text, "shutting down") {
-			t.Errorf("call in flight at Close = %+v, want an error saying Delta is shutting down", r)
+			t.Errorf("call in flight at Close = %+v, want an error saying the daemon is shutting down", r)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call in flight did not return after Close")

@@ -59,7 +59,7 @@ func (s *server) lostNote() string {
 }
 
 // errClosed is the answer of a server whose Manager was closed.
-var errClosed = errors.New("Delta is shutting down: the MCP client is closed")
+var errClosed = errors.New("the daemon is shutting down: the MCP client is closed")
 
 // credentialError marks a connection that failed for want of a vault
 // secret, so the server is retried when it arrives.

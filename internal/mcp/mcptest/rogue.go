@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -69,7 +70,7 @@ func serveRogue(modes string) {
 	if has[RogueGrandchild] {
 		// A grandchild that holds the child's stdout and stderr open and
 		// outlives it unless its whole process group is ended.
-		c := exec.Command("sleep", "300")
+		c := exec.CommandContext(context.Background(), "sleep", "300")
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
 		if c.Start() == nil {
 			if f := os.Getenv(EnvRoguePIDFile); f != "" {
@@ -92,9 +93,10 @@ func serveRogue(modes string) {
 	out := bufio.NewWriter(os.Stdout)
 	send := func(v any) {
 		b, _ := json.Marshal(v)
-		out.Write(b)
-		out.WriteByte('\n')
-		out.Flush()
+		// A peer whose stdout is gone has no one left to answer.
+		_, _ = out.Write(b)
+		_ = out.WriteByte('\n')
+		_ = out.Flush()
 	}
 	if has[RogueBanner] {
 		fmt.Fprintln(out, "Weather MCP server v0.1 listening on stdio")
