@@ -922,6 +922,16 @@ func TestCallsAndToolsEmptyStates(t *testing.T) {
 	}
 }
 
+// startGatedDaemon starts a daemon on gatedScript; release lets the
+// held turn go, and runs again, harmlessly, when the test ends.
+func startGatedDaemon(t *testing.T) (d *daemonUnderTest, release func()) {
+	gate := make(chan struct{})
+	d = startDaemonWith(t, gatedScript(gate), nil)
+	release = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	return d, release
+}
+
 // gatedScript is agentScript whose second turn (the answer after the tool
 // result) waits until gate is closed.
 func gatedScript(gate chan struct{}) func(ws string) modeltest.Script {
@@ -943,15 +953,7 @@ func gatedScript(gate chan struct{}) func(ws string) modeltest.Script {
 // section they opened stays open) while the run goes on and new turns are
 // captured.
 func TestCallDetailStaysOpenWhileRunGoesOn(t *testing.T) {
-	gate := make(chan struct{})
-	d := startDaemonWith(t, gatedScript(gate), nil)
-	t.Cleanup(func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	})
+	d, release := startGatedDaemon(t)
 	ctx := openLive(t, d)
 	id := d.submit(t, "Write a hello note please")
 	waitFor(t, ctx, "the run's first turn", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]') && window.cockpit.state.callCount(window.cockpit.state.runs.get(%q)) === 1`, id, id))
@@ -961,7 +963,7 @@ func TestCallDetailStaysOpenWhileRunGoesOn(t *testing.T) {
 	waitFor(t, ctx, "its detail", `!!document.querySelector("#call-detail details.system")`)
 	js(t, ctx, `document.querySelector("#call-detail details.system").open = true`)
 
-	close(gate)
+	release()
 	waitFor(t, ctx, "the second call", `document.querySelectorAll("#calls-list [data-call]").length === 2`)
 	if open, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#call-detail details.system").open`)); !open {
 		t.Errorf("the first call's system spine closed itself when the second turn was captured")
@@ -974,15 +976,7 @@ func TestCallDetailStaysOpenWhileRunGoesOn(t *testing.T) {
 // Text selected in a tool call's result stays selected while the run goes
 // on to its next turn.
 func TestToolDetailKeepsSelectionWhileRunGoesOn(t *testing.T) {
-	gate := make(chan struct{})
-	d := startDaemonWith(t, gatedScript(gate), nil)
-	t.Cleanup(func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	})
+	d, release := startGatedDaemon(t)
 	ctx := openLive(t, d)
 	id := d.submit(t, "Write a hello note please")
 	waitFor(t, ctx, "the run's tool call", fmt.Sprintf(`(window.cockpit.state.events.get(%q) || []).some((ev) => ev.name === "tool.result")`, id))
@@ -992,7 +986,7 @@ func TestToolDetailKeepsSelectionWhileRunGoesOn(t *testing.T) {
 	waitFor(t, ctx, "the result", `!!document.querySelector("#tool-detail pre.result")`)
 	js(t, ctx, `const r = document.createRange(); r.selectNodeContents(document.querySelector("#tool-detail pre.result")); getSelection().removeAllRanges(); getSelection().addRange(r)`)
 
-	close(gate)
+	release()
 	waitFor(t, ctx, "the run to finish", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="done"]') && window.cockpit.state.detail.run.status === "done"`, id))
 	sel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getSelection().toString()`))
 	if err != nil {
