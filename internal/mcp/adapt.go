@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deltaharness/delta/internal/clip"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/tool"
 )
@@ -93,7 +93,7 @@ func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool,
 		}
 		if len(desc) > MaxDescriptionBytes {
 			s.log.Warn("mcp tool description clipped", "tool", d.Name, "bytes", len(desc), "limit_bytes", MaxDescriptionBytes)
-			desc = clipUTF8(desc, MaxDescriptionBytes) + "…"
+			desc = clip.Bytes(desc, MaxDescriptionBytes)
 		}
 		out = append(out, &mcpTool{
 			s:        s,
@@ -170,20 +170,9 @@ func inputSchema(v any) (json.RawMessage, error) {
 func compact(v any) string {
 	b, _ := json.Marshal(v)
 	if len(b) > 60 {
-		return clipUTF8(string(b), 60) + "…"
+		return clip.Bytes(string(b), 60)
 	}
 	return string(b)
-}
-
-// clipUTF8 is s cut to at most n bytes, on a rune boundary.
-func clipUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 type mcpTool struct {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deltaharness/delta/internal/clip"
 )
 
 // MaxMessageBytes bounds one message from a server, on either transport: a
@@ -254,6 +256,6 @@ func (f *frameReader) checkStart(b []byte) {
 	if len(rest) == 0 || rest[0] == '{' || rest[0] == '[' {
 		return
 	}
-	s := strings.ToValidUTF8(clipUTF8(string(bytes.TrimSpace(line)), 120), "")
+	s := strings.ToValidUTF8(clip.Bytes(string(bytes.TrimSpace(line)), 120), "")
 	f.stray.Store(&s)
 }

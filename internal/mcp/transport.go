@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deltaharness/delta/internal/clip"
 	"github.com/deltaharness/delta/internal/config"
 	"github.com/deltaharness/delta/internal/vault"
 )
@@ -346,13 +347,13 @@ func (w *stderrLog) line(line string) {
 		w.logged++
 		logged := line
 		if len(logged) > stderrLogMax {
-			logged = strings.ToValidUTF8(clipUTF8(logged, stderrLogMax), "") + "…"
+			logged = strings.ToValidUTF8(clip.Bytes(logged, stderrLogMax), "")
 		}
 		w.log.Debug("mcp server stderr", "line", logged)
 	} else {
 		w.suppressed++
 	}
-	w.last = append(w.last, strings.ToValidUTF8(clipUTF8(line, stderrLineMax), ""))
+	w.last = append(w.last, strings.ToValidUTF8(clip.Bytes(line, stderrLineMax), ""))
 	if len(w.last) > stderrTail {
 		w.last = w.last[len(w.last)-stderrTail:]
 	}
