@@ -85,6 +85,17 @@ func TestSecretsRows(t *testing.T) {
 	if got.Purpose != "q" || !slices.Equal(got.Nonce, []byte{9}) || !slices.Equal(got.Ciphertext, []byte{8}) || !got.Created.Equal(at) || !got.Updated.Equal(later) {
 		t.Fatalf("after replace = %+v", got)
 	}
+	// A replace with no purpose keeps the one the row has; a replace of a
+	// name with no row creates nothing.
+	if err := s.PutSecret(ctx, store.Secret{Name: "B_KEY", Nonce: []byte{7}, Ciphertext: []byte{7}, Updated: later}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Secret(ctx, "B_KEY"); got.Purpose != "q" || !slices.Equal(got.Nonce, []byte{7}) {
+		t.Fatalf("after a replace without purpose = %+v, want purpose q kept and the new value", got)
+	}
+	if err := s.PutSecret(ctx, store.Secret{Name: "C_KEY", Nonce: []byte{1}, Ciphertext: []byte{1}, Updated: later}, true); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("replace of a missing name = %v, want ErrNotFound", err)
+	}
 	if err := s.PutSecret(ctx, store.Secret{Name: "A_KEY", Nonce: []byte{1}, Ciphertext: []byte{1}, Created: at, Updated: at}, false); err != nil {
 		t.Fatal(err)
 	}

@@ -23,14 +23,15 @@ type Secret struct {
 	Updated    time.Time
 }
 
-// PutSecret inserts sec, or replaces the value and purpose of the row of
-// the same name when replace is set. Without replace a taken name is
-// ErrExists; with it a missing name is ErrNotFound.
+// PutSecret inserts sec, or replaces the value of the row of the same name
+// when replace is set, and its purpose unless sec's is empty; the row keeps
+// its creation time. Without replace a taken name is ErrExists; with it a
+// missing name is ErrNotFound.
 func (s *Store) PutSecret(ctx context.Context, sec Secret, replace bool) error {
 	if replace {
 		// A rotation changes a secret that exists: a misspelled name must
 		// not quietly add a second secret and leave the first unrotated.
-		res, err := s.w.ExecContext(ctx, `UPDATE vault_secrets SET purpose = ?, nonce = ?, ciphertext = ?, updated_at = ? WHERE name = ?`,
+		res, err := s.w.ExecContext(ctx, `UPDATE vault_secrets SET purpose = COALESCE(NULLIF(?, ''), purpose), nonce = ?, ciphertext = ?, updated_at = ? WHERE name = ?`,
 			sec.Purpose, sec.Nonce, sec.Ciphertext, sec.Updated.UnixMilli(), sec.Name)
 		if err != nil {
 			return fmt.Errorf("put secret %s: %w", sec.Name, err)

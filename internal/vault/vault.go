@@ -152,16 +152,6 @@ func (v *Vault) put(ctx context.Context, name, purpose, value string, replace bo
 	}
 	now := v.now().UTC()
 	r := store.Secret{Name: name, Purpose: purpose, Nonce: nonce, Ciphertext: v.aead.Seal(nil, nonce, []byte(value), []byte(name)), Created: now, Updated: now}
-	if replace {
-		old, err := v.store.Secret(ctx, name)
-		if err != nil {
-			return fmt.Errorf("rotate secret %s: %w", name, fromStore(err))
-		}
-		r.Created = old.Created
-		if purpose == "" {
-			r.Purpose = old.Purpose
-		}
-	}
 	if err := v.store.PutSecret(ctx, r, replace); err != nil {
 		return fmt.Errorf("store secret %s: %w", name, fromStore(err))
 	}
