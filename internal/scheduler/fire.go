@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -38,17 +39,26 @@ func (s *Scheduler) Tick(ctx context.Context) error {
 		}
 		s.post(ctx, r, f)
 	}
-	due, err := s.st.DueSchedules(ctx, now, dueBatch)
-	if err != nil {
-		return err
-	}
+	// Held schedules stay due, so the due ones are read page by page: a
+	// hundred held schedules never hide the ones behind them.
 	var errs []error
-	for _, r := range due {
-		if err := s.fireDue(ctx, r, now); err != nil {
-			errs = append(errs, err)
+	var after store.DueCursor
+	for {
+		due, err := s.st.DueSchedules(ctx, now, after, dueBatch)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
 		}
+		for _, r := range due {
+			if err := s.fireDue(ctx, r, now); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(due) < dueBatch {
+			return errors.Join(errs...)
+		}
+		last := due[len(due)-1]
+		after = store.DueCursor{NextFireAt: last.NextFireAt, ID: last.ID}
 	}
-	return errors.Join(errs...)
 }
 
 // fireDue records the firing of one due schedule and posts it.
@@ -64,6 +74,9 @@ func (s *Scheduler) fireDue(ctx context.Context, r store.ScheduleRow, now time.T
 		}
 		return nil
 	}
+	if held, err := s.held(ctx, r); err != nil || held {
+		return err
+	}
 	slot, skipped := p.Catchup(r.NextFireAt, now)
 	next := p.Next(slot)
 	f := store.FiringRow{ScheduleID: r.ID, Slot: slot, Key: schedule.FireKey(r.ID, slot), Skipped: skipped, IntendedAt: now}
@@ -74,11 +87,76 @@ func (s *Scheduler) fireDue(ctx context.Context, r store.ScheduleRow, now time.T
 		return err
 	}
 	if skipped > 0 {
-		s.o.Logger.Info("schedule missed slots while down; firing once for the latest", "schedule", r.ID, "slot", slot, "skipped", skipped)
+		s.o.Logger.Info("schedule missed slots (the scheduler was down, or its previous firing was still in progress); firing once for the latest",
+			"schedule", r.ID, "slot", slot, "skipped", skipped)
 	}
 	crashpoint.Hit(crashpoint.SchedulerAfterIntent)
 	s.post(ctx, r, f)
 	return nil
+}
+
+// held reports whether schedule r's previous firing is still in progress,
+// so r must not fire now: the firing is recorded but not yet acknowledged
+// (the daemon is down or refuses the credentials; it is re-sent on its
+// own), or the daemon still has its task queued or running. Firing anyway
+// would make a daemon that was down for an hour receive one run per missed
+// slot when it comes back, and a schedule every minute whose runs take
+// three queue a run a minute for ever. A held schedule stays due; once the
+// previous firing is over, the next tick fires it once for its latest slot
+// (Plan.Catchup), the firing counting the slots it skipped. When the
+// daemon cannot say (unreachable, a refusal, a task it does not know), r
+// is not held: its post then fails and is owed like any other, or goes
+// through.
+func (s *Scheduler) held(ctx context.Context, r store.ScheduleRow) (bool, error) {
+	last, err := s.st.LastFiring(ctx, r.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case last.State == store.FiringIntended:
+		return true, nil
+	case last.State != store.FiringDone || last.TaskID == "":
+		return false, nil
+	}
+	status, err := s.taskStatus(ctx, r.Owner, last.TaskID)
+	if err != nil {
+		s.o.Logger.Debug("previous firing's task status unknown; firing", "schedule", r.ID, "task", last.TaskID, "err", err)
+		return false, nil
+	}
+	return status == "queued" || status == "running", nil
+}
+
+// taskStatus asks the daemon, as owner, for the status of task id.
+func (s *Scheduler) taskStatus(ctx context.Context, owner, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.o.DaemonURL, "/")+"/v1/tasks/"+url.PathEscape(id), nil)
+	if err != nil {
+		return "", fmt.Errorf("build task status request: %w", err)
+	}
+	if s.o.DaemonToken != "" {
+		req.Header.Set("Authorization", "Bearer "+s.o.DaemonToken)
+	}
+	if owner != "" {
+		req.Header.Set(schedule.HeaderUser, owner)
+	}
+	resp, err := s.o.Client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("task status: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("task status: daemon answered %d", resp.StatusCode)
+	}
+	var task struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &task); err != nil {
+		return "", fmt.Errorf("task status: %w", err)
+	}
+	return task.Status, nil
 }
 
 // taskRequest is the body of the daemon's POST /v1/tasks for one firing.

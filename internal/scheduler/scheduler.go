@@ -14,7 +14,11 @@
 //
 // After downtime a schedule fires once for its most recent missed slot
 // (Plan.Catchup): a one-time schedule fires late, an interval or cron
-// schedule does not burst through every slot it slept through.
+// schedule does not burst through every slot it slept through. The same
+// rule keeps a schedule from overlapping itself: while its previous firing
+// is still in progress (not yet acknowledged by a daemon that is down, or
+// its task still queued or running), the slots that come due are not fired;
+// once it is over, the schedule fires once, for the latest of them.
 //
 // Time comes from Options.Now, so tests move a clock and call Tick instead
 // of sleeping.
@@ -40,9 +44,10 @@ type Store interface {
 	ScheduleByID(ctx context.Context, id string) (store.ScheduleRow, error)
 	OwnedSchedules(ctx context.Context, owner, agent string) ([]store.ScheduleRow, error)
 	CancelSchedule(ctx context.Context, id, owner, agent string, at time.Time) (store.ScheduleRow, error)
-	DueSchedules(ctx context.Context, now time.Time, limit int) ([]store.ScheduleRow, error)
+	DueSchedules(ctx context.Context, now time.Time, after store.DueCursor, limit int) ([]store.ScheduleRow, error)
 	IntendFiring(ctx context.Context, f store.FiringRow, due, next time.Time) error
 	PendingFirings(ctx context.Context, now time.Time) ([]store.FiringRow, error)
+	LastFiring(ctx context.Context, scheduleID string) (store.FiringRow, error)
 	FiringDone(ctx context.Context, key, taskID string, at time.Time) error
 	FiringRetry(ctx context.Context, key, reason string, retryAt, at time.Time) error
 }
@@ -52,6 +57,7 @@ const (
 	DefaultPoll      = time.Second
 	DefaultMaxBody   = 64 << 10
 	fireTimeout      = 15 * time.Second
+	statusTimeout    = 5 * time.Second
 	maxRetryDelay    = 5 * time.Minute
 	dueBatch         = 100
 	maxOwnedPerAgent = 1000

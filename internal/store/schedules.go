@@ -150,10 +150,23 @@ func (s *Schedules) OwnedSchedules(ctx context.Context, owner, agent string) ([]
 	return s.list(ctx, "SELECT "+scheduleCols+" FROM schedules WHERE owner = ? AND agent = ? ORDER BY created_at, id", owner, agent)
 }
 
-// DueSchedules lists the active schedules due at or before now, earliest first.
-func (s *Schedules) DueSchedules(ctx context.Context, now time.Time, limit int) ([]ScheduleRow, error) {
+// DueSchedules lists up to limit active schedules due at or before now,
+// earliest first (by next_fire_at, then id), after the row whose
+// next_fire_at and id are after (the last row of the previous page; the
+// zero DueCursor starts at the first). A caller that leaves some due
+// schedules due (the scheduler holds one whose previous firing is still in
+// progress) pages on, so those never hide the ones behind them.
+func (s *Schedules) DueSchedules(ctx context.Context, now time.Time, after DueCursor, limit int) ([]ScheduleRow, error) {
 	return s.list(ctx, "SELECT "+scheduleCols+` FROM schedules WHERE status = 'active' AND next_fire_at <= ?
-		ORDER BY next_fire_at, id LIMIT ?`, now.UnixMilli(), limit)
+		AND (next_fire_at > ? OR (next_fire_at = ? AND id > ?))
+		ORDER BY next_fire_at, id LIMIT ?`, now.UnixMilli(), after.NextFireAt.UnixMilli(), after.NextFireAt.UnixMilli(), after.ID, limit)
+}
+
+// DueCursor is where a page of DueSchedules ends: the next_fire_at and id
+// of its last row.
+type DueCursor struct {
+	NextFireAt time.Time
+	ID         string
 }
 
 func (s *Schedules) list(ctx context.Context, q string, args ...any) ([]ScheduleRow, error) {
@@ -239,6 +252,19 @@ func (s *Schedules) firings(ctx context.Context, q string, args ...any) ([]Firin
 func (s *Schedules) PendingFirings(ctx context.Context, now time.Time) ([]FiringRow, error) {
 	return s.firings(ctx, "SELECT "+firingCols+` FROM firings WHERE state = 'intended' AND next_attempt_at <= ?
 		ORDER BY intended_at, schedule_id, slot`, now.UnixMilli())
+}
+
+// LastFiring is the schedule's firing for its latest slot; ErrNotFound
+// when it has never fired.
+func (s *Schedules) LastFiring(ctx context.Context, scheduleID string) (FiringRow, error) {
+	fs, err := s.firings(ctx, "SELECT "+firingCols+" FROM firings WHERE schedule_id = ? ORDER BY slot DESC LIMIT 1", scheduleID)
+	if err != nil {
+		return FiringRow{}, err
+	}
+	if len(fs) == 0 {
+		return FiringRow{}, fmt.Errorf("last firing of %s: %w", scheduleID, ErrNotFound)
+	}
+	return fs[0], nil
 }
 
 // Firings lists one schedule's firings, in slot order.

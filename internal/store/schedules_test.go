@@ -34,10 +34,10 @@ func TestSchedulesFiringLifecycle(t *testing.T) {
 		Input: "x", Status: "active", CreatedAt: t0, NextFireAt: due}); err != nil {
 		t.Fatal(err)
 	}
-	if rows, _ := st.DueSchedules(ctx, due.Add(-time.Second), 10); len(rows) != 0 {
+	if rows, _ := st.DueSchedules(ctx, due.Add(-time.Second), store.DueCursor{}, 10); len(rows) != 0 {
 		t.Fatalf("due before its time: %+v", rows)
 	}
-	if rows, _ := st.DueSchedules(ctx, due, 10); len(rows) != 1 {
+	if rows, _ := st.DueSchedules(ctx, due, store.DueCursor{}, 10); len(rows) != 1 {
 		t.Fatalf("not due at its time: %+v", rows)
 	}
 	f := store.FiringRow{ScheduleID: "sch_a", Slot: due, Key: "k1", IntendedAt: due}
@@ -80,7 +80,7 @@ func TestSchedulesFiringLifecycle(t *testing.T) {
 	if row, err := st.CancelSchedule(ctx, "sch_a", "alice", "ag", due); err != nil || row.Status != "cancelled" || !row.NextFireAt.IsZero() {
 		t.Fatalf("alice cancels: %+v, %v", row, err)
 	}
-	if rows, _ := st.DueSchedules(ctx, due.Add(48*time.Hour), 10); len(rows) != 0 {
+	if rows, _ := st.DueSchedules(ctx, due.Add(48*time.Hour), store.DueCursor{}, 10); len(rows) != 0 {
 		t.Fatalf("cancelled schedule due: %+v", rows)
 	}
 	if err := st.IntendFiring(ctx, store.FiringRow{ScheduleID: "sch_a", Slot: due.Add(time.Hour), Key: "k2", IntendedAt: due}, due.Add(time.Hour), time.Time{}); !errors.Is(err, store.ErrStale) {

@@ -360,3 +360,45 @@ func TestAgentSchedulesThroughTheSchedulerProcess(t *testing.T) {
 		t.Fatalf("after a restart: %+v", again.Data)
 	}
 }
+
+// TestScheduleDoesNotOverlapItsRunningTask: on a real daemon, a schedule
+// every minute whose run takes longer than a minute (its model call is
+// held) is not fired again while that run is running; once it has finished
+// the schedule fires once, for the latest slot, counting the slot it
+// skipped — the daemon holds two runs for three slots, one after the other.
+func TestScheduleDoesNotOverlapItsRunningTask(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := newSchedRig(t, t0)
+	sch := r.createREST(t, `{"kind":"interval","every_seconds":60,"input":"check the build"}`)
+	r.fake.Hold()
+	r.tick(t, t0.Add(time.Minute))
+	fs := r.firings(t, sch)
+	if len(fs) != 1 || fs[0].State != store.FiringDone {
+		t.Fatalf("first slot: %+v", fs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.fake.WaitCalls(ctx, 1); err != nil {
+		t.Fatalf("the fired run never called the model: %v\n%s", err, r.d.logText())
+	}
+	if _, m := r.as(t, "", "GET", "/v1/tasks/"+fs[0].TaskID, ""); m["status"] != "running" {
+		t.Fatalf("fired run %v, want running", m)
+	}
+	r.tick(t, t0.Add(2*time.Minute))
+	r.tick(t, t0.Add(3*time.Minute))
+	if fs := r.firings(t, sch); len(fs) != 1 {
+		t.Fatalf("fired while its previous run was running: %+v", fs)
+	}
+	r.fake.Release()
+	if run := r.waitDone(t, "", fs[0].TaskID); run["status"] != "done" {
+		t.Fatalf("first run %v", run)
+	}
+	r.tick(t, t0.Add(3*time.Minute+10*time.Second))
+	fs = r.firings(t, sch)
+	if len(fs) != 2 || !fs[1].Slot.Equal(t0.Add(3*time.Minute)) || fs[1].Skipped != 1 || fs[1].State != store.FiringDone {
+		t.Fatalf("after the run ended: %+v, want one more firing, for 10:03, skipping 10:02", fs)
+	}
+	if run := r.waitDone(t, "", fs[1].TaskID); run["status"] != "done" {
+		t.Fatalf("second run %v", run)
+	}
+}
