@@ -65,6 +65,11 @@ func TestUsageErrors(t *testing.T) {
 		{"version with argument", []string{"version", "x"}, "takes no arguments", ""},
 		{"scheduler extra argument", []string{"scheduler", "now"}, `unexpected argument "now"`, "usage: delta scheduler"},
 		{"scheduler bad listen", []string{"scheduler", "--listen", "8091"}, `--listen "8091"`, ""},
+		// An unusable --db makes the command fail at once should the flag
+		// under test get past the checks.
+		{"scheduler listen port out of range", []string{"scheduler", "--db", "/dev/null/s.db", "--listen", "127.0.0.1:99999"}, "port from 0 to 65535", "usage: delta scheduler"},
+		{"scheduler relative daemon URL", []string{"scheduler", "--db", "/dev/null/s.db", "--daemon-url", "127.0.0.1:8080"}, `--daemon-url "127.0.0.1:8080": want an absolute http or https URL`, "usage: delta scheduler"},
+		{"scheduler daemon URL of another scheme", []string{"scheduler", "--db", "/dev/null/s.db", "--daemon-url", "ftp://127.0.0.1"}, "want an absolute http or https URL", ""},
 		{"scheduler open on all interfaces", []string{"scheduler", "--listen", "0.0.0.0:0"}, "set DELTA_CONTROL_TOKEN", ""},
 		{"scheduler zero poll", []string{"scheduler", "--poll", "0s"}, "--poll must be positive", ""},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`, ""},

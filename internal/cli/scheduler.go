@@ -35,9 +35,12 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	if *poll <= 0 {
 		return usageFor(c.env, fs, schedulerSynopsis, "--poll must be positive")
 	}
-	host, _, err := net.SplitHostPort(*listen)
-	if err != nil {
+	if err := config.CheckListenAddr(*listen); err != nil {
 		return usageFor(c.env, fs, schedulerSynopsis, "--listen %q: %v", *listen, err)
+	}
+	host, _, _ := net.SplitHostPort(*listen) // CheckListenAddr split it
+	if err := config.CheckBaseURL(*daemonURL); err != nil {
+		return usageFor(c.env, fs, schedulerSynopsis, "--daemon-url %q: %v", *daemonURL, err)
 	}
 	if cfg.Token == "" && !isLoopbackHost(host) {
 		return usageFor(c.env, fs, schedulerSynopsis, "--listen %s is not loopback: set DELTA_CONTROL_TOKEN so only daemons holding it can manage schedules", *listen)

@@ -181,8 +181,7 @@ func (l *loader) baseURL(name, def string) string {
 	if !ok {
 		return def
 	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if CheckBaseURL(v) != nil {
 		l.fail(name, v, "want an absolute http or https URL")
 		return def
 	}

@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -62,9 +64,39 @@ func LoadScheduler(lookup func(string) (string, bool)) (Scheduler, error) {
 		Token:     l.str("DELTA_CONTROL_TOKEN", ""),
 		DaemonURL: l.baseURL("DELTA_URL", DefaultDaemonURL),
 	}
+	if err := CheckListenAddr(s.Listen); err != nil {
+		l.fail("DELTA_SCHEDULER_LISTEN", s.Listen, "%v", err)
+	}
 	s.DaemonToken = l.str("DELTA_SCHEDULER_DAEMON_TOKEN", s.Token)
 	if len(l.errs) > 0 {
 		return Scheduler{}, errors.Join(l.errs...)
 	}
 	return s, nil
+}
+
+// CheckListenAddr accepts a host:port listen address whose port is 0–65535
+// (0: any free port); the host may be empty (every interface). The
+// scheduler checks its --listen flag with it too, so a bad address is
+// refused before the database is opened, naming what to send.
+func CheckListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, e.g. %s (%v)", DefaultSchedulerListen, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port from 0 to 65535 after the colon, e.g. %s", DefaultSchedulerListen)
+	}
+	return nil
+}
+
+// CheckBaseURL accepts what a base-URL variable accepts (DELTA_URL,
+// MODEL_BASE_URL, …): an absolute http or https URL with a host. Flags
+// that stand in for such a variable (delta scheduler --daemon-url) are
+// checked with it, so the flag is held to the variable's rule.
+func CheckBaseURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an absolute http or https URL, e.g. " + DefaultDaemonURL)
+	}
+	return nil
 }

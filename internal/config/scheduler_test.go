@@ -23,6 +23,12 @@ func TestLoadScheduler(t *testing.T) {
 	if _, err := LoadScheduler(mapLookup(map[string]string{"DELTA_URL": "agent.example"})); err == nil || !strings.Contains(err.Error(), "DELTA_URL") {
 		t.Fatalf("a relative daemon URL: %v", err)
 	}
+	for _, bad := range []string{"8091", "127.0.0.1:99999", "127.0.0.1:http", "127.0.0.1:-1"} {
+		_, err := LoadScheduler(mapLookup(map[string]string{"DELTA_SCHEDULER_LISTEN": bad}))
+		if err == nil || !strings.Contains(err.Error(), "DELTA_SCHEDULER_LISTEN") || !strings.Contains(err.Error(), "127.0.0.1:8091") {
+			t.Errorf("DELTA_SCHEDULER_LISTEN=%s: %v, want a refusal naming the variable and an example", bad, err)
+		}
+	}
 }
 
 func TestSchedulingNeedsURLAndToken(t *testing.T) {
