@@ -44,8 +44,11 @@ func (l *loader) str(name, def string) string {
 	return def
 }
 
-func (l *loader) integer(name string) (int64, string, bool) {
-	return parsed(l, name, "want an integer", func(v string) (int64, bool) {
+// integer reads a whole number; want is the failure's text, the accepted
+// values in full (an integer too large for int64 is refused with the same
+// words as one out of range, so the message always says what to send).
+func (l *loader) integer(name, want string) (int64, string, bool) {
+	return parsed(l, name, want, func(v string) (int64, bool) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		return n, err == nil
 	})
@@ -69,34 +72,37 @@ func parsed[T any](l *loader, name, want string, parse func(string) (T, bool)) (
 }
 
 func (l *loader) intRange(name string, def, lo, hi int) int {
-	n, v, ok := l.integer(name)
+	want := fmt.Sprintf("want an integer from %d to %d", lo, hi)
+	n, v, ok := l.integer(name, want)
 	if !ok {
 		return def
 	}
 	if n < int64(lo) || n > int64(hi) {
-		l.fail(name, v, "want an integer from %d to %d", lo, hi)
+		l.fail(name, v, "%s", want)
 		return def
 	}
 	return int(n)
 }
 
 func (l *loader) intClamp(name string, def, lo, hi int) int {
-	n, _, ok := l.integer(name)
+	n, _, ok := l.integer(name, fmt.Sprintf("want an integer (held to %d–%d)", lo, hi))
 	if !ok {
 		return def
 	}
 	return int(min(max(n, int64(lo)), int64(hi)))
 }
 
-// millis reads a non-negative millisecond count; 0 means no timeout.
-func (l *loader) millis(name string, def time.Duration) time.Duration {
-	n, v, ok := l.integer(name)
+// millis reads a non-negative millisecond count; zero says what 0 (or a
+// small value) means for this variable, for the refusal's text.
+func (l *loader) millis(name string, def time.Duration, zero string) time.Duration {
+	want := "want milliseconds, an integer ≥ 0 (" + zero + ")"
+	n, v, ok := l.integer(name, want)
 	if !ok {
 		return def
 	}
 	const maxMS = math.MaxInt64 / int64(time.Millisecond)
 	if n < 0 || n > maxMS {
-		l.fail(name, v, "want milliseconds ≥ 0 (0 = no timeout)")
+		l.fail(name, v, "%s", want)
 		return def
 	}
 	return time.Duration(n) * time.Millisecond
@@ -271,7 +277,8 @@ func (l *loader) steps(name string) *int {
 
 // tokens is a budget in tokens: nil when unset or when not an integer ≥ 0.
 func (l *loader) tokens(name string) *int64 {
-	return notNegative(l, name, l.integer, "want an integer ≥ 0")
+	const want = "want an integer ≥ 0"
+	return notNegative(l, name, func(name string) (int64, string, bool) { return l.integer(name, want) }, want)
 }
 
 // cost is a budget in dollars: nil when unset or when not a number ≥ 0.
