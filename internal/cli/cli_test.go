@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -228,6 +229,24 @@ func TestEnvHelpers(t *testing.T) {
 	} {
 		if got := healthBase(bind, 9); got != want {
 			t.Errorf("healthBase(%q) = %q, want %q", bind, got, want)
+		}
+	}
+}
+
+// TestConfigWarningsLoggedOnce: a configuration warning reaches the log
+// once per start, whichever command starts the harness, and before the
+// start can fail (here at the workspace).
+func TestConfigWarningsLoggedOnce(t *testing.T) {
+	env := map[string]string{"DELTA_VAULT_KEY": "short", "DELTA_WORKSPACE": "/dev/null/ws", "MODEL_API_KEY": "k",
+		"DELTA_DB": filepath.Join(t.TempDir(), "delta.db")}
+	for _, args := range [][]string{{"run", "hi"}, {"serve"}} {
+		env["PORT"] = loopbackPort(t)
+		_, stderr, err := runCLI(t, env, args...)
+		if err == nil || !strings.Contains(err.Error(), "workspace") {
+			t.Fatalf("delta %v: %v, want the workspace failure", args, err)
+		}
+		if n := strings.Count(stderr, "DELTA_VAULT_KEY: key shorter"); n != 1 {
+			t.Fatalf("delta %v logged the DELTA_VAULT_KEY warning %d times, want once:\n%s", args, n, stderr)
 		}
 	}
 }

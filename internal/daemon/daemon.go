@@ -71,14 +71,13 @@ type parts struct {
 }
 
 // build wires the harness over the database at dbPath. withMCP connects
-// the configured MCP servers (the daemon does; `delta run` does not).
+// the configured MCP servers (the daemon does; `delta run` does not). The
+// configuration's own warnings (cfg.Warnings) are not logged here: the
+// command that loaded it logs them, once, before anything can fail.
 func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, logger *slog.Logger) (_ *parts, err error) {
-	for _, w := range cfg.Warnings {
-		logger.Warn(w)
-	}
 	ws, err := workspace.Open(cfg.Workspace)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace %s: %w", cfg.Workspace, err)
+		return nil, err // workspace.Open names the workspace
 	}
 	if err := ws.SweepTrash(trashRetention); err != nil {
 		logger.Warn("sweep workspace trash", "err", err)
