@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -440,4 +441,31 @@ func loopbackPort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strconv.Itoa(p)
+}
+
+// TestDevRefusesATakenPort: `delta dev --port N` when something already
+// answers on N (here a stand-in for another daemon, healthy) exits 1 with
+// one line naming the port, and never claims that Delta is running there.
+func TestDevRefusesATakenPort(t *testing.T) {
+	bundle := filepath.Join(t.TempDir(), "agent")
+	if r := runBin(t, cleanEnv(), "init", bundle); r.code != 0 {
+		t.Fatalf("init: %s", r.stderr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	})}
+	go func() { _ = other.Serve(ln) }()
+	t.Cleanup(func() { _ = other.Close() })
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	r := runBin(t, cleanEnv(), "dev", bundle, "--no-open", "--scripted", "--port", port)
+	if r.code != 1 || strings.Contains(r.stdout, "running at") {
+		t.Fatalf("exit %d stdout %q stderr %q: want exit 1 and no running line", r.code, r.stdout, r.stderr)
+	}
+	if want := "delta: dev: port " + port + " is already in use"; !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "usage:") {
+		t.Fatalf("stderr %q: want %q and no usage", r.stderr, want)
+	}
 }

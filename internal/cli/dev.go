@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -61,6 +64,15 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	childEnv := config.DevEnv(dir, environMap(c.environ()), file, p)
+	if *port != 0 {
+		// Checked before the child starts: a child that cannot bind exits,
+		// but the launcher's health probe would first be answered by
+		// whatever holds the port (often another delta dev), and print
+		// that it is running.
+		if err := portFree(childEnv["DELTA_BIND"], p); err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
+	}
 	if *useScripted {
 		fake, err := scripted.Start(scripted.DemoScript())
 		if err != nil {
@@ -124,6 +136,19 @@ func scriptedEnv(url string) map[string]string {
 		"MODEL_BASE_URL": url + "/", "MODEL_API_KEY": "demo", "MODEL_API": config.APIChat,
 		"DELTA_MODEL_PRIMARY": demoModel, "DELTA_MODEL_FALLBACKS": "",
 	}
+}
+
+// portFree reports whether the daemon could listen on bind:port now.
+func portFree(bind string, port int) error {
+	addr := net.JoinHostPort(bind, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr) //nolint:noctx // bound and closed at once; nothing to cancel
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("port %d is already in use on %s (another `delta dev` or daemon?): pass another --port, or leave --port out for a free one", port, bind)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	return l.Close()
 }
 
 // bundleDir checks that dir is an existing directory and returns it absolute.
