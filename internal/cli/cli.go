@@ -298,7 +298,9 @@ func printUsage(w io.Writer, fs *flag.FlagSet, synopsis string) {
 			l += " " + arg
 		}
 		l += "\t" + u
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+		// A text that says its own default ("default: a free port") is
+		// not followed by the flag package's value for it as well.
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && !strings.Contains(u, "(default") {
 			l += " (default " + f.DefValue + ")"
 		}
 		lines = append(lines, l)

@@ -163,6 +163,29 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpFlagLines: each flag line of every command's -h is the flag, at
+// most one argument word, its text, and its default at most once.
+func TestHelpFlagLines(t *testing.T) {
+	for _, c := range commands() {
+		if c.name == "help" || c.name == "version" {
+			continue
+		}
+		out, _, err := runCLI(t, nil, c.name, "-h")
+		if err != nil {
+			t.Fatalf("delta %s -h: %v", c.name, err)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(l, "  --") {
+				continue
+			}
+			flagPart, _, _ := strings.Cut(l, "\t")
+			if n := len(strings.Fields(flagPart)); n > 2 || strings.Count(l, "(default") > 1 {
+				t.Errorf("delta %s -h: flag line %q: want --name [arg] then the text, the default once", c.name, l)
+			}
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, _, err := runCLI(t, nil, args...)

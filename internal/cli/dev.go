@@ -35,7 +35,7 @@ func (c *devCommand) Run(ctx context.Context, args []string) error {
 	fset := newFlagSet("dev")
 	port := fset.Int("port", 0, "`port` for the daemon (default: a free port)")
 	noOpen := fset.Bool("no-open", false, "do not open the Cockpit in a browser")
-	useScripted := fset.Bool("scripted", false, "use the built-in scripted provider (the one `delta demo` uses) instead of a real model")
+	useScripted := fset.Bool("scripted", false, "use the built-in scripted provider (the one delta demo uses) instead of a real model")
 	pos, err := parse(fset, c.env, devSynopsis, args)
 	if err != nil {
 		return helpOK(err)
