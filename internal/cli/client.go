@@ -41,6 +41,9 @@ func newDaemonClient(host string, port int, control, inspect string) *daemonClie
 	}
 }
 
+// errNoDaemon is a connection refused: nothing listens at the address.
+var errNoDaemon = errors.New("no Delta daemon answers")
+
 // apiError is a non-2xx answer, with the server's own message when it sent
 // the {"error":{"message":…}} envelope.
 type apiError struct {
@@ -101,7 +104,7 @@ func (c *daemonClient) send(req *http.Request) (*http.Response, error) {
 			return nil, ctxErr
 		}
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("no Delta daemon answers at %s (is it running? `delta dev` prints its port; pass it with --port)", c.base)
+			return nil, fmt.Errorf("%w at %s (is it running? `delta dev` prints its port; pass it with --port)", errNoDaemon, c.base)
 		}
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
@@ -96,6 +97,11 @@ type responseBody struct {
 func (c *sendCommand) sync(ctx context.Context, cl *daemonClient, text string) error {
 	var r responseBody
 	if err := cl.call(ctx, "POST", "/v1/responses", map[string]any{"input": text}, &r); err != nil {
+		if ctx.Err() != nil {
+			// The daemon finishes a run whose client went away; its id
+			// comes only with the answer, so point at where it shows.
+			return errors.New("send: interrupted before the answer; the run keeps going in the daemon (follow it with `delta watch` or in the Cockpit)")
+		}
 		return fmt.Errorf("send: %w", err)
 	}
 	printText(c.stdout, r.OutputText)
@@ -138,6 +144,11 @@ func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string, 
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return fmt.Errorf("send: interrupted; task %s keeps running (cancel it with DELETE /v1/tasks/%s)", t.ID, t.ID)
 		}
+		if daemonGone(err) {
+			// The task was accepted, so it is durable: the daemon resumes
+			// it at its next start. Say so, or a cut stream reads as lost work.
+			return fmt.Errorf("send: lost the daemon while following task %s (%v); the task is stored and resumes when the daemon restarts (check it with GET /v1/tasks/%s)", t.ID, err, t.ID)
+		}
 		return fmt.Errorf("send: task %s: %w", t.ID, err)
 	}
 	final, err := getTask(ctx, cl, t.ID)
@@ -152,6 +163,12 @@ func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string, 
 		printText(c.stdout, final.Result.OutputText)
 	}
 	return nil
+}
+
+// daemonGone reports an error that means the daemon went away: the
+// connection was cut mid-answer, reset, or refused on a later request.
+func daemonGone(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, errNoDaemon)
 }
 
 func getTask(ctx context.Context, cl *daemonClient, id string) (taskBody, error) {

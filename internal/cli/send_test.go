@@ -27,11 +27,13 @@ type fakeDaemon struct {
 	control, inspect string   // required bearer tokens ("" = open)
 	frames           []string // raw SSE written on /v1/dev/stream
 	holdStream       bool     // keep the stream open after the frames
+	breakStream      bool     // cut the connection after the frames, mid-stream (the daemon died)
 	streamStatus     []int    // status of the nth stream request (0 or past the end = the frames)
 	finalStatus      string   // status GET /v1/tasks/{id} reports
 	taskError        any
 	answer           string         // the finished task's result.output_text
 	response         map[string]any // answer of POST /v1/responses
+	holdResponse     bool           // POST /v1/responses answers nothing until the client goes away
 	createStatus     int            // status of POST /v1/tasks (0 = 202)
 	createBody       string         // body of POST /v1/tasks when createStatus is set
 
@@ -88,6 +90,13 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 			io.WriteString(w, f)
 		}
 		w.(http.Flusher).Flush()
+		if d.breakStream {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
 		if d.holdStream {
 			<-r.Context().Done()
 		}
@@ -97,6 +106,10 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 			return
 		}
 		d.recordInput(t, r)
+		if d.holdResponse {
+			<-r.Context().Done()
+			return
+		}
 		json.NewEncoder(w).Encode(d.response)
 	})
 	d.srv = httptest.NewServer(mux) // listens on 127.0.0.1
@@ -313,6 +326,51 @@ func TestSendSync(t *testing.T) {
 				t.Errorf("inputs = %q", d.inputs)
 			}
 		})
+	}
+}
+
+// TestSendSyncInterrupted: Ctrl-C while `delta send --json` waits for the
+// answer says that the run goes on in the daemon, not "context canceled".
+func TestSendSyncInterrupted(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.holdResponse = true
+	ctx, cancel := context.WithCancel(context.Background())
+	e := env{stdout: io.Discard, stderr: io.Discard, lookup: mapLookup(nil)}
+	done := make(chan error, 1)
+	go func() {
+		done <- (&sendCommand{env: e}).Run(ctx, []string{"--json", "--port", d.port(t), "a long task"})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d.mu.Lock()
+		n := len(d.inputs)
+		d.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("send --json never posted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "send: interrupted before the answer; the run keeps going in the daemon") || strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("send --json interrupted: %v", err)
+	}
+}
+
+// TestSendDaemonGoneMidStream: the daemon dying while `delta send`
+// follows its task ends send with the task id and what becomes of the
+// task, not a bare read error.
+func TestSendDaemonGoneMidStream(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.frames = []string{sseFrame(1, "run.queued", `{}`)}
+	d.breakStream = true
+	_, _, err := runFast(t, nil, "--jsonl", "--port", d.port(t), "a long task")
+	want := "send: lost the daemon while following task resp_1 (read event stream: unexpected EOF); the task is stored and resumes when the daemon restarts"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("send: %v, want %q", err, want)
 	}
 }
 
