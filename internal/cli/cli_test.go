@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -271,5 +272,21 @@ func TestConfigWarningsLoggedOnce(t *testing.T) {
 		if n := strings.Count(stderr, "DELTA_VAULT_KEY: key shorter"); n != 1 {
 			t.Fatalf("delta %v logged the DELTA_VAULT_KEY warning %d times, want once:\n%s", args, n, stderr)
 		}
+	}
+}
+
+// TestDemoDirThatIsAFile: `delta demo --dir F` where F is a file fails
+// naming F, and never tells the user to explore F with delta dev.
+func TestDemoDirThatIsAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runCLI(t, nil, "demo", "--dir", file)
+	if err == nil || !strings.Contains(err.Error(), file) || errors.Is(err, ErrUsage) {
+		t.Fatalf("demo --dir on a file: %v, want a runtime error naming it", err)
+	}
+	if strings.Contains(stdout+stderr, "kept") || strings.Contains(stdout+stderr, "delta dev") {
+		t.Fatalf("stdout %q stderr %q: a file is not a bundle to keep or explore", stdout, stderr)
 	}
 }

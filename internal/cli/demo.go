@@ -323,8 +323,13 @@ func (d *demo) cleanup(runErr error) {
 	}
 	switch {
 	case d.dir == "":
-	case runErr != nil && d.tempDir:
-		fmt.Fprintf(d.stderr, "the demo bundle is kept for inspection at %s\n", d.dir)
+	case runErr != nil:
+		// Kept for inspection, temporary or not, but only named when it
+		// is there: a --dir that is a file, or could not be made, is not
+		// a bundle to explore.
+		if st, err := os.Stat(d.dir); err == nil && st.IsDir() {
+			fmt.Fprintf(d.stderr, "the demo bundle is kept for inspection at %s\n", d.dir)
+		}
 	case d.keep:
 		d.say("The bundle is kept at %s; run `delta dev %s` to explore it in the Cockpit.", d.dir, d.dir)
 	case d.tempDir:
