@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/deltaharness/delta/internal/version"
@@ -288,5 +291,30 @@ func TestDemoDirThatIsAFile(t *testing.T) {
 	}
 	if strings.Contains(stdout+stderr, "kept") || strings.Contains(stdout+stderr, "delta dev") {
 		t.Fatalf("stdout %q stderr %q: a file is not a bundle to keep or explore", stdout, stderr)
+	}
+}
+
+// TestInitFailureIsOneLine: `delta init` into a place it cannot write
+// fails with one line that names the first problem, how many files share
+// it, whether anything was created, and what to do.
+func TestInitFailureIsOneLine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runCLI(t, nil, "init", filepath.Join(file, "agent"))
+	if err == nil || strings.Contains(err.Error(), "\n") || errors.Is(err, ErrUsage) ||
+		!strings.Contains(err.Error(), "not a directory; nothing was created: fix the problem and rerun") {
+		t.Fatalf("init under a file: %q, want one runtime line", err)
+	}
+	// A read-only directory fails every file alike (as root it does not
+	// fail, so the five errors are built as bundle.Scaffold builds them).
+	var errs []error
+	for _, name := range bundleFiles {
+		p := filepath.Join("ro", name)
+		errs = append(errs, fmt.Errorf("scaffold %s: %w", p, &fs.PathError{Op: "open", Path: p, Err: syscall.EACCES}))
+	}
+	if got, want := oneProblem(errors.Join(errs...)), "open ro/delta.env: permission denied (and 4 more files)"; got != want {
+		t.Fatalf("oneProblem = %q, want %q", got, want)
 	}
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 
@@ -47,10 +49,33 @@ func (c *initCommand) Run(_ context.Context, args []string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("init %s: %w (files already created are kept; fix the problem and rerun to fill the rest)", dir, err)
+		kept := "nothing was created"
+		if len(made) > 0 {
+			kept = "the files created are kept"
+		}
+		return fmt.Errorf("init %s: %s; %s: fix the problem and rerun to fill the rest", dir, oneProblem(err), kept)
 	}
 	if len(made) > 0 {
 		fmt.Fprintf(c.stdout, "\nNext: set a model key in %s, then run `delta dev %s`.\n", filepath.Join(dir, "delta.env"), dir)
 	}
 	return nil
+}
+
+// oneProblem renders a scaffold failure on one line: the first file's
+// problem, and how many more files failed (a read-only directory fails all
+// five the same way; five lines would say it five times).
+func oneProblem(err error) string {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		errs = j.Unwrap()
+	}
+	msg := errs[0].Error()
+	var pe *fs.PathError
+	if errors.As(errs[0], &pe) {
+		msg = pe.Error() // "open dir/delta.env: permission denied", without the wrapping that repeats the path
+	}
+	if n := len(errs) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more %s)", n, map[bool]string{true: "file", false: "files"}[n == 1])
+	}
+	return msg
 }
