@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -316,5 +317,31 @@ func TestInitFailureIsOneLine(t *testing.T) {
 	}
 	if got, want := oneProblem(errors.Join(errs...)), "open ro/delta.env: permission denied (and 4 more files)"; got != want {
 		t.Fatalf("oneProblem = %q, want %q", got, want)
+	}
+}
+
+// TestScaffoldFailuresOnOneLine: when several bundle files cannot be
+// written (here: their paths are longer than Linux allows, which fails
+// even for root), init and demo each report one line.
+func TestScaffoldFailuresOnOneLine(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the path length limit used here is Linux's (4095 bytes)")
+	}
+	// A directory whose path is 4086 bytes: DELTA.md fits under it (4095),
+	// the four longer names do not.
+	dir := t.TempDir()
+	for len(dir) < 4086-1 {
+		dir = filepath.Join(dir, strings.Repeat("d", min(200, 4086-len(dir)-1)))
+	}
+	if len(dir) != 4086 {
+		t.Fatalf("built a %d-byte path", len(dir))
+	}
+	_, _, err := runCLI(t, nil, "init", dir)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "file name too long (and 3 more files); the files created are kept") {
+		t.Fatalf("init: %q, want one line counting the four failures", err)
+	}
+	_, _, err = runCLI(t, nil, "demo", "--dir", dir)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "file name too long (and 3 more files)") {
+		t.Fatalf("demo: %q, want one line counting the four failures", err)
 	}
 }

@@ -135,7 +135,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.dir = abs
 	created, err := bundle.Scaffold(d.dir)
 	if err != nil {
-		return fmt.Errorf("scaffold bundle %s: %w", d.dir, err)
+		return fmt.Errorf("scaffold bundle %s: %s", d.dir, oneProblem(err))
 	}
 	d.say("  bundle   %s (%d of 5 bundle files created, as `delta init` does)", d.dir, len(created))
 
