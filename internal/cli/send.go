@@ -140,6 +140,13 @@ func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string, 
 		_, err := fmt.Fprintln(c.stdout, ev.Line())
 		return err
 	})
+	if streamRefused(err) {
+		// The task was accepted with the control token; its events sit
+		// behind the inspection gate, which may be off or want a token
+		// this shell lacks. The task's status still tells how it ends.
+		fmt.Fprintf(c.stderr, "delta: cannot follow the events (%v); waiting for task %s to end\n", err, t.ID)
+		err = waitTerminal(ctx, cl, t.ID)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return fmt.Errorf("send: interrupted; task %s keeps running (cancel it with DELETE /v1/tasks/%s)", t.ID, t.ID)
@@ -163,6 +170,14 @@ func (c *sendCommand) async(ctx context.Context, cl *daemonClient, text string, 
 		printText(c.stdout, final.Result.OutputText)
 	}
 	return nil
+}
+
+// streamRefused reports that the daemon refused the event stream itself
+// (inspection off, or its token missing or wrong) rather than failing.
+func streamRefused(err error) bool {
+	var api *apiError
+	return errors.As(err, &api) && strings.HasPrefix(api.Path, "/v1/dev/") &&
+		(api.Status == http.StatusUnauthorized || api.Status == http.StatusForbidden || api.Status == http.StatusNotFound)
 }
 
 // daemonGone reports an error that means the daemon went away: the

@@ -374,6 +374,35 @@ func TestSendDaemonGoneMidStream(t *testing.T) {
 	}
 }
 
+// TestSendWithoutTheEventStream: a daemon whose event stream this shell
+// may not read (inspection off: 404; no inspect token: 401) still runs the
+// task; send says it cannot follow the events, waits for the task's
+// status, prints the answer and exits by that status.
+func TestSendWithoutTheEventStream(t *testing.T) {
+	for _, status := range []int{http.StatusNotFound, http.StatusUnauthorized} {
+		for _, final := range []string{"done", "failed"} {
+			d := newFakeDaemon(t)
+			d.streamStatus = []int{status}
+			d.finalStatus, d.answer = final, "I wrote brief.md."
+			var out, errb bytes.Buffer
+			e := env{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), lookup: mapLookup(nil)}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			cmd := &sendCommand{env: e, poll: 20 * time.Millisecond, terminal: func(io.Writer) bool { return true }}
+			err := cmd.Run(ctx, []string{"--port", d.port(t), "Write brief.md"})
+			cancel()
+			if !strings.Contains(errb.String(), "cannot follow the events") || !strings.Contains(errb.String(), "waiting for task resp_1 to end") {
+				t.Errorf("stream %d: stderr %q, want the note that send waits for the status", status, errb.String())
+			}
+			switch {
+			case final == "done" && (err != nil || !strings.Contains(out.String(), "I wrote brief.md.")):
+				t.Errorf("stream %d, task done: %v, stdout %q; want success and the answer", status, err, out.String())
+			case final == "failed" && (err == nil || !strings.Contains(err.Error(), `task resp_1 ended with status "failed"`)):
+				t.Errorf("stream %d, task failed: %v, want the failure", status, err)
+			}
+		}
+	}
+}
+
 func TestSendAPIErrors(t *testing.T) {
 	d := newFakeDaemon(t)
 	d.control = "right"
@@ -390,12 +419,13 @@ func TestSendAPIErrors(t *testing.T) {
 		t.Fatalf("err = %v, want the server's 413 message", err)
 	}
 
-	// The inspection stream has its own token.
+	// The inspection stream has its own token: without it the events are
+	// not followed (the hint says why) and the task's status decides.
 	d3 := newFakeDaemon(t)
 	d3.inspect = "insp"
-	_, _, err = runFast(t, nil, "--port", d3.port(t), "hi")
-	if err == nil || !strings.Contains(err.Error(), "DELTA_INSPECT_TOKEN") {
-		t.Fatalf("err = %v, want the inspect-token hint", err)
+	_, stderr, err := runFast(t, nil, "--port", d3.port(t), "hi")
+	if err != nil || !strings.Contains(stderr, "DELTA_INSPECT_TOKEN") {
+		t.Fatalf("err = %v, stderr %q: want success by the task's status and the inspect-token hint", err, stderr)
 	}
 }
 
