@@ -78,6 +78,10 @@ func TestUsageErrors(t *testing.T) {
 		{"scheduler daemon URL of another scheme", []string{"scheduler", "--db", "/dev/null/s.db", "--daemon-url", "ftp://127.0.0.1"}, "want an absolute http or https URL", ""},
 		{"scheduler open on all interfaces", []string{"scheduler", "--listen", "0.0.0.0:0"}, "set DELTA_CONTROL_TOKEN", ""},
 		{"scheduler zero poll", []string{"scheduler", "--poll", "0s"}, "--poll must be positive", ""},
+		{"smoke relative URL", []string{"smoke", "--url", "agent.example"}, `--url "agent.example": want an absolute http or https URL`, "usage: delta smoke"},
+		{"smoke URL of another scheme", []string{"smoke", "--url", "ftp://agent.example"}, "want an absolute http or https URL", ""},
+		{"smoke zero timeout", []string{"smoke", "--url", "http://127.0.0.1:1", "--timeout", "0s"}, "--timeout 0s: want a positive duration", ""},
+		{"smoke negative timeout", []string{"smoke", "--url", "http://127.0.0.1:1", "--timeout", "-1m"}, "want a positive duration", ""},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`, ""},
 		{"help with two names", []string{"help", "a", "b"}, "at most one", ""},
 	}

@@ -47,7 +47,14 @@ func (c *smokeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	if *timeout <= 0 {
+		return usageFor(c.env, fs, synopsis, "--timeout %s: want a positive duration, e.g. 5m", *timeout)
+	}
 	if *urlFlag != "" {
+		// Held to DELTA_URL's rule, which LoadSmoke applied to the variable.
+		if err := config.CheckBaseURL(*urlFlag); err != nil {
+			return usageFor(c.env, fs, synopsis, "--url %q: %v", *urlFlag, err)
+		}
 		sc.URL = *urlFlag
 	}
 	if sc.URL == "" {
