@@ -63,6 +63,8 @@ func TestUsageErrors(t *testing.T) {
 		{"send json flag with value", []string{"send", "--json=maybe", "hi"}, "invalid boolean value", ""},
 		{"watch extra argument", []string{"watch", "now"}, `unexpected argument "now"`, "usage: delta watch"},
 		{"watch remote host", []string{"watch", "--host", "8.8.8.8"}, "not a loopback", ""},
+		{"watch negative since", []string{"watch", "--port", "1", "--since", "-5"}, "--since -5: want an event id ≥ 0", "usage: delta watch"},
+		{"watch since minus one", []string{"watch", "--port", "1", "--since=-1"}, "--since -1: want an event id ≥ 0", ""},
 		{"demo extra argument", []string{"demo", "please"}, `unexpected argument "please"`, "usage: delta demo"},
 		{"demo dir without value", []string{"demo", "--dir"}, "flag needs an argument: -dir", ""},
 		{"serve extra argument", []string{"serve", "now"}, `unexpected argument "now"`, "usage: delta serve"},

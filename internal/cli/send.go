@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -366,6 +367,13 @@ func (c *watchCommand) Run(ctx context.Context, args []string) error {
 	}
 	if err := checkPort(*port, false); err != nil {
 		return usageFor(c.env, fs, watchSynopsis, "%v", err)
+	}
+	// -1 stands for "not given"; a negative id given is a mistake, not a
+	// request for the daemon's default.
+	sinceGiven := false
+	fs.Visit(func(f *flag.Flag) { sinceGiven = sinceGiven || f.Name == "since" })
+	if sinceGiven && *since < 0 {
+		return usageFor(c.env, fs, watchSynopsis, "--since %d: want an event id ≥ 0 (0 replays everything stored)", *since)
 	}
 	if err := checkLoopback(*host); err != nil {
 		return usageFor(c.env, fs, watchSynopsis, "%v", err)
