@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deltaharness/delta/internal/version"
 )
@@ -250,7 +252,7 @@ func parse(fs *flag.FlagSet, e env, synopsis string, args []string) ([]string, e
 				return nil, errHelp
 			}
 			printUsage(e.stderr, fs, synopsis)
-			return nil, usagef("%s: %v", strings.TrimPrefix(fs.Name(), "delta "), err)
+			return nil, usagef("%s: %s", strings.TrimPrefix(fs.Name(), "delta "), flagProblem(fs, err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -263,6 +265,36 @@ func parse(fs *flag.FlagSet, e env, synopsis string, args []string) ([]string, e
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// badFlagValue matches the flag package's refusal of a value.
+var badFlagValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): parse error$`)
+
+// flagProblem is err, a refusal by the flag package, with its bare "parse
+// error" replaced by what the flag takes (--port abc: a whole number).
+func flagProblem(fs *flag.FlagSet, err error) string {
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return err.Error()
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err.Error()
+	}
+	var want string
+	switch g.Get().(type) {
+	case int, int64, uint, uint64:
+		want = "want a whole number"
+	case time.Duration:
+		want = "want a duration such as 30s, 5m or 1h30m"
+	default:
+		return err.Error()
+	}
+	return fmt.Sprintf("invalid value %q for flag -%s: %s", m[1], m[2], want)
 }
 
 // parseFlags is parse for a command that takes flags only: an argument is
