@@ -407,6 +407,15 @@ func (c *watchCommand) follow(ctx context.Context, cl *daemonClient, last int64)
 	cl.http.Transport = tr
 	delay := retry
 	everOpened := false
+	// After a drop, say when the stream is back: the last stderr line
+	// should not read "reconnecting" while events flow again.
+	reconnecting := false
+	tr.onOpen = func() {
+		if reconnecting {
+			reconnecting = false
+			fmt.Fprintf(c.stderr, "delta: watch: reconnected\n")
+		}
+	}
 	for {
 		path := "/v1/dev/stream"
 		if last >= 0 {
@@ -443,6 +452,7 @@ func (c *watchCommand) follow(ctx context.Context, cl *daemonClient, last int64)
 			from = fmt.Sprintf("after event %d", last)
 		}
 		fmt.Fprintf(c.stderr, "delta: watch: %s; reconnecting in %s, %s\n", dropReason(err), delay, from)
+		reconnecting = true
 		select {
 		case <-ctx.Done():
 			return nil
@@ -457,12 +467,16 @@ func (c *watchCommand) follow(ctx context.Context, cl *daemonClient, last int64)
 type openTracker struct {
 	next   http.RoundTripper
 	opened atomic.Bool
+	onOpen func() // called on each 2xx, on the requesting goroutine (nil: none)
 }
 
 func (t *openTracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	if err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		t.opened.Store(true)
+		if t.onOpen != nil {
+			t.onOpen()
+		}
 	}
 	return resp, err
 }

@@ -523,8 +523,8 @@ func TestWatchReconnectsAfterLastPrintedID(t *testing.T) {
 		strings.Count(out, "run.started") != 1 || strings.Count(out, "run.finished") != 1 {
 		t.Fatalf("watch printed %q, want each stored event once", out)
 	}
-	if !strings.Contains(errOut, "delta: watch: the daemon closed the event stream; reconnecting in 1ms, after event 2") {
-		t.Fatalf("stderr %q, want a one-line reconnect notice", errOut)
+	if !strings.Contains(errOut, "delta: watch: the daemon closed the event stream; reconnecting in 1ms, after event 2\ndelta: watch: reconnected\n") {
+		t.Fatalf("stderr %q, want a one-line reconnect notice, then one when the stream is back", errOut)
 	}
 }
 
