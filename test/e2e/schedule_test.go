@@ -393,12 +393,30 @@ func TestScheduleDoesNotOverlapItsRunningTask(t *testing.T) {
 	if run := r.waitDone(t, "", fs[0].TaskID); run["status"] != "done" {
 		t.Fatalf("first run %v", run)
 	}
+	r.fake.Hold()
 	r.tick(t, t0.Add(3*time.Minute+10*time.Second))
 	fs = r.firings(t, sch)
 	if len(fs) != 2 || !fs[1].Slot.Equal(t0.Add(3*time.Minute)) || fs[1].Skipped != 1 || fs[1].State != store.FiringDone {
 		t.Fatalf("after the run ended: %+v, want one more firing, for 10:03, skipping 10:02", fs)
 	}
+	// Cancelled while that run is in flight: the run finishes, the
+	// schedule fires no more.
+	if err := r.fake.WaitCalls(ctx, 2); err != nil {
+		t.Fatalf("the second run never called the model: %v", err)
+	}
+	req := httptest.NewRequest("DELETE", schedule.Path+"/"+sch, nil)
+	req.Header.Set("Authorization", "Bearer "+r.d.token)
+	rec := httptest.NewRecorder()
+	r.s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"status":"cancelled"`) {
+		t.Fatalf("cancel: %d %s", rec.Code, rec.Body)
+	}
+	r.fake.Release()
 	if run := r.waitDone(t, "", fs[1].TaskID); run["status"] != "done" {
 		t.Fatalf("second run %v", run)
+	}
+	r.tick(t, t0.Add(10*time.Minute))
+	if fs := r.firings(t, sch); len(fs) != 2 {
+		t.Fatalf("fired after it was cancelled: %+v", fs)
 	}
 }
