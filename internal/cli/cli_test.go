@@ -201,6 +201,21 @@ func TestHelpFlagLines(t *testing.T) {
 	}
 }
 
+// TestHelpDespiteBadVariables: -h shows a command's usage even when a
+// variable it reads is malformed; running it then names the variable.
+func TestHelpDespiteBadVariables(t *testing.T) {
+	bad := map[string]string{"DELTA_URL": "agent.example"}
+	for _, name := range []string{"scheduler", "smoke"} {
+		out, _, err := runCLI(t, bad, name, "-h")
+		if err != nil || !strings.Contains(out, "usage: delta "+name) {
+			t.Errorf("delta %s -h with DELTA_URL=agent.example: %v, stdout %q; want the usage", name, err, out)
+		}
+	}
+	if _, _, err := runCLI(t, bad, "scheduler", "--db", "/dev/null/s.db"); err == nil || !strings.Contains(err.Error(), "DELTA_URL") {
+		t.Errorf("delta scheduler with DELTA_URL=agent.example: %v, want it named", err)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, _, err := runCLI(t, nil, args...)

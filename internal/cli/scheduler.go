@@ -20,9 +20,11 @@ type schedulerCommand struct{ env }
 const schedulerSynopsis = "[--db delta-scheduler.db] [--listen 127.0.0.1:8091] [--daemon-url http://127.0.0.1:8080] [--poll 1s]"
 
 func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
-	cfg, err := config.LoadScheduler(c.lookup)
-	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
+	// The variables give the flags their defaults; a bad one is reported
+	// after the flags are parsed, so -h still shows the usage.
+	cfg, cfgErr := config.LoadScheduler(c.lookup)
+	if cfgErr != nil {
+		cfg = config.Scheduler{DB: config.DefaultSchedulerDB, Listen: config.DefaultSchedulerListen, DaemonURL: config.DefaultDaemonURL}
 	}
 	fs := newFlagSet("scheduler")
 	db := fs.String("db", cfg.DB, "SQLite file of schedules and firings (DELTA_SCHEDULER_DB)")
@@ -31,6 +33,9 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	poll := fs.Duration("poll", scheduler.DefaultPoll, "how often due schedules are looked for")
 	if err := parseFlags(fs, c.env, schedulerSynopsis, args, ""); err != nil {
 		return helpOK(err)
+	}
+	if cfgErr != nil {
+		return fmt.Errorf("scheduler: %w", cfgErr)
 	}
 	if *poll <= 0 {
 		return usageFor(c.env, fs, schedulerSynopsis, "--poll must be positive")
