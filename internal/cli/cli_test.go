@@ -86,6 +86,7 @@ func TestUsageErrors(t *testing.T) {
 		{"scheduler zero poll", []string{"scheduler", "--poll", "0s"}, "--poll must be positive", ""},
 		{"smoke relative URL", []string{"smoke", "--url", "agent.example"}, `--url "agent.example": want an absolute http or https URL`, "usage: delta smoke"},
 		{"smoke URL of another scheme", []string{"smoke", "--url", "ftp://agent.example"}, "want an absolute http or https URL", ""},
+		{"smoke URL with a password", []string{"smoke", "--url", "ftp://ops:pw123@agent.example"}, `--url "ftp://ops:xxxxx@agent.example"`, ""},
 		{"smoke zero timeout", []string{"smoke", "--url", "http://127.0.0.1:1", "--timeout", "0s"}, "--timeout 0s: want a positive duration", ""},
 		{"smoke negative timeout", []string{"smoke", "--url", "http://127.0.0.1:1", "--timeout", "-1m"}, "want a positive duration", ""},
 		{"help for unknown command", []string{"help", "nope"}, `unknown command "nope"`, ""},

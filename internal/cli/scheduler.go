@@ -45,7 +45,7 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	}
 	host, _, _ := net.SplitHostPort(*listen) // CheckListenAddr split it
 	if err := config.CheckBaseURL(*daemonURL); err != nil {
-		return usageFor(c.env, fs, schedulerSynopsis, "--daemon-url %q: %v", *daemonURL, err)
+		return usageFor(c.env, fs, schedulerSynopsis, "--daemon-url %q: %v", config.RedactUserinfo(*daemonURL), err)
 	}
 	if cfg.Token == "" && !isLoopbackHost(host) {
 		return usageFor(c.env, fs, schedulerSynopsis, "--listen %s is not loopback: set DELTA_CONTROL_TOKEN so only daemons holding it can manage schedules", *listen)

@@ -53,7 +53,7 @@ func (c *smokeCommand) Run(ctx context.Context, args []string) error {
 	if *urlFlag != "" {
 		// Held to DELTA_URL's rule, which LoadSmoke applied to the variable.
 		if err := config.CheckBaseURL(*urlFlag); err != nil {
-			return usageFor(c.env, fs, synopsis, "--url %q: %v", *urlFlag, err)
+			return usageFor(c.env, fs, synopsis, "--url %q: %v", config.RedactUserinfo(*urlFlag), err)
 		}
 		sc.URL = *urlFlag
 	}

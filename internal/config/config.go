@@ -332,7 +332,17 @@ func (e *FieldError) Error() string {
 	if IsSecret(e.Var) || e.Value == "" {
 		return e.Var + ": " + e.Err.Error()
 	}
-	return fmt.Sprintf("%s=%q: %v", e.Var, clip.Runes(e.Value, 120), e.Err)
+	return fmt.Sprintf("%s=%q: %v", e.Var, clip.Runes(RedactUserinfo(e.Value), 120), e.Err)
+}
+
+// urlPassword matches the password of a URL's userinfo (scheme://user:pw@).
+var urlPassword = regexp.MustCompile(`(://[^/?#@:]*):[^/?#@]*@`)
+
+// RedactUserinfo hides the password of a URL-shaped value: a refused
+// MODEL_BASE_URL or DELTA_CONTROL_URL (or a CLI's --url) is echoed so the
+// operator sees what was read, but a credential in it must not reach a log.
+func RedactUserinfo(v string) string {
+	return urlPassword.ReplaceAllString(v, "$1:xxxxx@")
 }
 
 func (e *FieldError) Unwrap() error { return e.Err }

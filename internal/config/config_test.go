@@ -288,6 +288,21 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	if msg := (&FieldError{Var: "PORT", Value: "abc", Err: ErrInvalid}).Error(); !strings.Contains(msg, `"abc"`) {
 		t.Fatalf("non-secret value missing from %q", msg)
 	}
+	// A password in a refused URL is not.
+	for name, v := range map[string]string{
+		"MODEL_BASE_URL":              "ftp://user:" + secret + "@models.example/v1",
+		"DELTA_CONTROL_URL":           "control.example://ops:" + secret + "@host",
+		"TELEMETRY_URL":               "http://u:" + secret + "@collector.example/ingest",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://u:" + secret + "@otel.example:4317",
+	} {
+		_, err := Load(mapLookup(map[string]string{name: v}))
+		if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("%s=%s: error %v, want it named with the password hidden", name, v, err)
+		}
+	}
+	if _, err := LoadScheduler(mapLookup(map[string]string{"DELTA_URL": "ftp://u:" + secret + "@daemon"})); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("DELTA_URL with a password: %v", err)
+	}
 }
 
 // recorder is a lookup that remembers every name asked for.
