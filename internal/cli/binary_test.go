@@ -469,3 +469,27 @@ func TestDevRefusesATakenPort(t *testing.T) {
 		t.Fatalf("stderr %q: want %q and no usage", r.stderr, want)
 	}
 }
+
+// TestSchedulerLogHidesDaemonURLPassword: `delta scheduler` logs the daemon
+// it fires into at start, without the password of a --daemon-url.
+func TestSchedulerLogHidesDaemonURLPassword(t *testing.T) {
+	cmd := exec.Command(deltaBin, "scheduler", "--db", filepath.Join(t.TempDir(), "s.db"), "--listen", "127.0.0.1:0",
+		"--daemon-url", "http://ops:hunter2@127.0.0.1:1")
+	cmd.Env = cleanEnv()
+	errb := &daemontest.Output{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(errb.String(), "scheduler listening") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line:\n%s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if log := errb.String(); strings.Contains(log, "hunter2") || !strings.Contains(log, "ops:xxxxx@127.0.0.1:1") {
+		t.Fatalf("log %s: want the daemon URL with its password hidden", log)
+	}
+}

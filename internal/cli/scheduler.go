@@ -66,7 +66,7 @@ func (c *schedulerCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
-	logger.Info("scheduler listening", "addr", ln.Addr().String(), "db", *db, "daemon", *daemonURL)
+	logger.Info("scheduler listening", "addr", ln.Addr().String(), "db", *db, "daemon", config.RedactUserinfo(*daemonURL))
 	s.Open(ctx)
 	var serveErr error
 	if err := serveHTTP(ctx, ln, s.Handler()); err != nil {
