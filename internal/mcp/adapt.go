@@ -43,19 +43,20 @@ func ReadOnlyName(name string) bool {
 	return false
 }
 
-// ToolName is the registry name of an MCP tool, and whether it is usable:
-// letters, digits, '_' and '-' only, at most MaxToolName characters.
+// ToolName is the registry name of an MCP tool, and whether it is usable.
+// Model APIs take only letters, digits, '_' and '-' in a function name,
+// while MCP servers commonly name tools "files.read" or "repo/list"; each
+// other character is written as '_' so such tools are offered instead of
+// lost (calls still reach the server under its own name). A name over
+// MaxToolName characters, or an empty tool name, is unusable.
 func ToolName(server, tool string) (string, bool) {
-	name := server + "__" + tool
-	if len(name) > MaxToolName || tool == "" {
-		return name, false
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return name, false
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
 		}
-	}
-	return name, true
+		return '_'
+	}, server+"__"+tool)
+	return name, tool != "" && len(name) <= MaxToolName
 }
 
 // adapted turns the discovered tools into tool.Tools, dropping unusable
@@ -76,7 +77,7 @@ func (s *server) adapt(defs []*sdk.Tool, seen map[string]bool) (out []tool.Tool,
 		name, ok := ToolName(s.cfg.Name, d.Name)
 		if !ok || seen[name] {
 			dropped++
-			s.log.Warn("mcp tool dropped: its name must be letters, digits, '_' or '-', at most 64 characters with the server prefix, and unique",
+			s.log.Warn("mcp tool dropped: its name, with the server prefix and each character other than a letter, digit, '_' or '-' written as '_', must be at most 64 characters and unique",
 				"tool", d.Name, "name", name)
 			continue
 		}

@@ -232,8 +232,10 @@ func NewServer(o Options, counters *Counters) *sdk.Server {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-	s.AddTool(&sdk.Tool{Name: "bad name!", Description: "A name Delta must drop.", InputSchema: empty},
-		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult("x"), nil })
+	s.AddTool(&sdk.Tool{Name: "notes.count", Description: "A dotted name, as many servers use; it answers the name it was called by.", InputSchema: empty},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return textResult("called as " + req.Params.Name), nil
+		})
 	s.AddTool(&sdk.Tool{Name: strings.Repeat("l", 125), Description: "Too long once prefixed.", InputSchema: empty},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return textResult("x"), nil })
 	if o.ProposeChange {
