@@ -25,6 +25,9 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.ServeStdioIfChild()
+	if f := os.Getenv(envManagerChild); f != "" {
+		runManagerChild(f)
+	}
 	os.Exit(m.Run())
 }
 

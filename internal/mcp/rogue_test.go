@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -169,6 +171,63 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	}
 	if n := len(pidsIn(t, pids)); n != started {
 		t.Errorf("servers started: %d before Close, %d after: a call after Close started one", started, n)
+	}
+}
+
+// envManagerChild makes the test binary a daemon stand-in: it opens a
+// Manager with a stdio server deaf to stdin EOF and SIGTERM, whose pid it
+// appends to the file the variable names, says "ready" and waits to be
+// killed.
+const envManagerChild = "MCP_TEST_MANAGER_CHILD"
+
+func runManagerChild(pidFile string) {
+	m := mcp.New(mcp.Options{
+		Servers:        []config.MCPServer{rogueServer("deaf", mcptest.RogueDeaf, map[string]string{mcptest.EnvRoguePIDFile: pidFile})},
+		Env:            map[string]string{"PATH": os.Getenv("PATH")},
+		ConnectTimeout: 20 * time.Second,
+	})
+	if err := m.Open(context.Background()); err != nil || !m.Status()[0].Connected {
+		fmt.Println("open failed:", err, m.Status())
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// A daemon killed with SIGKILL runs no stop sequence, yet its stdio
+// servers do not outlive it: each is killed with its parent, even one that
+// ignores its closed stdin and SIGTERM.
+func TestStdioServerDiesWithTheDaemon(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envManagerChild+"="+pids)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("daemon stand-in said %q, %v", line, err)
+	}
+	server := pidsIn(t, pids)
+	if len(server) != 1 || !alive(server[0]) {
+		t.Fatalf("server pids %v", server)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(3 * time.Second)
+	for alive(server[0]) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(server[0]) {
+		t.Errorf("stdio server %d still running after its daemon was killed", server[0])
+		_ = syscall.Kill(server[0], syscall.SIGKILL)
 	}
 }
 

@@ -108,7 +108,12 @@ func (p *proc) note(wait time.Duration) string {
 
 func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	cmd := t.cmd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so stopping it stops what it started; and
+	// killed by the kernel when the daemon dies, so a daemon ended by
+	// SIGKILL (which runs no stop sequence) leaves no server behind, even
+	// one that ignores its closed stdin. Helpers the server started see
+	// their stdin close.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
