@@ -589,3 +589,36 @@ func TestRefreshRotation(t *testing.T) {
 		t.Errorf("grants after a run-token 401 = %d, want still 2", g)
 	}
 }
+
+// A token endpoint that redirects never gets the refresh token forwarded:
+// a 307 would repeat the POST, the token in its body, to wherever it
+// points. The grant fails naming the redirect instead.
+func TestRefreshGrantFollowsNoRedirect(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		leaked.Store(r.Form.Get("refresh_token"))
+		http.Error(w, "no", http.StatusBadRequest)
+	}))
+	t.Cleanup(elsewhere.Close)
+	tokenSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/token", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(tokenSrv.Close)
+	o := &oauth{refresh: "r0", access: "none-yet"}
+	mcpSrv := httptest.NewServer(o.guard(mcptest.NewHTTP(mcptest.Options{})))
+	t.Cleanup(mcpSrv.Close)
+
+	m := open(t, mcp.Options{
+		Servers: []config.MCPServer{{Name: "crm", Transport: config.MCPHTTP, URL: mcpSrv.URL}},
+		Refresh: &config.MCPRefresh{URL: tokenSrv.URL, File: filepath.Join(t.TempDir(), "refresh-token"), Server: "crm", ClientID: "delta-agent", Token: "r0-secret"},
+	})
+	if v := leaked.Load().(string); v != "" {
+		t.Errorf("the redirect target received the refresh token %q", v)
+	}
+	st := m.Status()[0]
+	if st.Connected || !strings.Contains(st.Error, "redirect") {
+		t.Errorf("status = %+v, want not connected, naming the redirect", st)
+	}
+}

@@ -36,8 +36,13 @@ type refresher struct {
 	seeded bool
 }
 
+// newRefresher grants with a copy of client that follows no redirect: a
+// 307 or 308 would repeat the POST, the refresh token in its body, to
+// wherever the token endpoint points.
 func newRefresher(cfg config.MCPRefresh, client *http.Client, log *slog.Logger) *refresher {
-	return &refresher{cfg: cfg, client: client, log: log}
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &refresher{cfg: cfg, client: &c, log: log}
 }
 
 func (r *refresher) current() string {
@@ -83,6 +88,10 @@ func (r *refresher) rotate(ctx context.Context, stale string) error {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return fmt.Errorf("refresh grant: read: %w", err)
+	}
+	if to, err := resp.Location(); err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return fmt.Errorf("refresh grant: token endpoint answered %d, a redirect to %s, not followed so the refresh token goes nowhere else; configure the token URL it names if that is right",
+			resp.StatusCode, origin(to))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("refresh grant: token endpoint answered %d", resp.StatusCode)
