@@ -30,7 +30,8 @@ var plainHeaders = []string{"Accept", "Accept-Encoding", "Accept-Language", "Cac
 // literalSecrets builds the replacer of the credentials written literally
 // in a server's entry, not as {{vault:NAME}} references (the vault scrubs
 // those itself): header values, the values of env variables whose names
-// read as credentials, and the URL's password and query values. Each
+// read as credentials, and the URL's password, query values and the path
+// segments that read as keys. Each
 // becomes a marker naming where it came from, in its raw, percent-encoded
 // and JSON-escaped forms — a careless server echoes them in any of those.
 // nil when the entry holds none.
@@ -72,6 +73,11 @@ func literalSecrets(cfg config.MCPServer) *strings.Replacer {
 				add("[mcp:"+cfg.Name+" url]", v)
 			}
 		}
+		for seg := range strings.SplitSeq(u.Path, "/") {
+			if keyLike(seg) {
+				add("[mcp:"+cfg.Name+" url]", seg)
+			}
+		}
 	}
 	if len(forms) == 0 {
 		return nil
@@ -87,6 +93,15 @@ func literalSecrets(cfg config.MCPServer) *strings.Replacer {
 		pairs = append(pairs, k, forms[k])
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// keyLike reports whether a URL path segment reads as a credential:
+// hosted MCP servers often put their key in the path
+// (https://host/api/<key>/mcp). Sixteen characters or more with a digit
+// among them: route names ("mcp", "v1", "streamable-http") are shorter or
+// have none, keys and UUIDs have both.
+func keyLike(seg string) bool {
+	return len(seg) >= 16 && strings.ContainsAny(seg, "0123456789")
 }
 
 // jsonEscape is v as it appears inside a JSON string, without the quotes.

@@ -828,3 +828,33 @@ func TestWedgedServerIsRestarted(t *testing.T) {
 		t.Errorf("slowish status = %+v: a server that answers a ping must keep its session", st)
 	}
 }
+
+// Hosted MCP servers often carry their key in the URL's path
+// (https://host/api/<key>/mcp). Such a segment is scrubbed like the URL's
+// password from every error, the status and the logs; ordinary segments
+// stay readable.
+func TestKeyInURLPathNeverShown(t *testing.T) {
+	const key = "sk-ak-0123456789abcdefXYZ"
+	var logs logBuf
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: every request fails with the URL in its error
+	m := mcp.New(mcp.Options{
+		Servers:        []config.MCPServer{{Name: "zap", Transport: config.MCPHTTP, URL: "http://" + addr + "/api/" + key + "/mcp"}},
+		Logger:         logs.logger(),
+		ConnectTimeout: 5 * time.Second,
+	})
+	_ = m.Open(t.Context())
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	st := m.Status()[0]
+	shown := fmt.Sprint(st) + logs.String()
+	if st.Connected || !strings.Contains(shown, "/api/[mcp:zap url]/mcp") {
+		t.Errorf("status and logs do not show the scrubbed URL:\n%.3000s", shown)
+	}
+	if strings.Contains(shown, key) || strings.Contains(shown, "0123456789abcdef") {
+		t.Errorf("the key in the URL's path is shown:\n%.3000s", shown)
+	}
+}
