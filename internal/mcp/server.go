@@ -179,6 +179,9 @@ func (s *server) connect(ctx context.Context) (sess *sdk.ClientSession, used str
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...) //nolint:noctx // the server lives as long as its session; stdioTransport stops it
 		cmd.Env = env
 		pr = newProc(&stderrLog{log: s.log, redact: s.redact})
+		pr.out.onStray = func(line string) {
+			s.log.Warn("mcp stdio server wrote a line on stdout that is not a JSON-RPC message; skipped (logs belong on stderr)", "line", s.redact(line))
+		}
 		s.proc.Store(pr)
 		t = &trackedTransport{inner: &stdioTransport{cmd: cmd, proc: pr}}
 	case config.MCPHTTP:

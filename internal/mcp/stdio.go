@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -73,7 +74,7 @@ func newProc(stderr *stderrLog) *proc {
 func (p *proc) note(wait time.Duration) string {
 	var parts []string
 	if line := p.out.stray.Load(); line != nil {
-		parts = append(parts, fmt.Sprintf("it wrote %q on stdout, which must carry only JSON-RPC messages (logs belong on stderr)", *line))
+		parts = append(parts, fmt.Sprintf("it wrote %q on stdout, which must carry only JSON-RPC messages (logs belong on stderr; such lines are skipped)", *line))
 	}
 	timeout := time.After(wait)
 	if c := p.child.Load(); c != nil {
@@ -211,56 +212,99 @@ func (c *child) stop() error {
 	return fmt.Errorf("stdio server (pid %d) still running after SIGKILL", pgid)
 }
 
-// frameReader fails a stdio line longer than MaxMessageBytes with
-// errTooLarge (lines end with '\n'), and keeps the start of the first line
-// that is not a JSON-RPC message, which ends the connection, for the
-// operator to see why.
+// frameReader passes the server's stdout to the SDK one JSON-RPC line at
+// a time. A line that cannot be a message (it starts with neither '{' nor
+// '[' after blanks: a banner, a log line a server printed on the wrong
+// stream) is skipped instead of ending the connection, since many servers
+// print one at start; the first is kept, clipped, for the operator (and
+// onStray told of the first few). A message line longer than
+// MaxMessageBytes fails with errTooLarge (lines end with '\n').
 type frameReader struct {
-	r     io.Reader
-	line  int // bytes since the last newline
-	over  bool
-	stray atomic.Pointer[string]
+	r         io.Reader
+	br        *bufio.Reader
+	started   bool // inside a line (a message being passed, or a stray being skipped)
+	keep      bool // the current line is a message
+	line      int  // bytes of the current line so far
+	over      bool
+	strays    int
+	strayHead []byte // the start of the stray line being skipped
+	stray     atomic.Pointer[string]
+	onStray   func(line string) // told of the first strayLogged stray lines
 }
+
+// strayLogged is how many skipped stdout lines a connection reports, and
+// strayHeadBytes how much of each it keeps.
+const (
+	strayLogged    = 3
+	strayHeadBytes = 512
+)
 
 func (f *frameReader) Read(p []byte) (int, error) {
 	if f.over {
 		return 0, errTooLarge
 	}
-	n, err := f.r.Read(p)
-	chunk, done := p[:n], 0 // done: the bytes of complete lines
-	for {
-		if f.line == 0 && f.stray.Load() == nil {
-			f.checkStart(chunk[done:])
-		}
-		i := bytes.IndexByte(chunk[done:], '\n')
-		if i < 0 {
-			f.line += n - done
-			break
-		}
-		if f.line+i > MaxMessageBytes {
-			f.line = f.line + i
-			break
-		}
-		f.line, done = 0, done+i+1
+	if f.br == nil {
+		f.br = bufio.NewReaderSize(f.r, 64<<10)
 	}
-	if f.line > MaxMessageBytes {
-		f.over = true
-		if done == 0 {
+	for {
+		if !f.started {
+			b, err := f.br.ReadByte()
+			if err != nil {
+				return 0, err
+			}
+			switch b {
+			case ' ', '\t', '\r', '\n': // blank lines and leading blanks carry nothing
+				continue
+			}
+			_ = f.br.UnreadByte()
+			f.started, f.keep, f.line = true, b == '{' || b == '[', 0
+			if !f.keep {
+				f.strays++
+				f.strayHead = f.strayHead[:0]
+			}
+		}
+		if _, err := f.br.Peek(1); err != nil {
+			return 0, err
+		}
+		data, _ := f.br.Peek(f.br.Buffered())
+		take, ends := len(data), false
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			take, ends = i+1, true
+		}
+		if !f.keep {
+			if f.strays <= strayLogged && len(f.strayHead) < strayHeadBytes {
+				f.strayHead = append(f.strayHead, data[:min(take, strayHeadBytes-len(f.strayHead))]...)
+			}
+			_, _ = f.br.Discard(take)
+			if f.started = !ends; ends {
+				f.noteStray()
+			}
+			continue
+		}
+		if take > len(p) {
+			take, ends = len(p), false
+		}
+		if f.line += take; f.line > MaxMessageBytes+1 { // +1: the newline
+			f.over = true
 			return 0, errTooLarge
 		}
-		return done, nil // the complete lines before it still count
+		n := copy(p, data[:take])
+		_, _ = f.br.Discard(n)
+		f.started = !ends
+		return n, nil
 	}
-	return n, err
 }
 
-// checkStart looks at the start of a line: a message begins with '{' (or
-// '[' for a batch) after optional blanks; anything else is kept, clipped.
-func (f *frameReader) checkStart(b []byte) {
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	rest := bytes.TrimLeft(line, " \t\r")
-	if len(rest) == 0 || rest[0] == '{' || rest[0] == '[' {
+// noteStray records the start of a skipped line, clipped, once the line
+// has ended.
+func (f *frameReader) noteStray() {
+	if f.strays > strayLogged {
 		return
 	}
+	line, _, _ := bytes.Cut(f.strayHead, []byte("\n"))
 	s := strings.ToValidUTF8(clip.Bytes(string(bytes.TrimSpace(line)), 120), "")
-	f.stray.Store(&s)
+	f.stray.CompareAndSwap(nil, &s)
+	if f.onStray != nil {
+		f.onStray(s)
+	}
 }

@@ -24,7 +24,7 @@ const EnvRogue = "MCPTEST_ROGUE"
 // Rogue behaviours.
 const (
 	RogueSilent       = "silent"        // reads stdin and never answers anything
-	RogueBanner       = "banner"        // prints a non-JSON banner line on stdout before serving
+	RogueBanner       = "banner"        // prints a non-JSON banner line on stdout before serving, and a debug line before each answer
 	RogueGarbageCall  = "garbage_call"  // answers tools/call with a non-JSON line
 	RogueExitListed   = "exit_listed"   // exits right after answering tools/list
 	RogueStderrFlood  = "stderr_flood"  // writes megabytes to stderr before and during serving
@@ -119,6 +119,10 @@ func serveRogue(modes string) {
 			continue // notifications, and everything when silent
 		}
 		reply := func(result any) { send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result}) }
+		if has[RogueBanner] {
+			fmt.Fprintln(out, "  debug: handling "+m.Method)
+			out.Flush()
+		}
 		switch m.Method {
 		case "initialize":
 			var p struct {
