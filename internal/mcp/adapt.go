@@ -247,7 +247,7 @@ func (s *server) call(ctx context.Context, name, callID string, readOnly, relist
 				return s.errorResult("MCP server %s is not connected: %v", s.cfg.Name, err)
 			}
 			return s.errorResult("MCP server %s is not connected: %v. %s did not run. The server's tools are unavailable until it is back; "+
-				"every call tries to reconnect, so try again later, or go on without it and tell the user what could not be done", s.cfg.Name, err, name)
+				"it is tried again after a pause that grows while it stays down, so try again later, or go on without it and tell the user what could not be done", s.cfg.Name, err, name)
 		}
 		at := &attempt{}
 		res, err := sess.CallTool(withAttempt(ctx, at), &sdk.CallToolParams{Meta: callMeta(ctx), Name: name, Arguments: args})

@@ -8,3 +8,10 @@ func SetTerminateAfter(d time.Duration) (restore func()) {
 	old := terminateAfterTest.Swap(int64(d))
 	return func() { terminateAfterTest.Store(old) }
 }
+
+// SetRetryPause replaces the first pause after a failed connection attempt
+// (1 s, doubling after each further failure).
+func SetRetryPause(d time.Duration) (restore func()) {
+	old := retryPauseTest.Swap(int64(d))
+	return func() { retryPauseTest.Store(old) }
+}

@@ -675,8 +675,12 @@ func TestStderrFloodIsRateLimited(t *testing.T) {
 }
 
 // A server that went away is reported as down, with what the model can
-// do; once it is back, the next call reconnects and works.
+// do. Calls during the pause after a failed reconnection are answered at
+// once, saying when the next attempt is, and try nothing; the pause grows
+// with each failure in a row. Once the server is back, the first call
+// after the pause reconnects and works.
 func TestServerDownThenBack(t *testing.T) {
+	defer mcp.SetRetryPause(300 * time.Millisecond)()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -703,17 +707,41 @@ func TestServerDownThenBack(t *testing.T) {
 	if st := m.Status()[0]; st.Connected || !strings.Contains(st.Error, "connection refused") {
 		t.Errorf("status while down = %+v", st)
 	}
+	r = call(t, t.Context(), tools, "kb__create_note", `{"text":"b"}`)
+	if p := pauseIn(r.Text, 1); p <= 0 || p > 300*time.Millisecond || !strings.Contains(r.Text, "connection refused") {
+		t.Errorf("call during the pause = %q, want the pause and the last failure", r.Text)
+	}
+	time.Sleep(350 * time.Millisecond)
+	r = call(t, t.Context(), tools, "kb__create_note", `{"text":"b"}`) // tries, fails: the pause doubles
+	if r = call(t, t.Context(), tools, "kb__create_note", `{"text":"b"}`); pauseIn(r.Text, 2) <= 300*time.Millisecond {
+		t.Errorf("call after a second failure = %q, want a doubled pause", r.Text)
+	}
 	ln, err = net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("the port was taken meanwhile: %v", err)
 	}
 	go func() { _ = second.Serve(ln) }()
+	time.Sleep(650 * time.Millisecond)
 	if r := call(t, t.Context(), tools, "kb__create_note", `{"text":"c"}`); r.IsError || back.Counters.Get("create_note") != 1 {
 		t.Errorf("call once back = %+v (ran %d times)", r, back.Counters.Get("create_note"))
 	}
 	if st := m.Status()[0]; !st.Connected || st.Error != "" {
 		t.Errorf("status once back = %+v", st)
 	}
+}
+
+// pauseIn is the pause an answer names after fails failed attempts, 0
+// when it names none.
+func pauseIn(text string, fails int) time.Duration {
+	_, after, ok := strings.Cut(text, fmt.Sprintf("after %d failed connection attempts in a row; the next in ", fails))
+	if !ok {
+		return 0
+	}
+	d, err := time.ParseDuration(strings.Fields(after)[0])
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // A connection that drops under a call before any answer (the server

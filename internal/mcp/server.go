@@ -32,6 +32,14 @@ type server struct {
 	// session gone share one re-initialisation.
 	connMu  sync.Mutex
 	session *sdk.ClientSession
+	// fails counts the connection attempts that failed in a row, and
+	// retryAt is when the next may start (both under connMu): a server
+	// that cannot start is tried again after a growing pause, so calls in
+	// between are answered at once instead of each spawning it again or
+	// waiting out ConnectTimeout.
+	fails   int
+	retryAt time.Time
+	lastErr error
 
 	proc atomic.Pointer[proc] // the stdio process of the latest connection
 
@@ -56,6 +64,23 @@ func (s *server) lostNote() string {
 		return pr.note(noteWait)
 	}
 	return ""
+}
+
+// errBackingOff is the answer of a server between failed connection
+// attempts.
+var errBackingOff = errors.New("it is down")
+
+// retryPauseTest, when set, replaces retryPause's first second in tests.
+var retryPauseTest atomic.Int64
+
+// retryPause is the pause after the n-th failed connection attempt in a
+// row: 1 s, doubling, at most 64 s.
+func retryPause(n int) time.Duration {
+	base := time.Second
+	if d := retryPauseTest.Load(); d > 0 {
+		base = time.Duration(d)
+	}
+	return base << min(n-1, 6)
 }
 
 // errClosed is the answer of a server whose Manager was closed.
@@ -131,6 +156,10 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 		// otherwise start a server no one stops.
 		return nil, errClosed
 	}
+	if wait := time.Until(s.retryAt); wait > 0 {
+		return nil, fmt.Errorf("%w after %d failed connection attempts in a row; the next in %s (the last failed with: %w)",
+			errBackingOff, s.fails, wait.Round(100*time.Millisecond), s.lastErr)
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.m.o.ConnectTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.m.ctx, cancel)() // Close abandons a connection under way
@@ -149,6 +178,13 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 			err = fmt.Errorf("no answer to initialize within %s: %w", s.m.o.ConnectTimeout, err)
 		}
 		var ce *credentialError
+		if !errors.As(err, &ce) && ctx.Err() == nil && s.m.ctx.Err() == nil {
+			// A missing secret is retried as soon as it arrives; a call
+			// that gave up, or a closing Manager, says nothing of the server.
+			s.fails++
+			s.lastErr = err
+			s.retryAt = time.Now().Add(retryPause(s.fails))
+		}
 		s.setStatus(func(st *ServerStatus) {
 			st.Connected, st.Error, st.WaitingFor = false, s.redact(err.Error()), ""
 			if errors.As(err, &ce) {
@@ -158,6 +194,7 @@ func (s *server) current(ctx context.Context) (*sdk.ClientSession, error) {
 		return nil, err
 	}
 	s.session = sess
+	s.fails, s.retryAt, s.lastErr = 0, time.Time{}, nil
 	s.setStatus(func(st *ServerStatus) {
 		st.Connected, st.Error, st.WaitingFor = true, "", ""
 		st.Protocol = sess.InitializeResult().ProtocolVersion
