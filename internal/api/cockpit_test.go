@@ -276,6 +276,46 @@ func TestDevFilesReadWriteAndRefusals(t *testing.T) {
 	}
 }
 
+// A save that names the content it started from (base_sha256, as GET
+// answered it) is refused with a 409 when the file changed meanwhile, and
+// leaves the file as it is; the same save without a base overwrites.
+func TestDevFileSaveRefusesAStaleBase(t *testing.T) {
+	c := newCockpit(t, api.Options{InspectWrite: true}, false)
+	file := filepath.Join(c.dir, "notes.md")
+	if err := os.WriteFile(file, []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, m := do(t, "GET", c.url+"/v1/dev/files/notes.md", "", nil)
+	base, _ := m["sha256"].(string)
+	if len(base) != 64 {
+		t.Fatalf("GET = %v, want a sha256", m)
+	}
+	s, m := do(t, "PUT", c.url+"/v1/dev/files/notes.md", `{"content":"v2 from the operator\n","base_sha256":"`+base+`"}`, nil)
+	if s != 200 || m["sha256"] == base || len(m["sha256"].(string)) != 64 {
+		t.Fatalf("save on the current base = %d %v", s, m)
+	}
+	next := m["sha256"].(string)
+	if err := os.WriteFile(file, []byte("v3 from the agent\n"), 0o644); err != nil { // meanwhile
+		t.Fatal(err)
+	}
+	s, m = do(t, "PUT", c.url+"/v1/dev/files/notes.md", `{"content":"v4 from the operator\n","base_sha256":"`+next+`"}`, nil)
+	if s != 409 || !strings.Contains(errMessage(m), "changed on disk since it was opened") {
+		t.Errorf("save on a stale base = %d %v, want 409", s, m)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "v3 from the agent\n" {
+		t.Errorf("after a refused save the file holds %q, want the agent's write", b)
+	}
+	if s, m = do(t, "PUT", c.url+"/v1/dev/files/gone.md", `{"content":"x","base_sha256":"`+next+`"}`, nil); s != 409 {
+		t.Errorf("save based on a file that is gone = %d %v, want 409", s, m)
+	}
+	if s, _ = do(t, "PUT", c.url+"/v1/dev/files/notes.md", `{"content":"v4 from the operator\n"}`, nil); s != 200 {
+		t.Errorf("save without a base = %d, want 200", s)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "v4 from the operator\n" {
+		t.Errorf("after an overwrite the file holds %q", b)
+	}
+}
+
 // The inspect token buys a cookie that opens /dev and /v1/dev/* only;
 // writes with it also need the CSRF value; a forged cookie opens nothing.
 func TestSessionCookieExchange(t *testing.T) {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -357,7 +359,33 @@ func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.o.Logger, &requestError{status: http.StatusUnsupportedMediaType, msg: "file is not UTF-8 text"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(b), "content": string(b), "writable": s.o.InspectWrite})
+	writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(b), "content": string(b), "writable": s.o.InspectWrite, "sha256": contentHash(b)})
+}
+
+// contentHash names a file's content, so a save can say which content it
+// replaces (base_sha256).
+func contentHash(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// errChanged refuses a save whose base is not what is on disk.
+var errChanged = &requestError{status: http.StatusConflict,
+	msg: "the file changed on disk since it was opened (the agent or another operator wrote it): reload it and apply your edit again, or save without base_sha256 to overwrite"}
+
+// checkBase refuses a save based on content other than rel's current
+// content; a file that is gone counts as changed.
+func (s *Server) checkBase(rel, base string) error {
+	b, err := s.readCapped(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errChanged
+	case err != nil:
+		return err
+	case contentHash(b) != base:
+		return errChanged
+	}
+	return nil
 }
 
 // errTooLarge refuses a file over fileReadMax.
@@ -405,6 +433,11 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 	}
 	var body struct {
 		Content *string `json:"content"`
+		// BaseSHA256, when set, is the sha256 of the content the edit
+		// started from (as GET answered it): the save is refused with a
+		// 409 if the file holds anything else, so an edit never silently
+		// overwrites what the agent or another operator wrote meanwhile.
+		BaseSHA256 string `json:"base_sha256"`
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -414,9 +447,16 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 			writeError(w, s.o.Logger, err)
 			return
 		}
-		writeError(w, s.o.Logger, badRequest(`body must be {"content": "<the file's text>"}`))
+		writeError(w, s.o.Logger, badRequest(`body must be {"content": "<the file's text>"} with an optional "base_sha256"`))
 		return
 	}
+	if body.BaseSHA256 != "" {
+		if err := s.checkBase(rel, strings.ToLower(body.BaseSHA256)); err != nil {
+			writeError(w, s.o.Logger, fileError(err, rel))
+			return
+		}
+	}
+	sum := contentHash([]byte(*body.Content))
 	if s.o.SelfFile != nil && strings.EqualFold(path.Clean(rel), bundle.SelfFile) {
 		// DELTA.md keeps its history: what the save replaced becomes a
 		// revision, as a remember write's would.
@@ -426,12 +466,12 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(*body.Content), "saved_at": time.Now().UTC().UnixMilli(),
-			"version": wr.Version, "revision_id": wr.RevisionID})
+			"version": wr.Version, "revision_id": wr.RevisionID, "sha256": sum})
 		return
 	}
 	if err := s.o.Files.WriteFile(rel, []byte(*body.Content)); err != nil {
 		writeError(w, s.o.Logger, fileError(err, rel))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(*body.Content), "saved_at": time.Now().UTC().UnixMilli()})
+	writeJSON(w, http.StatusOK, map[string]any{"path": rel, "size": len(*body.Content), "saved_at": time.Now().UTC().UnixMilli(), "sha256": sum})
 }

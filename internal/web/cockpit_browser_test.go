@@ -1020,3 +1020,50 @@ func TestRevisionRestoreFeedback(t *testing.T) {
 		}
 	}
 }
+
+// The file editor loses no edit: an unsaved edit survives opening another
+// file and coming back (the tree marks it), and a save over a file the
+// agent changed meanwhile is refused, keeping both the edit in the editor
+// and the agent's write on disk, until the operator chooses Overwrite.
+func TestFileEditorKeepsEdits(t *testing.T) {
+	d := startDaemon(t)
+	if err := os.WriteFile(filepath.Join(d.ws, "notes.md"), []byte("agent v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := openLive(t, d)
+	run(t, ctx, chromedp.Click(`[data-tab="files"]`))
+	waitFor(t, ctx, "the tree", `!!document.querySelector('#files-tree [data-path="notes.md"]')`)
+	js(t, ctx, `document.querySelector('#files-tree [data-path="notes.md"]').click()`)
+	waitFor(t, ctx, "the editor", `(document.getElementById("editor") || {}).value === "agent v1\n"`)
+	js(t, ctx, `const a = document.getElementById("editor"); a.value = "operator edit\n"; a.dispatchEvent(new Event("input"))`)
+	waitFor(t, ctx, "the unsaved mark", `!!document.querySelector('#files-tree [data-path="notes.md"] .draft')`)
+
+	js(t, ctx, `document.querySelector('#files-tree [data-path="DELTA.md"]').click()`)
+	waitFor(t, ctx, "DELTA.md", `(document.getElementById("editor") || {}).value === "# Who I am\n"`)
+	js(t, ctx, `document.querySelector('#files-tree [data-path="notes.md"]').click()`)
+	waitFor(t, ctx, "the kept edit", `(document.getElementById("editor") || {}).value === "operator edit\n"`)
+	if note := text(t, ctx, "#save-note"); !strings.Contains(note, "unsaved edit") {
+		t.Errorf("note on reopening = %q, want it to say the edit was kept", note)
+	}
+
+	if err := os.WriteFile(filepath.Join(d.ws, "notes.md"), []byte("agent v2\n"), 0o644); err != nil { // meanwhile
+		t.Fatal(err)
+	}
+	run(t, ctx, chromedp.Click(`#save`))
+	waitFor(t, ctx, "the refusal", `document.getElementById("save-note").className === "err"`)
+	if note := text(t, ctx, "#save-note"); !strings.Contains(note, "changed on disk since you opened it") {
+		t.Errorf("note after a save over a changed file = %q", note)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.ws, "notes.md")); string(b) != "agent v2\n" {
+		t.Errorf("after the refused save notes.md holds %q, want the agent's write", b)
+	}
+	if *shotsDir != "" {
+		screenshot(t, ctx, *shotsDir, "g-file-changed")
+	}
+	run(t, ctx, chromedp.Click(`#overwrite`))
+	waitFor(t, ctx, "the overwrite", `document.getElementById("save-note").textContent.startsWith("Saved")`)
+	if b, _ := os.ReadFile(filepath.Join(d.ws, "notes.md")); string(b) != "operator edit\n" {
+		t.Errorf("after Overwrite notes.md holds %q", b)
+	}
+	waitFor(t, ctx, "the mark gone", `!!document.querySelector('#files-tree [data-path="notes.md"]') && !document.querySelector('#files-tree .draft')`)
+}
