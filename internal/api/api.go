@@ -95,6 +95,7 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /v1/dev/runs", s.inspect(s.devRuns))
 	s.mux.Handle("GET /v1/dev/runs/{id}", s.inspect(s.devRun))
 	s.mux.Handle("GET /v1/dev/runs/{id}/calls", s.inspect(s.devCalls))
+	s.mux.Handle("POST /v1/dev/runs/{id}/cancel", s.inspectWrite(s.devCancel))
 	s.mux.Handle("GET /v1/dev/memory", s.inspect(s.devMemory))
 	s.mux.Handle("GET /v1/dev/sessions", s.inspect(s.devSessions))
 	s.mux.Handle("GET /v1/dev/files", s.inspect(s.devFiles))

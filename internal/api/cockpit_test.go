@@ -538,3 +538,20 @@ func TestDevFileFIFORefused(t *testing.T) {
 		t.Errorf("GET a FIFO = %d %v, want 400", s, m)
 	}
 }
+
+// The operator's cancel reaches any owner's run, answers a finished run as
+// it is, and an unknown id is a 404 in the error envelope.
+func TestDevCancel(t *testing.T) {
+	c := newCockpit(t, api.Options{InspectWrite: true}, false)
+	id := c.submit(t, "alice", "task")
+	if s, m := do(t, "POST", c.url+"/v1/dev/runs/"+id+"/cancel", "", nil); s != 200 || m["status"] != "done" {
+		t.Errorf("cancel of alice's finished run = %d %v, want 200 done", s, m)
+	}
+	if s, m := do(t, "POST", c.url+"/v1/dev/runs/resp_nope/cancel", "", nil); s != 404 || errMessage(m) == "" {
+		t.Errorf("cancel of an unknown run = %d %v, want 404", s, m)
+	}
+	ro := newCockpit(t, api.Options{}, false)
+	if s, m := do(t, "POST", ro.url+"/v1/dev/runs/"+id+"/cancel", "", nil); s != 403 || !strings.Contains(errMessage(m), "DELTA_INSPECT_WRITE") {
+		t.Errorf("cancel with writes off = %d %v, want 403", s, m)
+	}
+}

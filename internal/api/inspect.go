@@ -344,6 +344,17 @@ func (s *Server) operatorFile(w http.ResponseWriter, r *http.Request) (rel strin
 	return rel, true
 }
 
+// devCancel is POST /v1/dev/runs/{id}/cancel: the operator stops any
+// owner's queued or running run (a finished one is answered as it is).
+func (s *Server) devCancel(w http.ResponseWriter, r *http.Request) {
+	run, err := s.o.Service.InspectCancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(run))
+}
+
 // devFile is GET /v1/dev/files/{path...}: one file's text.
 func (s *Server) devFile(w http.ResponseWriter, r *http.Request) {
 	rel, ok := s.operatorFile(w, r)

@@ -320,5 +320,20 @@ func (s *Service) InspectRun(ctx context.Context, id string) (store.Run, error) 
 	return r, err
 }
 
+// InspectCancel is Cancel for the operator behind the inspection gate,
+// who may stop any owner's run: the run is cancelled as its owner's own
+// request would cancel it.
+func (s *Service) InspectCancel(ctx context.Context, id string) (store.Run, error) {
+	r, err := s.store.Run(ctx, id)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if r, err = s.Cancel(ctx, r.Owner, id); err != nil {
+		return store.Run{}, err
+	}
+	r.Request, r.Result, r.Error = s.redactRaw(r.Request), s.redactRaw(r.Result), s.engine.redactRead(r.Error)
+	return r, nil
+}
+
 // IsNotFound reports whether err means an unknown (or foreign) id.
 func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1067,3 +1067,40 @@ func TestFileEditorKeepsEdits(t *testing.T) {
 	}
 	waitFor(t, ctx, "the mark gone", `!!document.querySelector('#files-tree [data-path="notes.md"]') && !document.querySelector('#files-tree .draft')`)
 }
+
+// The operator stops a running run from its detail: the run ends
+// cancelled, the button goes with the running status. With inspection
+// writes off the button says why it cannot, and the run goes on.
+func TestCancelRunFromTheDetail(t *testing.T) {
+	for _, write := range []string{"1", "0"} {
+		gate := make(chan struct{})
+		release := sync.OnceFunc(func() { close(gate) })
+		t.Cleanup(release)
+		d := startDaemonWith(t, gatedScript(gate), map[string]string{"DELTA_INSPECT_WRITE": write})
+		ctx := openLive(t, d)
+		id := d.submit(t, "Write a hello note please")
+		waitFor(t, ctx, "the run running", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="running"]')`, id))
+		js(t, ctx, fmt.Sprintf(`document.querySelector('[data-run=%q]').click()`, id))
+		waitFor(t, ctx, "the cancel button", `!!document.getElementById("cancel-run")`)
+		run(t, ctx, chromedp.Click(`#cancel-run`))
+		if write == "1" {
+			waitFor(t, ctx, "the run cancelled", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="cancelled"]') && !document.getElementById("cancel-run")`, id))
+			resp, err := http.Get(d.url + "/v1/tasks/" + id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), `"status":"cancelled"`) {
+				t.Errorf("task after the Cockpit's cancel = %s", b)
+			}
+			continue
+		}
+		waitFor(t, ctx, "the refusal", `(document.getElementById("cancel-note") || {}).textContent > ""`)
+		if note := text(t, ctx, "#cancel-note"); !strings.Contains(note, "DELTA_INSPECT_WRITE") {
+			t.Errorf("cancel note with writes off = %q", note)
+		}
+		release()
+		waitDone(t, d, id)
+	}
+}

@@ -1,4 +1,20 @@
 import { h, fill, short, time, usd, badge } from "./dom.js";
+import { send } from "./api.js";
+
+// cancelNotes holds, per run, what the operator's cancel got back when it
+// failed (a finished run just shows its new status).
+const cancelNotes = new Map();
+
+// cancelButton stops a queued or running run, whoever owns it.
+function cancelButton(el, state, r) {
+  const b = h("button.act.cancel", { id: "cancel-run", onclick: async () => {
+    b.disabled = true;
+    try { await send("POST", `/v1/dev/runs/${encodeURIComponent(r.id)}/cancel`); cancelNotes.delete(r.id); }
+    catch (e) { cancelNotes.set(r.id, "Cancel failed: " + e.message); el.shown = null; renderRunDetail(el, state, state.detail); }
+    b.disabled = false;
+  } }, "Cancel run");
+  return b;
+}
 
 // One run's live timeline: every durable event of the run, newest last.
 // Built into a fragment and swapped in once, so a long run renders in one
@@ -80,11 +96,13 @@ export function renderRunDetail(el, state, detail) {
   const live = r.status === "running" ? state.liveText.get(r.id) || "" : "";
   // What the detail shows, as a key: a fetched detail that brings nothing
   // new (each finished turn fetches it again) redraws nothing.
-  const shown = JSON.stringify([r.id, r.status, r.session_id, r.owner, r.model, r.steps, u, r.error, evs.length, live.length, out, asked, req && req.instructions, state.detailError]);
+  const cancelNote = cancelNotes.get(r.id) || "";
+  const shown = JSON.stringify([r.id, r.status, r.session_id, r.owner, r.model, r.steps, u, r.error, evs.length, live.length, out, asked, req && req.instructions, state.detailError, cancelNote]);
   if (el.shown === shown) return;
   el.shown = shown;
   fill(el,
-    h("h2", r.id, " ", badge(r.status, "st-" + r.status)),
+    h("h2", r.id, " ", badge(r.status, "st-" + r.status), " ", r.status === "queued" || r.status === "running" ? cancelButton(el, state, r) : null),
+    cancelNote ? h("p.err", { id: "cancel-note" }, cancelNote) : null,
     state.detailError ? h("p.err.detail-error", "Could not load this run's detail: ", state.detailError) : null,
     h("table", h("tbody",
       h("tr", h("th", "session"), h("td.mono", r.session_id), h("th", "owner"), h("td", r.owner || "—")),
