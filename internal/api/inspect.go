@@ -146,7 +146,21 @@ func (s *Server) devRuns(w http.ResponseWriter, r *http.Request) {
 	if len(rows) > 0 {
 		next = rows[len(rows)-1].Seq
 	}
-	writeJSON(w, http.StatusOK, page(out, more, next))
+	ids := make([]string, len(rows))
+	for i, rr := range rows {
+		ids[i] = rr.ID
+	}
+	first, err := s.o.Service.InspectFirstEvent(r.Context(), ids)
+	if err != nil {
+		writeError(w, s.o.Logger, err)
+		return
+	}
+	p := page(out, more, next)
+	// events_since is where /v1/dev/stream?since= gives these runs' whole
+	// timelines and nothing older: a page opening on a database of months
+	// of events reads only its runs'.
+	p["events_since"] = max(first-1, 0)
+	writeJSON(w, http.StatusOK, p)
 }
 
 // devSessions is GET /v1/dev/sessions, most recently active first.

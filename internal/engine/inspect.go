@@ -22,6 +22,12 @@ func (s *Service) redactRaw(b json.RawMessage) json.RawMessage {
 	return json.RawMessage(s.engine.redactRead(string(b)))
 }
 
+// InspectFirstEvent is the id of the oldest stored event of any of the
+// runs, 0 when none has one.
+func (s *Service) InspectFirstEvent(ctx context.Context, runIDs []string) (int64, error) {
+	return s.store.FirstEventOf(ctx, runIDs)
+}
+
 // InspectRuns reads one page of runs of every owner, newest first.
 func (s *Service) InspectRuns(ctx context.Context, f store.RunFilter) ([]store.RunRow, bool, error) {
 	rows, more, err := s.store.ListRuns(ctx, f)

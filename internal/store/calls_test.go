@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/model"
 	"github.com/deltaharness/delta/internal/store"
 )
@@ -43,5 +44,30 @@ func TestCallCommitsWithItsStep(t *testing.T) {
 	rows, more, err := s.ListRuns(ctx, store.RunFilter{})
 	if err != nil || more || len(rows) != 1 || rows[0].Calls != 1 {
 		t.Fatalf("ListRuns = %+v %v %v, want one run with one call", rows, more, err)
+	}
+}
+
+// FirstEventOf names where the runs' timelines begin: the oldest event of
+// any of them, not of other runs, 0 for runs with none.
+func TestFirstEventOf(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	for _, id := range []string{"resp_old", "resp_a", "resp_b"} {
+		if err := s.AddEvents(ctx, []event.Event{event.New(id, "s_"+id, event.ModelRetry, nil)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.Events(ctx, store.EventFilter{})
+	if err != nil || len(all) != 3 {
+		t.Fatalf("events = %v, %v", all, err)
+	}
+	if id, err := s.FirstEventOf(ctx, []string{"resp_b", "resp_a"}); err != nil || id != all[1].ID {
+		t.Errorf("FirstEventOf(b, a) = %d, %v; want %d (resp_a's)", id, err, all[1].ID)
+	}
+	if id, err := s.FirstEventOf(ctx, []string{"resp_none"}); err != nil || id != 0 {
+		t.Errorf("FirstEventOf(none) = %d, %v; want 0", id, err)
+	}
+	if id, err := s.FirstEventOf(ctx, nil); err != nil || id != 0 {
+		t.Errorf("FirstEventOf() = %d, %v; want 0", id, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/deltaharness/delta/internal/model"
@@ -190,4 +191,23 @@ func (s *Store) RunJournal(ctx context.Context, runID string) ([]JournalRow, err
 		}
 		return e, err
 	})
+}
+
+// FirstEventOf is the id of the oldest stored event of any of the runs,
+// 0 when none has one: where a follower that wants those runs' whole
+// timelines, and nothing older, starts reading.
+func (s *Store) FirstEventOf(ctx context.Context, runIDs []string) (int64, error) {
+	if len(runIDs) == 0 {
+		return 0, nil
+	}
+	args := make([]any, len(runIDs))
+	for i, id := range runIDs {
+		args[i] = id
+	}
+	q := "SELECT COALESCE(MIN(id), 0) FROM events WHERE run_id IN (?" + strings.Repeat(", ?", len(runIDs)-1) + ")"
+	var id int64
+	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&id); err != nil {
+		return 0, fmt.Errorf("first event of %d runs: %w", len(runIDs), err)
+	}
+	return id, nil
 }

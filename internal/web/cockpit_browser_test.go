@@ -1104,3 +1104,44 @@ func TestCancelRunFromTheDetail(t *testing.T) {
 		waitDone(t, d, id)
 	}
 }
+
+// Opening the Cockpit reads the events of the runs it lists (the newest
+// 200), not the whole table: older runs' events are not replayed, every
+// listed run's timeline is whole, and new runs still arrive live.
+func TestLoadReplaysOnlyTheListedRuns(t *testing.T) {
+	d := startDaemonWith(t, opsScript, nil)
+	var ids []string
+	for _, batch := range []int{3, 200} { // yesterday's runs, then today's
+		from := len(ids)
+		for i := range batch {
+			ids = append(ids, d.submit(t, fmt.Sprintf("[fail] run %d", from+i)))
+		}
+		for _, id := range ids[from:] {
+			waitDone(t, d, id)
+		}
+	}
+	stored := d.storedIDs(t)
+	ctx := openLive(t, d)
+	newest := ids[len(ids)-1]
+	waitFor(t, ctx, "the newest run's whole timeline", fmt.Sprintf(`(window.cockpit.state.events.get(%q) || []).some((e) => e.name === "run.finished")`, newest))
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]int64](`window.cockpit.eventIds()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || len(got) > len(stored)-15 { // each old run has 5 events
+		t.Errorf("the page read %d of %d stored events, want only the listed runs'", len(got), len(stored))
+	}
+	for _, id := range ids[:3] {
+		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`(window.cockpit.state.events.get(%q) || []).length`, id))); n != 0 {
+			t.Errorf("run %s, older than the list, had %d events replayed", id, n)
+		}
+	}
+	for _, id := range []string{ids[3], newest} {
+		evs, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`(window.cockpit.state.events.get(%q) || []).map((e) => e.name)`, id)))
+		if len(evs) < 3 || evs[0] != "run.queued" || evs[len(evs)-1] != "run.finished" {
+			t.Errorf("listed run %s's timeline = %v, want it whole", id, evs)
+		}
+	}
+	late := d.submit(t, "[fail] a late run")
+	waitFor(t, ctx, "the late run live", fmt.Sprintf(`!!document.querySelector('[data-run=%q][data-status="failed"]')`, late))
+}

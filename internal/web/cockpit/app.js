@@ -51,12 +51,25 @@ async function refreshRun(id) {
   try {
     const d = await get(`/v1/dev/runs/${id}`);
     merge(state.runs.get(id), d.run);
+    mergeStored(id, d.events);
     if (id === state.selected) { state.detail = d; state.detailError = ""; }
     schedule();
   } catch { /* gone or not yet visible: the stream keeps it current */ }
   const again = fetching.get(id) === "again";
   fetching.delete(id);
   if (again && !(state.runs.get(id) || {}).settled) refreshRun(id);
+}
+
+// mergeStored completes a run's timeline with its stored events when the
+// page holds only its later ones: the stream starts at the listed runs'
+// first events, so a run older than the list that comes back to life
+// (resumed, or an event of its own) arrives without its beginning.
+function mergeStored(id, stored) {
+  if (!stored || !stored.length) return;
+  const have = state.events.get(id) || [];
+  if (have.length && have[0].id <= stored[0].id) return;
+  const ids = new Set(have.map((e) => e.id));
+  state.events.set(id, stored.filter((e) => !ids.has(e.id)).concat(have).sort((a, b) => a.id - b.id));
 }
 
 function onEvent(ev) {
@@ -222,10 +235,18 @@ async function boot() {
     state.capture = !!c.capture_calls; schedule();
   }).catch(() => { $("h-agent").textContent = "—"; $("h-provider").textContent = "—"; });
   // The list first (newest 200 runs with their counters), then the stream
-  // from the start: the timeline of every run in view is complete.
-  try { const l = await get("/v1/dev/runs?limit=200"); for (const r of l.data) { state.runs.set(r.id, r); r.settled = rank[r.status] === 2; } } catch { /* the stream fills it */ }
+  // from the first event of those runs: the timeline of every run in view
+  // is complete, and a database of months of events costs the page only
+  // its runs' (older events are not replayed). Without the list, the
+  // stream starts at the beginning.
+  let since = 0;
+  try {
+    const l = await get("/v1/dev/runs?limit=200");
+    for (const r of l.data) { state.runs.set(r.id, r); r.settled = rank[r.status] === 2; }
+    since = l.events_since || 0;
+  } catch { /* the stream fills it */ }
   schedule();
-  state.stream = follow({ onEvent, onState });
+  state.stream = follow({ onEvent, onState, since });
 }
 
 // onState shows the stream's state in the header badge. Once a reconnect
