@@ -34,7 +34,13 @@ type metadata struct {
 	AuthToken       *string        `json:"authToken"` // per-run MCP credential; never stored
 	UserID          any            `json:"user_id"`
 	TaskID          any            `json:"task_id"`
-	TaskType        any            `json:"task_type"`
+	// The keys governed memory reads back from the stored request: a value
+	// of another type would be dropped there without a word (reflection
+	// off, the lesson filed without its task type), so it is refused here.
+	TaskType        *string `json:"task_type"`
+	Reflect         *bool   `json:"reflect"`
+	ReviewKind      *string `json:"review_kind"`
+	WidenAuthorized *bool   `json:"widen_authorized"`
 }
 
 // decodeBody reads a JSON object body into v with a clear error for every
