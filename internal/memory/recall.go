@@ -151,11 +151,45 @@ func Block(rows []store.Memory) string {
 			// Every run that produced it had read untrusted tool output.
 			src = ", drawn from untrusted tool output"
 		}
-		fmt.Fprintf(&b, "- [%s, %s, confidence %.2f, %d run(s)%s] %s\n", m.Kind, m.Scope, m.Confidence, m.Runs, src, strings.ReplaceAll(m.Content, "</recalled_memory>", ""))
+		fmt.Fprintf(&b, "- [%s, %s, confidence %.2f, %d run(s)%s] %s\n", m.Kind, m.Scope, m.Confidence, m.Runs, src, inertLesson(m.Content))
 	}
 	b.WriteString("</recalled_memory>")
 	return b.String()
 }
+
+// inertLesson is a lesson as one line of the block that can neither close
+// nor reopen it nor pass for another entry: its line breaks are folded to
+// spaces, and the block's tag name is defanged wherever it stands, in any
+// case. Replacing (rather than deleting) the name means no spelling, such
+// as "</recalled_</recalled_memory>memory>", leaves a working tag behind.
+func inertLesson(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	// ASCII folding only: the tag is ASCII, and it keeps every byte where
+	// it was, so an index into lower is an index into s.
+	lower := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
+	if !strings.Contains(lower, blockTag) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(lower, blockTag)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString("recalled‧memory")
+		s, lower = s[i+len(blockTag):], lower[i+len(blockTag):]
+	}
+}
+
+// blockTag is the recall block's tag name.
+const blockTag = "recalled_memory"
 
 // Recall returns the ranked rows visible to v for task, and how many were
 // candidates. It only reads: Use records the use.
