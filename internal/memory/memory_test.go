@@ -489,3 +489,40 @@ func TestRecalledLessonCannotLeaveTheBlock(t *testing.T) {
 		t.Fatalf("a lesson's line breaks forged entries, or its text was lost:\n%s", b)
 	}
 }
+
+// TestRegistryBlockIsNamedAsTheUntrustedSource: a lesson from a run whose
+// prompt carried the skill registry's block (and nothing else untrusted)
+// is held, and its reflection event names skill_registry as the source,
+// not hydration, which that run never had.
+func TestRegistryBlockIsNamedAsTheUntrustedSource(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	finished(t, s, "resp_1", "", `{"metadata":{"task_type":"vendor-brief"}}`, nil, false)
+	if err := s.MarkUntrustedInput(ctx, "resp_1", "skill_registry", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := json.Marshal(memory.Artifact{Kind: "procedure", Content: "Open with the vendor's name.", Confidence: 0.9})
+	r := memory.NewReflector(memory.ReflectorOptions{Store: s, Namespace: "ns", AgentID: "ag",
+		Utility: func(context.Context, model.Request) (model.Response, error) {
+			return model.Response{Text: string(answer)}, nil
+		}})
+	if err := r.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, store.EventFilter{RunID: "resp_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	for _, e := range evs {
+		if e.Name == event.Reflection {
+			_ = json.Unmarshal(e.Data, &data)
+		}
+	}
+	if data["untrusted"] != true || fmt.Sprint(data["untrusted_sources"]) != "[skill_registry]" {
+		t.Fatalf("reflection event %v, want untrusted with sources [skill_registry]", data)
+	}
+	if rows, err := s.Memories(ctx); err != nil || len(rows) != 1 || !rows[0].Held() {
+		t.Fatalf("rows %+v %v, want one held", rows, err)
+	}
+}

@@ -24,9 +24,10 @@ type Outbox interface {
 	Run(ctx context.Context, id string) (store.Run, error)
 	RunMessages(ctx context.Context, runID string) ([]model.Message, error)
 	ReflectionsOwed(ctx context.Context) ([]string, error)
-	// RunReadUntrusted: the run's prompt carried untrusted tool output
-	// before its own calls (task-start hydration).
-	RunReadUntrusted(ctx context.Context, runID string) (bool, error)
+	// RunUntrustedInput names what put untrusted tool output in the run's
+	// prompt before its own calls (task-start hydration, the skill
+	// registry's block), "" when nothing did.
+	RunUntrustedInput(ctx context.Context, runID string) (string, error)
 	CompleteReflection(ctx context.Context, r store.Reflection) (*store.MemoryPut, []event.Event, error)
 }
 
@@ -138,15 +139,16 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		id.Correction, id.WidenAuthorized = true, meta.WidenAuthorized
 	}
 	var task, answer []string
-	// A hydrated prompt carried the product's MCP answers: as untrusted as
-	// a call the run made itself. Unknown counts as untrusted.
+	// A prompt that carried an MCP server's answers (hydration, the skill
+	// registry's block) is as untrusted as a call the run made itself; the
+	// event names which. Unknown counts as untrusted.
 	var sources []string // why the run counts as untrusted, for the event
-	hydrated, err := r.o.Store.RunReadUntrusted(ctx, runID)
+	reason, err := r.o.Store.RunUntrustedInput(ctx, runID)
 	switch {
 	case err != nil:
 		sources = append(sources, "unknown")
-	case hydrated:
-		sources = append(sources, "hydration")
+	case reason != "":
+		sources = append(sources, reason)
 	}
 	for _, m := range msgs {
 		switch m.Role {

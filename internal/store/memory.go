@@ -356,14 +356,19 @@ func (s *Store) MarkUntrustedInput(ctx context.Context, runID, reason string, at
 	return nil
 }
 
-// RunReadUntrusted reports whether a run's prompt carried untrusted input
-// before its own tool calls (RecordHydration, MarkUntrustedInput).
-func (s *Store) RunReadUntrusted(ctx context.Context, runID string) (bool, error) {
-	var u bool
-	if err := s.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM run_untrusted_input WHERE run_id = ?)", runID).Scan(&u); err != nil {
-		return false, fmt.Errorf("run %s read untrusted: %w", runID, err)
+// RunUntrustedInput names what made a run's prompt carry untrusted input
+// before its own tool calls (RecordHydration's "hydration",
+// MarkUntrustedInput's reason: the first one recorded), "" when nothing did.
+func (s *Store) RunUntrustedInput(ctx context.Context, runID string) (string, error) {
+	var reason string
+	err := s.r.QueryRowContext(ctx, "SELECT reason FROM run_untrusted_input WHERE run_id = ?", runID).Scan(&reason)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("run %s read untrusted: %w", runID, err)
 	}
-	return u, nil
+	return reason, nil
 }
 
 // MemoryCounts reports the number of memory rows, held rows among them, and

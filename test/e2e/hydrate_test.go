@@ -135,7 +135,7 @@ func TestHydrationThroughTheDaemon(t *testing.T) {
 	if len(hydrations) != 4 {
 		t.Fatalf("hydration events %v, want one per new session (4)", hydrations)
 	}
-	if hydrated, err := db.RunReadUntrusted(context.Background(), first["id"].(string)); err != nil || !hydrated {
+	if hydrated, err := db.RunUntrustedInput(context.Background(), first["id"].(string)); err != nil || hydrated != "hydration" {
 		t.Fatalf("the hydrated run is not marked as having read untrusted input: %v %v", hydrated, err)
 	}
 
