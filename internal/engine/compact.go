@@ -84,14 +84,37 @@ func envelope(request, summary string) model.Message {
 	return model.Message{Role: model.RoleUser, Content: b.String()}
 }
 
-// inert keeps text from closing or opening a delta block.
+// inert keeps text from closing or opening a delta block, or ending the
+// note early, however it capitalises them: "delta:" is defanged and the
+// end marker quoted wherever they stand. Each is replaced, not deleted, so
+// no spelling leaves a working one behind.
 func inert(s string) string {
-	if !strings.Contains(s, "delta:") && !strings.Contains(s, compactionEnd) {
+	// ASCII folding only: the names are ASCII, and it keeps every byte
+	// where it was, so an index into lower is an index into s.
+	lower := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
+	if !strings.Contains(lower, "delta:") && !strings.Contains(lower, compactionEnd) {
 		return s
 	}
-	s = strings.ReplaceAll(s, "</delta:", "</delta‧")
-	s = strings.ReplaceAll(s, "<delta:", "<delta‧")
-	return strings.ReplaceAll(s, compactionEnd, "[end of compacted history (quoted)]")
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(lower[i:], "delta:"):
+			b.WriteString(s[i:i+5] + "‧")
+			i += len("delta:")
+		case strings.HasPrefix(lower[i:], compactionEnd):
+			b.WriteString("[end of compacted history (quoted)]")
+			i += len(compactionEnd)
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
 }
 
 // pinnedRequest is the request a run serves, from its stored record: the
