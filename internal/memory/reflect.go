@@ -24,10 +24,11 @@ type Outbox interface {
 	Run(ctx context.Context, id string) (store.Run, error)
 	RunMessages(ctx context.Context, runID string) ([]model.Message, error)
 	ReflectionsOwed(ctx context.Context) ([]string, error)
-	// RunUntrustedInput names what put untrusted tool output in the run's
-	// prompt before its own calls (task-start hydration, the skill
-	// registry's block), "" when nothing did.
-	RunUntrustedInput(ctx context.Context, runID string) (string, error)
+	// SessionReads is what the run's prompt may have carried from its
+	// session: the tools it and the session's earlier runs called, and
+	// those runs' untrusted-input marks (hydration, the skill registry's
+	// block).
+	SessionReads(ctx context.Context, runID string) (store.SessionReads, error)
 	CompleteReflection(ctx context.Context, r store.Reflection) (*store.MemoryPut, []event.Event, error)
 }
 
@@ -139,16 +140,25 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		id.Correction, id.WidenAuthorized = true, meta.WidenAuthorized
 	}
 	var task, answer []string
-	// A prompt that carried an MCP server's answers (hydration, the skill
-	// registry's block) is as untrusted as a call the run made itself; the
-	// event names which. Unknown counts as untrusted.
+	// The run's prompt held what its session read before it, not only what
+	// it called itself: an earlier run's web page or MCP answer stays in
+	// the history (or in the compaction note made from it). So do prompts
+	// that carried an MCP server's answers (hydration, the skill registry's
+	// block); the event names which. Unknown counts as untrusted.
 	var sources []string // why the run counts as untrusted, for the event
-	reason, err := r.o.Store.RunUntrustedInput(ctx, runID)
-	switch {
-	case err != nil:
+	reads, err := r.o.Store.SessionReads(ctx, runID)
+	if err != nil {
 		sources = append(sources, "unknown")
-	case reason != "":
-		sources = append(sources, reason)
+	}
+	for _, reason := range reads.Marks {
+		if !slices.Contains(sources, reason) {
+			sources = append(sources, reason)
+		}
+	}
+	for _, name := range reads.Tools {
+		if untrustedTool(name) && !slices.Contains(sources, name) {
+			sources = append(sources, name)
+		}
 	}
 	for _, m := range msgs {
 		switch m.Role {
@@ -157,11 +167,6 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 		case model.RoleAssistant:
 			if strings.TrimSpace(m.Content) != "" {
 				answer = []string{m.Content}
-			}
-			for _, c := range m.ToolCalls {
-				if untrustedTool(c.Name) && !slices.Contains(sources, c.Name) {
-					sources = append(sources, c.Name)
-				}
 			}
 		}
 	}

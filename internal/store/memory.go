@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -369,6 +371,60 @@ func (s *Store) RunUntrustedInput(ctx context.Context, runID string) (string, er
 		return "", fmt.Errorf("run %s read untrusted: %w", runID, err)
 	}
 	return reason, nil
+}
+
+// SessionReads is what a run's prompt may have carried from its session:
+// the tools that it and the earlier runs of its session called (their
+// results stay in the history, or in a compaction note made from it), and
+// the untrusted-input marks of those runs (RecordHydration,
+// MarkUntrustedInput), whose answers stay in the history too.
+type SessionReads struct {
+	Tools []string // distinct tool names, in the order first called
+	Marks []string // the marks' reasons, oldest run first
+}
+
+// SessionReads reads them for runID: its own calls and marks, and those of
+// the runs of its session queued before it.
+func (s *Store) SessionReads(ctx context.Context, runID string) (SessionReads, error) {
+	var out SessionReads
+	var sessionID string
+	var seq int64
+	if err := s.r.QueryRowContext(ctx, "SELECT session_id, seq FROM runs WHERE id = ?", runID).Scan(&sessionID, &seq); err != nil {
+		return out, fmt.Errorf("session reads of run %s: %w", runID, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT m.tool_calls FROM messages m JOIN runs r ON r.id = m.run_id
+		WHERE m.session_id = ? AND r.seq <= ? AND m.tool_calls IS NOT NULL AND m.tool_calls != '' ORDER BY m.id`, sessionID, seq)
+	if err != nil {
+		return out, fmt.Errorf("session reads of run %s: %w", runID, err)
+	}
+	calls, err := scanAll(rows, "session reads of run "+runID, func(rows scanner) (string, error) {
+		var c string
+		return c, rows.Scan(&c)
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, c := range calls {
+		var tcs []model.ToolCall
+		if err := json.Unmarshal([]byte(c), &tcs); err != nil {
+			return out, fmt.Errorf("session reads of run %s: tool calls: %w", runID, err)
+		}
+		for _, tc := range tcs {
+			if !slices.Contains(out.Tools, tc.Name) {
+				out.Tools = append(out.Tools, tc.Name)
+			}
+		}
+	}
+	rows, err = s.r.QueryContext(ctx, `SELECT u.reason FROM run_untrusted_input u JOIN runs r ON r.id = u.run_id
+		WHERE r.session_id = ? AND r.seq <= ? ORDER BY r.seq`, sessionID, seq)
+	if err != nil {
+		return out, fmt.Errorf("session reads of run %s: %w", runID, err)
+	}
+	out.Marks, err = scanAll(rows, "session reads of run "+runID, func(rows scanner) (string, error) {
+		var r string
+		return r, rows.Scan(&r)
+	})
+	return out, err
 }
 
 // MemoryCounts reports the number of memory rows, held rows among them, and
