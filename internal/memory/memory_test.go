@@ -599,3 +599,43 @@ func TestContinuationOfAnUntrustedRunIsHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestReflectionReadsAQuotedConfidenceAndStringAliases: an answer that
+// quotes its confidence and gives its aliases as one string is a lesson,
+// stored with that confidence and those aliases, not taken for "nothing
+// learned"; a quoted "NaN" confidence is refused as low.
+func TestReflectionReadsAQuotedConfidenceAndStringAliases(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	const meta = `{"metadata":{"task_type":"vendor-brief"}}`
+	finished(t, s, "resp_1", "", meta, nil, false)
+	finished(t, s, "resp_2", "", meta, nil, false)
+	answers := map[string]string{
+		"resp_1": `{"kind": "fact", "content": "Briefs fit on one page.", "confidence": "0.85", "aliases": "summary, one-pager"}`,
+		"resp_2": `{"kind": "fact", "content": "Vendors pay late.", "confidence": "NaN"}`,
+	}
+	n := 0
+	r := memory.NewReflector(memory.ReflectorOptions{Store: s, Namespace: "ns", AgentID: "ag",
+		Utility: func(context.Context, model.Request) (model.Response, error) {
+			n++
+			return model.Response{Text: answers[fmt.Sprint("resp_", n)]}, nil
+		}})
+	if err := r.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Memories(ctx)
+	if err != nil || len(rows) != 1 || rows[0].Content != "Briefs fit on one page." || rows[0].Confidence != 0.85 || rows[0].Aliases != "summary one-pager" {
+		t.Fatalf("rows %+v %v, want the one-page lesson at 0.85 with its aliases", rows, err)
+	}
+	evs, err := s.Events(ctx, store.EventFilter{RunID: "resp_2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := false
+	for _, e := range evs {
+		refused = refused || e.Name == event.MemoryRefused && strings.Contains(string(e.Data), memory.ReasonLowConfidence)
+	}
+	if !refused {
+		t.Fatalf("a NaN confidence was not refused as low: %v", evs)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -254,18 +256,46 @@ func reflectionRequest(id Identity, task, answer string) model.Request {
 }
 
 // parseArtifact reads the one JSON object of a reflection answer; false
-// when there is none, it says none, or it names no kind.
+// when there is none, it says none, or it names no kind. A model that
+// quotes its confidence ("0.9") or gives its aliases as one string
+// ("hiring, posting") still proposed a lesson: those are read as meant
+// rather than the whole answer being taken for "nothing learned".
 func parseArtifact(text string) (Artifact, bool) {
 	i, j := strings.Index(text, "{"), strings.LastIndex(text, "}")
 	if i < 0 || j < i {
 		return Artifact{}, false
 	}
 	var a struct {
-		Artifact
-		None bool `json:"none"`
+		Kind       string          `json:"kind"`
+		Content    string          `json:"content"`
+		Confidence json.RawMessage `json:"confidence"`
+		Scope      string          `json:"scope"`
+		Aliases    json.RawMessage `json:"aliases"`
+		None       json.RawMessage `json:"none"`
 	}
-	if err := json.Unmarshal([]byte(text[i:j+1]), &a); err != nil || a.None || a.Kind == "" {
+	if err := json.Unmarshal([]byte(text[i:j+1]), &a); err != nil || a.Kind == "" || jsonTrue(a.None) {
 		return Artifact{}, false
 	}
-	return a.Artifact, true
+	out := Artifact{Kind: a.Kind, Content: a.Content, Scope: a.Scope}
+	var quoted string
+	if json.Unmarshal(a.Confidence, &out.Confidence) != nil && json.Unmarshal(a.Confidence, &quoted) == nil {
+		c, err := strconv.ParseFloat(strings.TrimSpace(quoted), 64)
+		if err == nil && !math.IsNaN(c) && !math.IsInf(c, 0) {
+			out.Confidence = c
+		} // unreadable, "NaN" or "Inf": 0, refused as low
+	}
+	if json.Unmarshal(a.Aliases, &out.Aliases) != nil && json.Unmarshal(a.Aliases, &quoted) == nil {
+		out.Aliases = strings.FieldsFunc(quoted, func(r rune) bool { return r == ',' || r == ';' })
+	}
+	return out, true
+}
+
+// jsonTrue reports a JSON true, or the string "true".
+func jsonTrue(raw json.RawMessage) bool {
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && strings.EqualFold(strings.TrimSpace(s), "true")
 }
