@@ -112,12 +112,15 @@ func search(ctx context.Context, st Store, o Options, c tool.Call, p params) (to
 	if err != nil {
 		return tool.Result{}, err
 	}
-	record(ctx, o, c, map[string]any{"mode": "search", "query": clip.Runes(p.Query, 200), "hits": len(hits)})
+	// The query is named clipped, in the answer as in the event: the model
+	// has it in its own call, and a long one would only fill the window.
+	shown := clip.Runes(p.Query, 200)
+	record(ctx, o, c, map[string]any{"mode": "search", "query": shown, "hits": len(hits)})
 	if len(hits) == 0 {
-		return tool.Text(fmt.Sprintf("No earlier message matches %q. Try other words: an exact name, id or number from the turn you need.", p.Query)), nil
+		return tool.Text(fmt.Sprintf("No earlier message matches %q. Try other words: an exact name, id or number from the turn you need.", shown)), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d earlier message(s) match %q, best first:\n", len(hits), p.Query)
+	fmt.Fprintf(&b, "%d earlier message(s) match %q, best first:\n", len(hits), shown)
 	for _, h := range hits {
 		entry := render(h, p.Query)
 		if b.Len()+len(entry) > MaxText {

@@ -130,3 +130,18 @@ func TestListAndReadBackBoundedArguments(t *testing.T) {
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func user(text string) model.Message { return model.Message{Role: model.RoleUser, Content: text} }
+
+// TestALongQueryIsNotEchoedWhole: a search with a 15,000-character query
+// answers naming the query clipped, so the answer does not put the whole
+// query into the conversation a second time.
+func TestALongQueryIsNotEchoedWhole(t *testing.T) {
+	st := openStore(t)
+	session(t, st, "resp_1", "s_1", []model.Message{user("Find the supplier of Vantablack.")})
+	tl := recall.New(st, recall.Options{})
+	for _, q := range []string{strings.Repeat("nothing ", 2000), "vantablack " + strings.Repeat("nothing ", 2000)} {
+		res := run(t, tl, "s_1", `{"query":"`+q+`"}`)
+		if res.IsError || len(res.Text) > 1000 {
+			t.Fatalf("a %d-character query got a %d-byte answer: %.300s", len(q), len(res.Text), res.Text)
+		}
+	}
+}
