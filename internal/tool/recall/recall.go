@@ -17,7 +17,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/deltaharness/delta/internal/clip"
 
@@ -163,25 +166,27 @@ func render(h store.RecallHit, query string) string {
 }
 
 // excerpt is text whole when it is reasonably sized, else the part around
-// the first query word found in it.
+// the first query word found in it. Words are found as the search matched
+// them: case and Latin diacritics folded ("maria" finds "María"), so the
+// part shown holds the match.
 func excerpt(text, query string) string {
 	if utf8.RuneCountInString(text) <= WholeMessage {
 		return text
 	}
-	lower := strings.ToLower(text)
-	at := -1
-	for _, w := range strings.Fields(strings.ToLower(query)) {
+	folded, at := foldWithOffsets(text)
+	first := -1
+	for _, w := range strings.Fields(fold(query)) {
 		if len(w) < 3 {
 			continue
 		}
-		if i := strings.Index(lower, w); i >= 0 && (at < 0 || i < at) {
-			at = i
+		if i := strings.Index(folded, w); i >= 0 && (first < 0 || i < first) {
+			first = i
 		}
 	}
-	if at < 0 {
-		at = 0
+	start := 0
+	if first >= 0 {
+		start = max(0, at[first]-Excerpt/3)
 	}
-	start := max(0, at-Excerpt/3)
 	for start > 0 && !utf8.RuneStart(text[start]) {
 		start--
 	}
@@ -198,6 +203,43 @@ func excerpt(text, query string) string {
 		fmt.Fprintf(&b, " […%d bytes after…]", len(text)-end)
 	}
 	return b.String()
+}
+
+// fold is s lowercased with its combining marks dropped after canonical
+// decomposition ("María" → "maria").
+func fold(s string) string {
+	f, _ := foldWithOffsets(s)
+	return f
+}
+
+// foldWithOffsets folds s rune by rune and maps each byte of the result
+// to the byte of s its rune came from.
+func foldWithOffsets(s string) (string, []int) {
+	var b strings.Builder
+	at := make([]int, 0, len(s))
+	var buf [utf8.UTFMax]byte
+	for i, r := range s {
+		if r < utf8.RuneSelf { // ASCII: nothing to decompose
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+			at = append(at, i)
+			continue
+		}
+		n := utf8.EncodeRune(buf[:], r)
+		for _, d := range norm.NFD.String(string(buf[:n])) {
+			if unicode.Is(unicode.Mn, d) {
+				continue
+			}
+			d = unicode.ToLower(d)
+			for range utf8.RuneLen(d) {
+				at = append(at, i)
+			}
+			b.WriteRune(d)
+		}
+	}
+	return b.String(), at
 }
 
 func listBounded(ctx context.Context, st Store, o Options, c tool.Call) (tool.Result, error) {

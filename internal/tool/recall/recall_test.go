@@ -145,3 +145,17 @@ func TestALongQueryIsNotEchoedWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestLongMessageExcerptHoldsADiacriticMatch: a query word found in a
+// long message only with its diacritics folded ("Maria" for "María") gets
+// the part of the message around that match, not the message's opening.
+func TestLongMessageExcerptHoldsADiacriticMatch(t *testing.T) {
+	st := openStore(t)
+	long := "Crawl log. " + strings.Repeat("İstanbul row of nothing much. ", 300) + "The contract owner is María Fernández of Lisbon. " + strings.Repeat("more rows. ", 300)
+	session(t, st, "resp_0", "s_1", []model.Message{user("Crawl the registry."),
+		{Role: model.RoleTool, ToolCallID: "c1", Name: "web_fetch", Content: long}})
+	res := run(t, recall.New(st, recall.Options{}), "s_1", `{"query":"Maria Fernandez"}`)
+	if res.IsError || !strings.Contains(res.Text, "The contract owner is María Fernández of Lisbon.") || !strings.Contains(res.Text, "bytes before…]") {
+		t.Fatalf("the excerpt misses the match:\n%.2000s", res.Text)
+	}
+}
