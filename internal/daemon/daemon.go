@@ -152,7 +152,7 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	}
 	p.skills = addSkills(ctx, cfg, ws.Dir(), reg, tools, recordEvent(st, broker, logger), logger)
 	addSubagent(cfg, ws.Dir(), st, provider, prices, reg, tools, logger)
-	p.memory = newMemoryRail(cfg, b.Vocab().Namespace(), st, judge(provider, prices), broker, logger)
+	p.memory = newMemoryRail(cfg, b.Vocab().Namespace(), st, judge(provider, prices), red.Redact, broker, logger)
 	explorer := addResearch(cfg, reg, tools, ws, logger)
 	// Progressive tool loading: search_tools is a built-in, so it sits in
 	// the index after the others and before any MCP tool.

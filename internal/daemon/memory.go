@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deltaharness/delta/internal/config"
+	"github.com/deltaharness/delta/internal/engine"
 	"github.com/deltaharness/delta/internal/event"
 	"github.com/deltaharness/delta/internal/memory"
 	"github.com/deltaharness/delta/internal/model"
@@ -35,7 +36,7 @@ type memoryRail struct {
 
 func newMemoryRail(cfg config.Config, namespace string, st *store.Store,
 	utility func(context.Context, model.Request) (model.Response, error),
-	broker *event.Broker, logger *slog.Logger) *memoryRail {
+	redact func(string) string, broker *event.Broker, logger *slog.Logger) *memoryRail {
 	if cfg.SafeMode {
 		return nil
 	}
@@ -46,7 +47,8 @@ func newMemoryRail(cfg config.Config, namespace string, st *store.Store,
 		record: recordEvent(st, broker, logger), logger: logger}
 	if utility != nil {
 		m.reflectOpt = memory.ReflectorOptions{Store: st, Utility: utility, Namespace: namespace,
-			AgentID: cfg.AgentID, TrustReview: cfg.TrustReviewMetadata, Publish: broker.Publish, Logger: logger}
+			AgentID: cfg.AgentID, TrustReview: cfg.TrustReviewMetadata, Publish: broker.Publish, Logger: logger,
+			Redact: func(s string) string { return engine.RedactCredentials(redact(s)) }}
 		m.reflector = memory.NewReflector(m.reflectOpt)
 	}
 	return m

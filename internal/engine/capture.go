@@ -110,6 +110,10 @@ func redactCredentials(s string) string {
 	return credentialPatterns.ReplaceAllString(s, "[redacted]")
 }
 
+// RedactCredentials is redactCredentials for the daemon's other writers of
+// model-made text (governed memory's lessons).
+func RedactCredentials(s string) string { return redactCredentials(s) }
+
 // redactRead is what every inspection projection of stored text passes
 // through: known vault values, then credential shapes.
 func (e *Engine) redactRead(s string) string { return redactCredentials(e.o.Redact(s)) }

@@ -45,6 +45,11 @@ type ReflectorOptions struct {
 	// from an earlier configuration from being trusted).
 	TrustReview bool
 	Publish     func(event.Event) // live delivery of the recorded events (nil = none)
+	// Redact scrubs a lesson's content and aliases before governance sees
+	// them (known vault values, credential shapes): a key pasted into a
+	// run's input and copied into its lesson would otherwise be recalled
+	// into later sessions and promoted to the product (nil = none).
+	Redact func(string) string
 	// Stage decides whether a stored lesson now recurs enough to be
 	// promoted (Promoter.Stage; nil = never). It runs inside the
 	// transaction that records the reflection.
@@ -184,6 +189,12 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 	} else if a, ok := parseArtifact(resp.Text); !ok {
 		data["outcome"] = "none"
 	} else {
+		if r.o.Redact != nil {
+			a.Content = r.o.Redact(a.Content)
+			for i := range a.Aliases {
+				a.Aliases[i] = r.o.Redact(a.Aliases[i])
+			}
+		}
 		d := Govern(a, id, runID)
 		data[event.KeyKind] = a.Kind
 		switch {

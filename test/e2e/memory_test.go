@@ -302,3 +302,35 @@ func TestReflectionIsOffTheResponsePath(t *testing.T) {
 	d.drained()
 	t.Logf("response wall time: reflection off %v, on %v (the reflection call was held unanswered throughout)", offWall, onWall)
 }
+
+// TestPastedCredentialNeverBecomesMemory: a key pasted into a run's input
+// that the reflection copies into its lesson is stored, recalled and shown
+// as [redacted]: the memory row, the next session's recall block and the
+// inspection list never hold it.
+func TestPastedCredentialNeverBecomesMemory(t *testing.T) {
+	const key = "sk-proj-Q7vX2mN9bL4kP8rT1wZ6yH3j"
+	fake := startScript(t, func(req modeltest.ChatRequest) modeltest.Reply {
+		if r, ok := reflectionReply(req, func(u string) map[string]any {
+			if strings.Contains(u, key) {
+				return map[string]any{"kind": "fact", "content": "Call the vendor API with key " + key + ".", "confidence": 0.9}
+			}
+			return nil
+		}); ok {
+			return r
+		}
+		return memoryScript(req)
+	})
+	d := newDaemon(t, fake, "DELTA_REFLECT=1")
+	d.as("", `{"input":"Use the vendor API, key `+key+`, to pull the invoices.","metadata":{"task_type":"invoicing"}}`)
+	if mem := d.drained(); mem["rows"] != float64(1) {
+		t.Fatalf("memory %v, want the lesson stored", mem)
+	}
+	rows, err := d.openStore().Memories(context.Background())
+	if err != nil || len(rows) != 1 || strings.Contains(rows[0].Content, key) || !strings.Contains(rows[0].Content, "[redacted]") {
+		t.Fatalf("stored rows %+v %v: the pasted key became memory", rows, err)
+	}
+	if out := d.as("", `{"input":"Pull the invoices from the vendor API.","metadata":{"task_type":"invoicing"}}`)["output_text"].(string); strings.Contains(out, key) ||
+		!strings.Contains(out, "Call the vendor API with key [redacted]") {
+		t.Fatalf("the next session's recall block: %q", out)
+	}
+}
