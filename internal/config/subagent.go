@@ -14,7 +14,9 @@ const MaxSubagentDepth = 8
 // with: process plumbing (PlumbingEnv) plus the primary provider and run
 // settings it needs, and one static primary key as MODEL_API_KEY. Values come
 // from c, not from the environment again, so the child runs what the parent
-// resolved. The caller appends the remaining budgets and the child's depth.
+// resolved. The operator's DELTA_ALLOWED_TOOLS goes along, so the child
+// narrows as the parent does. The caller appends the remaining budgets and
+// the child's depth.
 //
 // Deliberately absent: MCP servers and refresh credentials, the vault key,
 // the Exa key, control and inspect tokens, the broker, fallback providers,
@@ -39,6 +41,12 @@ func (c Config) SubagentEnv() []string {
 	add("DELTA_UTILITY_MODEL", c.UtilityModel)
 	if c.Profile != "" {
 		add("DELTA_PROFILE", c.Profile)
+	}
+	// The operator's allowlist holds for the child too: delegating must not
+	// hand a task the tools the parent was denied. A floor allowlist never
+	// gets here, since the safe floor offers no delegation tool.
+	if c.AllowedTools != nil && !c.ToolFloor {
+		add("DELTA_ALLOWED_TOOLS", strings.Join(c.AllowedTools, ","))
 	}
 	add("DELTA_MODEL_TIMEOUT_MS", strconv.FormatInt(c.ModelTimeout.Milliseconds(), 10))
 	if c.ToolResultMaxBytes > 0 {

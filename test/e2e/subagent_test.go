@@ -163,3 +163,26 @@ func runOK(t *testing.T, cmd *exec.Cmd) ([]byte, string) {
 	}
 	return out, stderr.String()
 }
+
+// TestSubagentKeepsTheParentsToolAllowlist: an operator who narrowed the
+// agent with DELTA_ALLOWED_TOOLS gets a child narrowed the same way, so
+// delegating is no way around the allowlist.
+func TestSubagentKeepsTheParentsToolAllowlist(t *testing.T) {
+	fake := startScript(t, subagentScript)
+	runOK(t, deltaRun(t, fake, "delegate the question", "DELTA_ALLOWED_TOOLS=read_file,spawn_subagent"))
+	var children int
+	for _, req := range fake.Requests() {
+		if !isChild(req) {
+			continue
+		}
+		children++
+		for _, tl := range req.Tools {
+			if tl.Name != "read_file" {
+				t.Errorf("the child was offered %s, which the parent's DELTA_ALLOWED_TOOLS=read_file,spawn_subagent leaves out", tl.Name)
+			}
+		}
+	}
+	if children != 1 {
+		t.Errorf("child model calls = %d, want 1", children)
+	}
+}
