@@ -10,23 +10,71 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxOfficePart bounds how much of one decompressed part of an Office file
 // is parsed, so a zip bomb costs a bounded amount of work.
 const maxOfficePart = 64 << 20
 
+// maxOfficeText bounds the text extracted from one Office file. A part's
+// size does not bound its text: each cell of a workbook may repeat one long
+// shared string, so a file of a few kilobytes can stand for gigabytes.
+const maxOfficeText = 8 << 20
+
+// errTextFull stops an extraction whose text reached maxOfficeText.
+var errTextFull = errors.New("extracted text is full")
+
+// textCap collects extracted text up to max bytes. A write that does not
+// fit keeps what fits (whole runes) and reports errTextFull, as does every
+// write after it.
+type textCap struct {
+	b    strings.Builder
+	max  int
+	full bool
+}
+
+func (c *textCap) WriteString(s string) error {
+	if c.full {
+		return errTextFull
+	}
+	if room := c.max - c.b.Len(); len(s) > room {
+		for room > 0 && !utf8.RuneStart(s[room]) {
+			room--
+		}
+		c.b.WriteString(s[:room])
+		c.full = true
+		return errTextFull
+	}
+	c.b.WriteString(s)
+	return nil
+}
+
+func (c *textCap) WriteByte(b byte) error { return c.WriteString(string(b)) }
+
+func (c *textCap) String() string { return c.b.String() }
+
 // extractOffice returns the plain text of a .docx or .xlsx file, read with
-// the standard library (no host unzip needed).
-func extractOffice(ctx context.Context, r io.ReaderAt, size int64, kind string) (string, error) {
+// the standard library (no host unzip needed). cut reports that the text
+// reached maxOfficeText and the rest of the file was not extracted.
+func extractOffice(ctx context.Context, r io.ReaderAt, size int64, kind string) (text string, cut bool, err error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
-		return "", fmt.Errorf("it is not a valid Office file: %v", err)
+		return "", false, fmt.Errorf("it is not a valid Office file: %v", err)
 	}
+	b := &textCap{max: maxOfficeText}
 	if strings.Contains(kind, "docx") {
-		return docxText(ctx, zr)
+		err = docxText(ctx, zr, b)
+	} else {
+		err = xlsxText(ctx, zr, b)
 	}
-	return xlsxText(ctx, zr)
+	if errors.Is(err, errTextFull) {
+		return b.String(), true, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return b.String(), false, nil
 }
 
 // openPart opens a part of the package by name.
@@ -76,22 +124,21 @@ func walkXML(ctx context.Context, zr *zip.Reader, name string, fn func(xml.Token
 // docxText flattens word/document.xml: one line per paragraph, table cells
 // separated by tabs and rows by newlines. Deleted (tracked) text is skipped
 // because it lives in w:delText, not w:t.
-func docxText(ctx context.Context, zr *zip.Reader) (string, error) {
+func docxText(ctx context.Context, zr *zip.Reader, b *textCap) error {
 	var (
-		b      strings.Builder
 		inText bool
 		cells  int // depth of table cells we are inside
 	)
-	err := walkXML(ctx, zr, "word/document.xml", func(tok xml.Token) error {
+	return walkXML(ctx, zr, "word/document.xml", func(tok xml.Token) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
 			case "t":
 				inText = true
 			case "tab":
-				b.WriteByte('\t')
+				return b.WriteByte('\t')
 			case "br", "cr":
-				b.WriteByte('\n')
+				return b.WriteByte('\n')
 			case "tc":
 				cells++
 			}
@@ -101,49 +148,50 @@ func docxText(ctx context.Context, zr *zip.Reader) (string, error) {
 				inText = false
 			case "p":
 				if cells > 0 {
-					b.WriteByte(' ')
-				} else {
-					b.WriteByte('\n')
+					return b.WriteByte(' ')
 				}
+				return b.WriteByte('\n')
 			case "tc":
 				cells--
-				b.WriteByte('\t')
+				return b.WriteByte('\t')
 			case "tr":
-				b.WriteByte('\n')
+				return b.WriteByte('\n')
 			}
 		case xml.CharData:
 			if inText {
-				b.Write(t)
+				return b.WriteString(string(t))
 			}
 		}
 		return nil
 	})
-	return b.String(), err
 }
 
 // xlsxText renders every sheet, in workbook order, as "## Sheet: name"
 // followed by one tab-separated line per row. Cells show their stored value
 // (a formula's cached result; dates as Excel serial numbers).
-func xlsxText(ctx context.Context, zr *zip.Reader) (string, error) {
+func xlsxText(ctx context.Context, zr *zip.Reader, b *textCap) error {
 	shared, err := sharedStrings(ctx, zr)
 	if err != nil {
-		return "", err
+		return err
 	}
 	sheets, err := sheetParts(ctx, zr)
 	if err != nil {
-		return "", err
+		return err
 	}
-	var b strings.Builder
 	for i, sh := range sheets {
 		if i > 0 {
-			b.WriteByte('\n')
+			if err := b.WriteByte('\n'); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(&b, "## Sheet: %s\n", sh.name)
-		if err := sheetText(ctx, zr, sh.part, shared, &b); err != nil {
-			return "", err
+		if err := b.WriteString("## Sheet: " + sh.name + "\n"); err != nil {
+			return err
+		}
+		if err := sheetText(ctx, zr, sh.part, shared, b); err != nil {
+			return err
 		}
 	}
-	return b.String(), nil
+	return nil
 }
 
 // sharedStrings reads xl/sharedStrings.xml, which a workbook may lack.
@@ -223,22 +271,25 @@ func sheetParts(ctx context.Context, zr *zip.Reader) ([]sheet, error) {
 	return out, err
 }
 
-// sheetText appends one sheet's rows to b.
-func sheetText(ctx context.Context, zr *zip.Reader, part string, shared []string, b *strings.Builder) error {
+// sheetText appends one sheet's rows to b. A row is written cell by cell,
+// so one whose cells repeat a long shared string stops at b's cap rather
+// than being joined whole first.
+func sheetText(ctx context.Context, zr *zip.Reader, part string, shared []string, b *textCap) error {
 	var (
-		row    []string
-		col    int    // column of the current cell, 0-based
-		typ    string // the cell's t attribute
-		val    strings.Builder
-		inVal  bool
-		inCell bool
+		row      []string
+		col      int    // column of the current cell, 0-based
+		typ      string // the cell's t attribute
+		val      strings.Builder
+		inVal    bool
+		inCell   bool
+		rowBytes int // bytes the row's cells hold so far
 	)
 	return walkXML(ctx, zr, part, func(tok xml.Token) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
 			case "row":
-				row = row[:0]
+				row, rowBytes = row[:0], 0
 			case "c":
 				inCell, typ = true, attr(t, "t")
 				val.Reset()
@@ -261,11 +312,15 @@ func sheetText(ctx context.Context, zr *zip.Reader, part string, shared []string
 				}
 				row = append(row, cellValue(typ, val.String(), shared))
 				inCell = false
-			case "row":
-				if len(row) > 0 {
-					b.WriteString(strings.Join(row, "\t"))
-					b.WriteByte('\n')
+				rowBytes += len(row[len(row)-1]) + 1
+				if rowBytes > b.max {
+					return writeRow(b, row) // more than the cap holds: write what fits now
 				}
+			case "row":
+				if err := writeRow(b, row); err != nil {
+					return err
+				}
+				rowBytes = 0
 			}
 		case xml.CharData:
 			if inVal {
@@ -274,6 +329,24 @@ func sheetText(ctx context.Context, zr *zip.Reader, part string, shared []string
 		}
 		return nil
 	})
+}
+
+// writeRow writes one row's cells, tab-separated, and its newline.
+func writeRow(b *textCap, row []string) error {
+	if len(row) == 0 {
+		return nil
+	}
+	for i, c := range row {
+		if i > 0 {
+			if err := b.WriteByte('\t'); err != nil {
+				return err
+			}
+		}
+		if err := b.WriteString(c); err != nil {
+			return err
+		}
+	}
+	return b.WriteByte('\n')
 }
 
 func cellValue(typ, v string, shared []string) string {

@@ -99,11 +99,15 @@ func read(ctx context.Context, ws *workspace.Root, images Images, p readParams) 
 	)
 	switch kind := officeKind(p.Path, head); {
 	case kind != "":
-		text, err := extractOffice(ctx, f, fi.Size(), kind)
+		text, cut, err := extractOffice(ctx, f, fi.Size(), kind)
 		if err != nil {
 			return tool.Errorf("cannot read %s: %v", p.Path, err), nil
 		}
-		src, intro = strings.NewReader(text), fmt.Sprintf("[text extracted from %s; formatting is not shown]\n", kind)
+		note := ""
+		if cut {
+			note = fmt.Sprintf("; extraction stopped after its first %d MB of text, the rest of the file is not shown", maxOfficeText>>20)
+		}
+		src, intro = strings.NewReader(text), fmt.Sprintf("[text extracted from %s; formatting is not shown%s]\n", kind, note)
 	case images != nil && vision.Sniff(head) != "":
 		return readImage(ws, images, p.Path)
 	case bytes.IndexByte(head, 0) >= 0:

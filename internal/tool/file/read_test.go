@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,5 +231,38 @@ func BenchmarkReadWindow(b *testing.B) {
 		if _, err := runRaw(rd, args); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestReadOfficeTextIsBounded: a small workbook whose one shared string is
+// repeated by thousands of cells expands to gigabytes of text; read_file
+// stops extracting at its cap and says so, instead of holding it all.
+func TestReadOfficeTextIsBounded(t *testing.T) {
+	e := newEnv(t)
+	var sheet strings.Builder
+	sheet.WriteString(`<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">`)
+	for range 2000 {
+		sheet.WriteString(`<c t="s"><v>0</v></c>`)
+	}
+	sheet.WriteString(`</row></sheetData></worksheet>`)
+	makeZip(t, filepath.Join(e.dir, "bomb.xlsx"), map[string]string{
+		"xl/workbook.xml": `<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets><sheet name="S" sheetId="1"/></sheets></workbook>`,
+		"xl/sharedStrings.xml": `<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>` +
+			strings.Repeat("x", 1<<20) + `</t></si></sst>`,
+		"xl/worksheets/sheet1.xml": sheet.String(),
+	})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := call(t, Read(e.ws), m{"path": "bomb.xlsx"})
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+		t.Errorf("reading a 2 GB expansion allocated %d MB; extraction must stop at its cap", alloc>>20)
+	}
+	if res.IsError || !strings.Contains(res.Text, "extraction stopped after its first 8 MB of text") {
+		t.Errorf("read_file bomb.xlsx = %.300q, want its text with a note that extraction stopped", res.Text)
+	}
+	if next := call(t, Read(e.ws), m{"path": "bomb.xlsx", "offset": 2}); !strings.Contains(next.Text, "xxxxxxxx") {
+		t.Errorf("the workbook's text is not shown: %.300q", next.Text)
 	}
 }
