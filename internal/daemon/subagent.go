@@ -55,7 +55,7 @@ func addSubagent(cfg config.Config, dir string, st *store.Store, provider *casca
 		ResultMax: cfg.ToolResultMaxBytes,
 		Logger:    logger,
 	}
-	reg.Add(subagent.New(o), subagent.NewEvalN(o))
+	reg.Add(subagent.Tools(o)...)
 }
 
 // judge is eval_n's judging call on the utility lane, priced

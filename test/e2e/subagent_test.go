@@ -186,3 +186,32 @@ func TestSubagentKeepsTheParentsToolAllowlist(t *testing.T) {
 		t.Errorf("child model calls = %d, want 1", children)
 	}
 }
+
+// TestParallelSubagentsShareOneBudget: two spawn_subagent calls in one turn
+// run at once; together they may spend only what the parent had left, not
+// that amount each.
+func TestParallelSubagentsShareOneBudget(t *testing.T) {
+	fake := startScript(t, func(req modeltest.ChatRequest) modeltest.Reply {
+		if isChild(req) {
+			return modeltest.Reply{Text: "child answer", Usage: &modeltest.Usage{PromptTokens: 1000, CompletionTokens: 200, Cost: modeltest.USD(0.015)}}
+		}
+		u := &modeltest.Usage{PromptTokens: 100, CompletionTokens: 10, Cost: modeltest.USD(0.001)}
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				return modeltest.Reply{Text: "done", Usage: u}
+			}
+		}
+		args, _ := json.Marshal(map[string]string{"task": childTask})
+		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{
+			{ID: "call_a", Name: "spawn_subagent", Arguments: string(args)},
+			{ID: "call_b", Name: "spawn_subagent", Arguments: string(args)},
+		}, Usage: u}
+	})
+	out, _ := deltaRun(t, fake, "delegate twice", "DELTA_MAX_COST_USD=0.02").Output() // the parent may end over budget; the marker is printed either way
+	got := usageMarker(t, out)
+	// $0.001 spent, $0.019 left: one child's $0.015 fits, two do not. The
+	// parent's closing call may add $0.001 past the ceiling.
+	if got.Cost > 0.0211 {
+		t.Errorf("parent cost = $%.4f with DELTA_MAX_COST_USD=0.02: parallel children each spent the whole remaining budget", got.Cost)
+	}
+}

@@ -65,15 +65,18 @@ func (o Options) evalN(ctx context.Context, c tool.Call, p evalParams) (tool.Res
 	if n < MinVariants || n > MaxVariants {
 		return tool.Errorf("n is %d: run %d to %d variants", n, MinVariants, MaxVariants), nil
 	}
-	tokens, cost, err := o.Remaining(ctx, c.RunID)
+	// Held until the judge is charged, so a delegation made meanwhile
+	// gets only what this call does not hold.
+	tokens, cost, held, release, err := o.claim(ctx, c.RunID)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("eval_n: remaining budget of run %s: %w", c.RunID, err)
 	}
+	defer release()
 	// Equal shares, rounded down, so the children together can never spend
 	// more than the parent had left.
 	shareTokens, shareCost := tokens/int64(n), cost/float64(n)
 	if shareTokens <= 0 || shareCost <= 0 {
-		return tool.Errorf("no budget left for %d variants (%d tokens, $%.4f remaining)", n, max(tokens, 0), max(cost, 0)), nil
+		return tool.Errorf("no budget left for %d variants (%d tokens, $%.4f remaining%s)", n, max(tokens, 0), max(cost, 0), held.busy()), nil
 	}
 
 	vs := make([]variant, n)

@@ -40,6 +40,8 @@ type Options struct {
 	// ResultMax bounds the child's final text in the result (default 20000 bytes).
 	ResultMax int
 	Logger    *slog.Logger
+
+	holds *holds // shared by the tools Tools returns; each New makes its own otherwise
 }
 
 func (o Options) withDefaults() Options {
@@ -48,6 +50,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ResultMax <= 0 {
 		o.ResultMax = 20000
+	}
+	if o.holds == nil {
+		o.holds = &holds{runs: map[string]hold{}}
 	}
 	return o
 }
@@ -73,12 +78,13 @@ func (o Options) run(ctx context.Context, c tool.Call, p params) (tool.Result, e
 	if task == "" {
 		return tool.Errorf("task is empty: give the subagent a self-contained task"), nil
 	}
-	tokens, cost, err := o.Remaining(ctx, c.RunID)
+	tokens, cost, held, release, err := o.claim(ctx, c.RunID)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("spawn_subagent: remaining budget of run %s: %w", c.RunID, err)
 	}
+	defer release()
 	if tokens <= 0 || cost <= 0 {
-		return tool.Errorf("no budget left for a subagent (%d tokens, $%.4f remaining)", max(tokens, 0), max(cost, 0)), nil
+		return tool.Errorf("no budget left for a subagent (%d tokens, $%.4f remaining%s)", max(tokens, 0), max(cost, 0), held.busy()), nil
 	}
 	ch, err := o.spawn(ctx, Name, c.RunID, task, tokens, cost)
 	if err != nil {
