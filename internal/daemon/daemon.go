@@ -127,6 +127,10 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		if err != nil {
 			return nil, fmt.Errorf("open vault: %w", err)
 		}
+		// Every stored value is redacted from boot on, used or not.
+		if rerr := p.vault.RegisterAll(ctx); rerr != nil {
+			logger.Warn("vault: some secrets cannot be redacted", "err", rerr)
+		}
 	}
 	// One daemon is the only writer of its SQLite file's plans; workers
 	// sharing a database read them each time.

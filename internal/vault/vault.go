@@ -92,7 +92,7 @@ type Vault struct {
 
 // New returns a vault over store with key material key (at least 16
 // characters). redactor may be nil (a private one is made); it receives
-// every value Resolve returns.
+// every value stored (Create, Rotate) or resolved (Resolve, RegisterAll).
 func New(store Store, key string, redactor *Redactor) (*Vault, error) {
 	if len(key) < MinKeyLen {
 		return nil, ErrShortKey
@@ -155,6 +155,9 @@ func (v *Vault) put(ctx context.Context, name, purpose, value string, replace bo
 	if err := v.store.PutSecret(ctx, r, replace); err != nil {
 		return fmt.Errorf("store secret %s: %w", name, fromStore(err))
 	}
+	// Redacted from now on, not only once something resolves it: the
+	// value may already sit in a workspace file a tool reads.
+	v.redactor.Register(name, value)
 	if v.onPut != nil {
 		v.onPut(name)
 	}
@@ -202,6 +205,24 @@ func (v *Vault) Resolve(ctx context.Context, name string) (string, error) {
 	}
 	v.redactor.Register(name, string(plain))
 	return string(plain), nil
+}
+
+// RegisterAll registers every stored secret's value for redaction, so a
+// value reaching a tool result, a transcript or an event is replaced by
+// its marker even before anything resolves it (after a restart, say). A
+// secret that cannot be decrypted is skipped; the error names them.
+func (v *Vault) RegisterAll(ctx context.Context) error {
+	list, err := v.List(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range list {
+		if _, err := v.Resolve(ctx, s.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Resolver adapts Resolve to the func(name) form that MCP configuration and
