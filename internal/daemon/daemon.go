@@ -119,6 +119,20 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 	// The exporter's bearer is a credential like any other: it never
 	// appears in a transcript, an event or an exported record.
 	red.Register("TELEMETRY_TOKEN", cfg.TelemetryToken)
+	// So are the daemon's own credentials: a tool that talks to a service
+	// holding one (the schedule tools present the control token) could
+	// otherwise hand it to the model in an echoed error page.
+	// Values under 12 characters are placeholders (a local model's "ollama"
+	// key), whose redaction would shred ordinary text.
+	for name, v := range map[string]string{
+		"DELTA_CONTROL_TOKEN": cfg.ControlToken, "DELTA_INSPECT_TOKEN": cfg.InspectToken,
+		"MODEL_API_KEY": cfg.ModelAPIKey, "EXA_API_KEY": cfg.ExaAPIKey,
+		"DELTA_BROKER_AUTH": cfg.Broker.Auth, "DELTA_VAULT_KEY": cfg.MCP.VaultKey,
+	} {
+		if len(v) >= 12 {
+			red.Register(name, v)
+		}
+	}
 	for k, v := range cfg.OTLP.Headers {
 		red.Register("OTEL_EXPORTER_OTLP_HEADERS "+k, v)
 	}

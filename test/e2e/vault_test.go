@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,4 +66,46 @@ func TestVaultValueRedactedBeforeFirstUse(t *testing.T) {
 	d.stop()
 	d.start()
 	check("after a restart")
+}
+
+// TestControlTokenNeverReachesTheModel: a control plane whose error page
+// echoes the request's headers does not hand DELTA_CONTROL_TOKEN to the
+// model through the schedule tool's error result: the daemon's own
+// credentials are redacted like vault values.
+func TestControlTokenNeverReachesTheModel(t *testing.T) {
+	plane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprintf(w, "upstream error; request was %s %s Authorization: %s", r.Method, r.URL.Path, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(plane.Close)
+	fake := startScript(t, func(req modeltest.ChatRequest) modeltest.Reply {
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				return modeltest.Reply{Text: "listed"}
+			}
+		}
+		return modeltest.Reply{ToolCalls: []modeltest.ToolCall{{ID: "call_list", Name: "schedule_list", Arguments: "{}"}}}
+	})
+	d := newDaemon(t, fake, "DELTA_CONTROL_URL="+plane.URL)
+	if s, v := d.call("POST", "/v1/responses", `{"input":"list my schedules"}`); s != 200 || v["status"] != "completed" {
+		t.Fatalf("run: %d %v\nlog:\n%s", s, v, d.logText())
+	}
+	var seen bool
+	for _, req := range fake.Requests() {
+		for _, m := range req.Messages {
+			if m.Role != "tool" {
+				continue
+			}
+			seen = true
+			if strings.Contains(m.Content, d.token) {
+				t.Errorf("the model was shown DELTA_CONTROL_TOKEN: %q", m.Content)
+			}
+			if !strings.Contains(m.Content, "upstream error") {
+				t.Errorf("the control plane's answer is missing from the tool result: %q", m.Content)
+			}
+		}
+	}
+	if !seen {
+		t.Fatal("no tool result reached the model")
+	}
 }
