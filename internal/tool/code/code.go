@@ -143,7 +143,7 @@ func (t *Tool) run(ctx context.Context, _ tool.Call, p params) (tool.Result, err
 	cmd.Dir = t.ws.Dir()
 	cmd.Env = t.cfg.Env
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
 		return tool.Errorf("cannot start %s: %v", t.argv[0], err), nil

@@ -56,8 +56,8 @@ func (o Options) spawn(ctx context.Context, tool, runID, task string, tokens int
 	var stdout, stderr capped
 	stdout.max, stderr.max = maxOutput, maxStderr
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Its own process group, so a kill reaches everything the child started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, and it dies with the daemon (procAttr).
+	cmd.SysProcAttr = procAttr()
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
 		return child{}, fmt.Errorf("%s: start %s: %w", tool, o.Exe, err)
