@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -139,14 +140,20 @@ func IsPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// redactURL is dsn without its password, for error messages.
+// redactURL is dsn without its password, for logs and error messages:
+// the userinfo's, and the password and sslpassword query parameters, which
+// pgx reads as libpq does (postgres://user@host/db?password=…).
 func redactURL(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "postgres://…"
 	}
+	u.RawQuery = queryPassword.ReplaceAllString(u.RawQuery, "${1}${2}=xxxxx")
 	return u.Redacted()
 }
+
+// queryPassword matches a password parameter of a URL's raw query.
+var queryPassword = regexp.MustCompile(`(^|&)(password|sslpassword)=[^&]*`)
 
 // openPostgres opens and migrates the PostgreSQL database at dsn.
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {

@@ -361,3 +361,35 @@ func TestPostgresPoolMaxConns(t *testing.T) {
 		t.Fatalf("the error shows the URL's password: %v", err)
 	}
 }
+
+// TestPostgresQueryPasswordHidden: a password given as a URL parameter
+// (?password=…, as libpq and pgx take it) is hidden wherever the store names
+// its database: the name the daemon logs at boot, and a refusal's error.
+func TestPostgresQueryPasswordHidden(t *testing.T) {
+	postgresOnly(t)
+	ctx := context.Background()
+	dsn := TestingEmptyDSN(t) + "&password=hunter2secret" // trust auth ignores it
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.Path(), "hunter2secret") || !strings.Contains(s.Path(), "password=xxxxx") {
+		t.Errorf("Path() = %q, want the password parameter hidden", s.Path())
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE delta_schema SET version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, dsn+"&sslpassword=keysecret42")
+	if !errors.Is(err, ErrSchemaNewer) {
+		t.Fatalf("Open of a newer schema = %v, want ErrSchemaNewer", err)
+	}
+	if strings.Contains(err.Error(), "hunter2secret") || strings.Contains(err.Error(), "keysecret42") {
+		t.Fatalf("the error shows a password parameter: %v", err)
+	}
+}
