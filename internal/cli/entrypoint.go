@@ -67,6 +67,12 @@ func (c *entrypointCommand) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("entrypoint: locate the delta binary: %w", err)
 		}
 	}
+	if ec.Postgres {
+		// The URL usually carries a password, so the log names no more than
+		// the backend.
+		logger.Info("entrypoint: DELTA_DB is PostgreSQL; starting the daemon as one of its workers (no Litestream)")
+		return c.exec([]string{self, "serve"}, c.environ())
+	}
 	if !plan.backup {
 		logger.Info("entrypoint: no backup configured; starting the daemon", "db", ec.DB)
 		return c.exec([]string{self, "serve"}, c.environ())
@@ -122,12 +128,30 @@ type bootPlan struct {
 // wins; with backup configured, a missing database is restored (and the
 // restore must succeed) unless DELTA_BOOTSTRAP=1 asks to start empty, which
 // counts only in that one situation. A LITESTREAM_CONFIG that names a
-// missing file is fatal; the default path is used only when it exists.
+// missing file is fatal; the default path is used only when it exists. On a
+// PostgreSQL DELTA_DB there is nothing to restore or replicate, and a
+// backup setting is refused rather than ignored.
 func planBoot(ec config.Entrypoint, exists func(string) bool) (bootPlan, error) {
 	var p bootPlan
 	haveConfig := exists(ec.LitestreamConfig)
 	if ec.LitestreamConfigExplicit && !haveConfig {
 		return p, fmt.Errorf("LITESTREAM_CONFIG=%s: no such file; a named Litestream configuration must exist", ec.LitestreamConfig)
+	}
+	if ec.Postgres {
+		// Litestream replicates a SQLite file; there is none here. Starting
+		// anyway would leave the operator believing the agent is backed up.
+		switch {
+		case haveConfig:
+			return p, fmt.Errorf("DELTA_DB is a PostgreSQL URL, but the Litestream configuration %s turns backup on: Litestream backs up only a SQLite DELTA_DB; "+
+				"remove the file (or LITESTREAM_CONFIG) and back PostgreSQL up with its own tools", ec.LitestreamConfig)
+		case ec.ReplicaURL != "":
+			return p, errors.New("DELTA_DB is a PostgreSQL URL, but LITESTREAM_REPLICA_URL is set: Litestream backs up only a SQLite DELTA_DB; " +
+				"unset LITESTREAM_REPLICA_URL and back PostgreSQL up with its own tools")
+		}
+		if ec.Bootstrap {
+			p.warnings = append(p.warnings, "DELTA_BOOTSTRAP=1 has no effect: DELTA_DB is PostgreSQL, which Litestream does not back up")
+		}
+		return p, nil
 	}
 	switch {
 	case haveConfig:

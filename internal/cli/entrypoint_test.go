@@ -44,6 +44,12 @@ func TestPlanBoot(t *testing.T) {
 			want: bootPlan{backup: true, generate: true, restore: true}},
 		{name: "url: local database wins", ec: config.Entrypoint{DB: db, LitestreamConfig: cfgFile, ReplicaURL: "file:///r"}, files: []string{db},
 			want: bootPlan{backup: true, generate: true}},
+		{name: "postgres: no backup, nothing to restore", ec: config.Entrypoint{DB: "postgres://h/db", Postgres: true, LitestreamConfig: cfgFile}},
+		{name: "postgres: bootstrap has no effect", ec: config.Entrypoint{DB: "postgres://h/db", Postgres: true, LitestreamConfig: cfgFile, Bootstrap: true}, warnings: 1},
+		{name: "postgres: a mounted configuration is refused", ec: config.Entrypoint{DB: "postgres://h/db", Postgres: true, LitestreamConfig: cfgFile}, files: []string{cfgFile},
+			wantError: "Litestream backs up only a SQLite DELTA_DB"},
+		{name: "postgres: a replica url is refused", ec: config.Entrypoint{DB: "postgres://h/db", Postgres: true, LitestreamConfig: cfgFile, ReplicaURL: "file:///r"},
+			wantError: "unset LITESTREAM_REPLICA_URL"},
 		{name: "config and url: config wins", ec: config.Entrypoint{DB: db, LitestreamConfig: cfgFile, ReplicaURL: "file:///r"}, files: []string{cfgFile},
 			want: bootPlan{backup: true, config: cfgFile, restore: true}, warnings: 1},
 	} {

@@ -221,7 +221,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 // A database URL in DELTA_DB other than PostgreSQL's is refused without
 // echoing it: it usually carries a password, and the error ends up in
 // logs. A PostgreSQL URL is kept as given (the daemon runs as a worker on
-// it); the SQLite-only entrypoint still refuses it.
+// it), by the container's entrypoint too.
 func TestLoadRefusesDatabaseURLWithoutEchoingIt(t *testing.T) {
 	_, err := Load(mapLookup(map[string]string{"DELTA_DB": "mysql://delta:hunter2@db.internal/delta"}))
 	if err == nil {
@@ -236,9 +236,9 @@ func TestLoadRefusesDatabaseURLWithoutEchoingIt(t *testing.T) {
 			t.Fatalf("DELTA_DB=%q: got %q, %v; want the URL kept", u, c.DB, err)
 		}
 	}
-	_, err = LoadEntrypoint(mapLookup(map[string]string{"DELTA_DB": "postgres://delta:hunter2@db.internal/delta"}))
+	_, err = LoadEntrypoint(mapLookup(map[string]string{"DELTA_DB": "mysql://delta:hunter2@db.internal/delta"}))
 	if err == nil {
-		t.Fatal("the SQLite entrypoint accepted a PostgreSQL URL")
+		t.Fatal("the entrypoint accepted a MySQL URL")
 	}
 	if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "db.internal") {
 		t.Fatalf("error echoes the database URL: %q", msg)

@@ -33,9 +33,13 @@ var seedFiles = []struct{ Var, File string }{
 // Config because none of it reaches the daemon it starts.
 type Entrypoint struct {
 	// DB and Workspace are DELTA_DB and DELTA_WORKSPACE with Load's
-	// defaults, made absolute.
+	// defaults, made absolute; DB may instead be a PostgreSQL URL, as the
+	// daemon takes it (Postgres), which is kept as given.
 	DB        string
 	Workspace string
+	// Postgres says DB is a PostgreSQL URL: the daemon is one worker of
+	// several on it, and there is no local file for Litestream to back up.
+	Postgres bool
 	// Seeds are the four bundle-file variables, set or not.
 	Seeds []Seed
 	// LitestreamConfig is LITESTREAM_CONFIG, or DefaultLitestreamConfig
@@ -56,10 +60,13 @@ type Entrypoint struct {
 func LoadEntrypoint(lookup func(string) (string, bool)) (Entrypoint, error) {
 	l := &loader{lookup: lookup}
 	e := Entrypoint{
-		DB:         absPath(l.dbPath("DELTA_DB", DefaultDB)),
+		DB:         l.dbTarget("DELTA_DB", DefaultDB),
 		Workspace:  absPath(l.str("DELTA_WORKSPACE", DefaultWorkspace)),
 		ReplicaURL: l.str("LITESTREAM_REPLICA_URL", ""),
 		Bootstrap:  l.boolean("DELTA_BOOTSTRAP"),
+	}
+	if e.Postgres = isPostgresURL(e.DB); !e.Postgres && e.DB != "" {
+		e.DB = absPath(e.DB)
 	}
 	e.LitestreamConfig, e.LitestreamConfigExplicit = l.get("LITESTREAM_CONFIG")
 	if !e.LitestreamConfigExplicit {

@@ -46,6 +46,15 @@ func TestLoadEntrypoint(t *testing.T) {
 		t.Fatalf("entrypoint = %+v", e)
 	}
 
+	const pg = "postgres://delta:pw@db.internal:5432/agent?sslmode=require"
+	e, err = LoadEntrypoint(mapLookup(map[string]string{"DELTA_DB": pg}))
+	if err != nil || e.DB != pg || !e.Postgres {
+		t.Fatalf("DELTA_DB=postgres://…: entrypoint = %+v, %v; want the URL kept as given, Postgres", e, err)
+	}
+	if _, err := LoadEntrypoint(mapLookup(map[string]string{"DELTA_DB": "mysql://h/db"})); err == nil {
+		t.Fatal("DELTA_DB=mysql://…: want a refusal")
+	}
+
 	_, err = LoadEntrypoint(mapLookup(map[string]string{"DELTA_BOOTSTRAP": "maybe"}))
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Var != "DELTA_BOOTSTRAP" {

@@ -411,17 +411,15 @@ func validToolName(s string) bool {
 // dbURLScheme matches a URL-shaped value ("postgres://…", "mysql://…").
 var dbURLScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 
-// dbPath reads the SQLite database path. A URL-shaped value is refused: the
-// daemon would otherwise create a folder named after the scheme ("postgres:")
-// in the working directory and run on an empty local database the operator
-// never asked for. The value is not echoed, since a database URL usually
-// carries a password.
 // dbTarget reads the daemon's database: a SQLite path, or a PostgreSQL URL
 // (postgres:// or postgresql://) for a worker sharing that database with
-// others. Any other URL is refused, unechoed, as dbPath refuses it.
+// others. Any other URL is refused and not echoed, since a database URL
+// usually carries a password: taken as a path, it would create a folder
+// named after the scheme ("mysql:") and run on an empty local database the
+// operator never asked for.
 func (l *loader) dbTarget(name, def string) string {
 	v := l.str(name, def)
-	if strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://") {
+	if isPostgresURL(v) {
 		return v
 	}
 	if m := dbURLScheme.FindString(v); m != "" {
@@ -431,11 +429,8 @@ func (l *loader) dbTarget(name, def string) string {
 	return v
 }
 
-func (l *loader) dbPath(name, def string) string {
-	v := l.str(name, def)
-	if m := dbURLScheme.FindString(v); m != "" {
-		l.fail(name, "", "%s is a database URL, but this build stores its state only in SQLite: set %s to a file path (default %s)", strings.TrimSuffix(m, "://")+"://…", name, def)
-		return ""
-	}
-	return v
+// isPostgresURL reports whether a DELTA_DB value names a PostgreSQL
+// database rather than a SQLite file.
+func isPostgresURL(v string) bool {
+	return strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://")
 }
