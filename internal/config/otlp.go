@@ -2,8 +2,12 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // OTLPConfig is the OTLP trace exporter's part of the standard OTEL_*
@@ -45,8 +49,12 @@ func (l *loader) otlp(insecure bool) OTLPConfig {
 	}
 	if v, ok := l.get("OTEL_EXPORTER_OTLP_HEADERS"); ok {
 		h, err := ParseOTLPPairs(v)
+		if err == nil {
+			err = checkHeaders(h)
+		}
 		if err != nil {
 			l.fail("OTEL_EXPORTER_OTLP_HEADERS", "", "%v", err)
+			h = nil
 		}
 		c.Headers = h
 	}
@@ -111,6 +119,21 @@ func (l *loader) otlpURL(name, v string, base bool) string {
 		u.RawPath = ""
 	}
 	return u.String()
+}
+
+// checkHeaders refuses a header that no HTTP request can carry: accepted,
+// it would fail every export for the life of the daemon instead of once at
+// boot. The error names the header, never its value.
+func checkHeaders(h map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("%q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces)", k)
+		}
+		if !httpguts.ValidHeaderFieldValue(h[k]) {
+			return fmt.Errorf("the value of %s holds a control character (a percent-encoded line break?), which no HTTP header may carry", k)
+		}
+	}
+	return nil
 }
 
 // ParseOTLPPairs parses the W3C-baggage-like list the OTEL_*_HEADERS and

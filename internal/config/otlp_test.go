@@ -75,6 +75,25 @@ func TestOTLPHeadersErrorHidesTheValue(t *testing.T) {
 	}
 }
 
+// A header no HTTP request can carry (a space in its name, a line break
+// percent-encoded into its value) refuses to boot naming the variable and
+// the header, not its value, instead of failing every export at runtime.
+func TestOTLPHeadersRequestCannotCarryRefuseBoot(t *testing.T) {
+	for _, tt := range []struct{ headers, want string }{
+		{"x-api key=secret-value", `"x-api key" is not an HTTP header name`},
+		{"Authorization=Bearer%20secret-value%0Ax-injected: 1", "the value of Authorization holds a control character"},
+	} {
+		_, err := Load(mapLookup(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otlp.example:4318", "OTEL_EXPORTER_OTLP_HEADERS": tt.headers}))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Var != "OTEL_EXPORTER_OTLP_HEADERS" || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("OTEL_EXPORTER_OTLP_HEADERS=%q: err = %v, want a refusal naming the variable and saying %q", tt.headers, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret-value") {
+			t.Errorf("the refusal shows the header's value: %v", err)
+		}
+	}
+}
+
 func FuzzParseOTLPPairs(f *testing.F) {
 	for _, s := range []string{"", "a=b", "a=b,c=d", " a = b%20c ", "a", "=b", "a=%zz", ",,a=b,,", "a==b", "a=b=c"} {
 		f.Add(s)
