@@ -33,6 +33,9 @@ type OTLPConfig struct {
 	// _TRACES_ variants win): the roots to trust instead of the system's,
 	// and a client certificate.
 	CAFile, CertFile, KeyFile string
+	// CAVar, CertVar and KeyVar name the variable each file came from (the
+	// _TRACES_ variant or the general one), for the exporter's errors.
+	CAVar, CertVar, KeyVar string
 }
 
 // DefaultOTLPServiceName is service.name when OTEL_SERVICE_NAME is unset.
@@ -72,9 +75,19 @@ func (l *loader) otlp(insecure bool) OTLPConfig {
 	default:
 		l.fail("OTEL_EXPORTER_OTLP_COMPRESSION", v, "want gzip or none")
 	}
-	c.CAFile = l.otlpFile("CERTIFICATE")
-	c.CertFile = l.otlpFile("CLIENT_CERTIFICATE")
-	c.KeyFile = l.otlpFile("CLIENT_KEY")
+	c.CAFile, c.CAVar = l.otlpFile("CERTIFICATE")
+	c.CertFile, c.CertVar = l.otlpFile("CLIENT_CERTIFICATE")
+	c.KeyFile, c.KeyVar = l.otlpFile("CLIENT_KEY")
+	if c.TracesURL != "" {
+		// A client certificate without its key (or the reverse) can
+		// present nothing: refuse at boot naming what is missing.
+		switch {
+		case c.CertFile != "" && c.KeyFile == "":
+			l.fail(c.CertVar, c.CertFile, "a client certificate needs its key: set OTEL_EXPORTER_OTLP_CLIENT_KEY (or OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY) to the PEM file of its private key")
+		case c.KeyFile != "" && c.CertFile == "":
+			l.fail(c.KeyVar, c.KeyFile, "a client key needs its certificate: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE (or OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE) to the PEM file of the certificate")
+		}
+	}
 	c.ServiceName = l.str("OTEL_SERVICE_NAME", "")
 	if c.ServiceName == "" {
 		c.ServiceName = c.Resource["service.name"]
@@ -97,13 +110,16 @@ func (l *loader) otlp(insecure bool) OTLPConfig {
 }
 
 // otlpFile is OTEL_EXPORTER_OTLP_TRACES_<name>, else
-// OTEL_EXPORTER_OTLP_<name>; the exporter reads the file at boot.
-func (l *loader) otlpFile(name string) string {
+// OTEL_EXPORTER_OTLP_<name>, with the variable it came from (both empty
+// when neither is set); the exporter reads the file at boot.
+func (l *loader) otlpFile(name string) (path, from string) {
 	if v, ok := l.get("OTEL_EXPORTER_OTLP_TRACES_" + name); ok {
-		return v
+		return v, "OTEL_EXPORTER_OTLP_TRACES_" + name
 	}
-	v, _ := l.get("OTEL_EXPORTER_OTLP_" + name)
-	return v
+	if v, ok := l.get("OTEL_EXPORTER_OTLP_" + name); ok {
+		return v, "OTEL_EXPORTER_OTLP_" + name
+	}
+	return "", ""
 }
 
 // otlpURL checks an endpoint: an absolute http or https URL without a

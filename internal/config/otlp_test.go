@@ -94,6 +94,25 @@ func TestOTLPHeadersRequestCannotCarryRefuseBoot(t *testing.T) {
 	}
 }
 
+// A client certificate without its key, or a key without its certificate,
+// refuses to boot naming the variable that is set and the one to set.
+func TestOTLPClientPairRefusedNamingTheMissingHalf(t *testing.T) {
+	for _, tt := range []struct {
+		env        map[string]string
+		set, unset string
+	}{
+		{map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/etc/otel/client.pem"}, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_KEY"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY": "/etc/otel/client-key.pem"}, "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"},
+	} {
+		tt.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "https://otlp.example:4318"
+		_, err := Load(mapLookup(tt.env))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Var != tt.set || !strings.Contains(err.Error(), "set "+tt.unset) {
+			t.Errorf("%v: err = %v, want a refusal naming %s and asking for %s", tt.env, err, tt.set, tt.unset)
+		}
+	}
+}
+
 func FuzzParseOTLPPairs(f *testing.F) {
 	for _, s := range []string{"", "a=b", "a=b,c=d", " a = b%20c ", "a", "=b", "a=%zz", ",,a=b,,", "a==b", "a=b=c"} {
 		f.Add(s)

@@ -388,7 +388,8 @@ func Serve(ctx context.Context, cfg config.Config, logger *slog.Logger) (err err
 	if cfg.OTLP.TracesURL != "" {
 		p.traces, err = telemetry.NewTraces(ctx, telemetry.TracesOptions{
 			URL: cfg.OTLP.TracesURL, Headers: cfg.OTLP.Headers, ServiceName: cfg.OTLP.ServiceName, Resource: cfg.OTLP.Resource, Gzip: cfg.OTLP.Gzip,
-			TLS:     telemetry.OTLPTLS{CAFile: cfg.OTLP.CAFile, CertFile: cfg.OTLP.CertFile, KeyFile: cfg.OTLP.KeyFile},
+			TLS: telemetry.OTLPTLS{CAFile: cfg.OTLP.CAFile, CertFile: cfg.OTLP.CertFile, KeyFile: cfg.OTLP.KeyFile,
+				CAVar: cfg.OTLP.CAVar, CertVar: cfg.OTLP.CertVar, KeyVar: cfg.OTLP.KeyVar},
 			AgentID: cfg.AgentID, Payloads: cfg.CapturePayloads, Redact: p.redact, Store: p.store,
 			Logger: logger.With(event.KeySystem, "otlp"),
 		})

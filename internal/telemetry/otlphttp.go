@@ -60,34 +60,45 @@ const (
 // OTLPTLS names the PEM files of the TLS settings of the OTLP/HTTP
 // exporter (OTEL_EXPORTER_OTLP_CERTIFICATE, _CLIENT_CERTIFICATE,
 // _CLIENT_KEY, read by internal/config). Empty fields keep the system's
-// roots and no client certificate.
+// roots and no client certificate. The *Var fields name the variable each
+// file came from, so a file that cannot be used is refused naming it.
 type OTLPTLS struct {
 	CAFile, CertFile, KeyFile string
+	CAVar, CertVar, KeyVar    string
 }
 
 // tlsConfig loads the files; nil when none is set.
 func (t OTLPTLS) tlsConfig() (*tls.Config, error) {
-	if t == (OTLPTLS{}) {
+	if t.CAFile == "" && t.CertFile == "" && t.KeyFile == "" {
 		return nil, nil
 	}
+	name := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	caVar := name(t.CAVar, "OTEL_EXPORTER_OTLP_CERTIFICATE")
+	certVar := name(t.CertVar, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")
+	keyVar := name(t.KeyVar, "OTEL_EXPORTER_OTLP_CLIENT_KEY")
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("otlp certificate: %w", err)
+			return nil, fmt.Errorf("%s=%s: %w; set it to a readable PEM file of the CA certificates to trust", caVar, t.CAFile, err)
 		}
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("otlp certificate %s: no PEM certificate in it", t.CAFile)
+			return nil, fmt.Errorf("%s=%s: no PEM certificate in it; set it to a PEM file of the CA certificates to trust", caVar, t.CAFile)
 		}
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
 		if t.CertFile == "" || t.KeyFile == "" {
-			return nil, errors.New("otlp client certificate: want both the certificate and the key")
+			return nil, fmt.Errorf("a client certificate takes both %s and %s", certVar, keyVar)
 		}
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("otlp client certificate: %w", err)
+			return nil, fmt.Errorf("%s=%s with %s=%s: %w; set them to the PEM files of the client certificate and its private key", certVar, t.CertFile, keyVar, t.KeyFile, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}

@@ -155,17 +155,22 @@ func TestTracesTLSFiles(t *testing.T) {
 		t.Fatalf("receiver saw %d client certificates, User-Agent %q", peers, agent)
 	}
 
-	for name, tls := range map[string]OTLPTLS{
-		"missing CA file":   {CAFile: filepath.Join(dir, "nope.pem")},
-		"CA file not PEM":   {CAFile: key + ".txt"},
-		"certificate alone": {CertFile: cert},
+	// Each refusal names the variable to fix, as the boot error shows it.
+	for name, tt := range map[string]struct {
+		tls  OTLPTLS
+		want string
+	}{
+		"missing CA file":   {OTLPTLS{CAFile: filepath.Join(dir, "nope.pem"), CAVar: "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE"}, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE=" + filepath.Join(dir, "nope.pem")},
+		"CA file not PEM":   {OTLPTLS{CAFile: key + ".txt", CAVar: "OTEL_EXPORTER_OTLP_CERTIFICATE"}, "OTEL_EXPORTER_OTLP_CERTIFICATE=" + key + ".txt: no PEM certificate"},
+		"certificate alone": {OTLPTLS{CertFile: cert, CertVar: "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"}, "OTEL_EXPORTER_OTLP_CLIENT_KEY"},
+		"key not a key":     {OTLPTLS{CertFile: cert, KeyFile: cert, CertVar: "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", KeyVar: "OTEL_EXPORTER_OTLP_CLIENT_KEY"}, "OTEL_EXPORTER_OTLP_CLIENT_KEY=" + cert},
 	} {
 		if name == "CA file not PEM" {
-			_ = os.WriteFile(tls.CAFile, []byte("not pem"), 0o600)
+			_ = os.WriteFile(tt.tls.CAFile, []byte("not pem"), 0o600)
 		}
-		_, err := NewTraces(ctx, TracesOptions{URL: srv.URL + "/v1/traces", Store: s, TLS: tls})
-		if err == nil || !strings.Contains(err.Error(), "otlp") {
-			t.Errorf("%s: NewTraces = %v, want a refusal", name, err)
+		_, err := NewTraces(ctx, TracesOptions{URL: srv.URL + "/v1/traces", Store: s, TLS: tt.tls})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: NewTraces = %v, want a refusal saying %q", name, err, tt.want)
 		}
 	}
 }
