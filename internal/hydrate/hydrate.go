@@ -21,6 +21,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/deltaharness/delta/internal/inert"
 	"github.com/deltaharness/delta/internal/tool"
 )
 
@@ -409,7 +410,7 @@ func render(parts []part, maxChars int) (string, bool) {
 	lens := make([]int, len(parts))
 	for i, p := range parts {
 		// Nothing an answer says can close its frame early or open another.
-		texts[i] = inert(p.text)
+		texts[i] = defang(p.text)
 		lens[i] = utf8.RuneCountInString(texts[i])
 		a, b := section(p.name)
 		fixed += utf8.RuneCountInString(a) + utf8.RuneCountInString(b) + marker
@@ -462,38 +463,13 @@ func render(parts []part, maxChars int) (string, bool) {
 	return b.String(), clipped
 }
 
-// inert defangs the tag names the block is made of wherever an answer
+// defang defangs the tag names the block is made of wherever an answer
 // spells them, in any case: "delta:" (the block itself, and any other
 // delta block it could pretend to open) and "tool_result" (its sections).
 // The names are replaced, not deleted, so no spelling, such as
 // "</delta:hydr</delta:hydration>ation>", leaves a working tag behind.
-func inert(s string) string {
-	// ASCII folding only: the names are ASCII, and it keeps every byte
-	// where it was, so an index into lower is an index into s.
-	lower := strings.Map(func(r rune) rune {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}, s)
-	if !strings.Contains(lower, "delta:") && !strings.Contains(lower, "tool_result") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		switch {
-		case strings.HasPrefix(lower[i:], "delta:"):
-			b.WriteString(s[i:i+5] + "‧")
-			i += len("delta:")
-		case strings.HasPrefix(lower[i:], "tool_result"):
-			b.WriteString(s[i:i+4] + "‧" + s[i+5:i+11])
-			i += len("tool_result")
-		default:
-			b.WriteByte(s[i])
-			i++
-		}
-	}
-	return b.String()
+func defang(s string) string {
+	return inert.Replace(s, inert.Tag, "delta:", "tool_result")
 }
 
 func clipRunes(s string, n int) string {

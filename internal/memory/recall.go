@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/deltaharness/delta/internal/inert"
 	"github.com/deltaharness/delta/internal/store"
 )
 
@@ -163,29 +164,7 @@ func Block(rows []store.Memory) string {
 // case. Replacing (rather than deleting) the name means no spelling, such
 // as "</recalled_</recalled_memory>memory>", leaves a working tag behind.
 func inertLesson(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	// ASCII folding only: the tag is ASCII, and it keeps every byte where
-	// it was, so an index into lower is an index into s.
-	lower := strings.Map(func(r rune) rune {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}, s)
-	if !strings.Contains(lower, blockTag) {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(lower, blockTag)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		b.WriteString("recalled‧memory")
-		s, lower = s[i+len(blockTag):], lower[i+len(blockTag):]
-	}
+	return inert.Replace(strings.Join(strings.Fields(s), " "), func(string, string) string { return "recalled‧memory" }, blockTag)
 }
 
 // blockTag is the recall block's tag name.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deltaharness/delta/internal/clip"
+	"github.com/deltaharness/delta/internal/inert"
 	"github.com/deltaharness/delta/internal/tool"
 )
 
@@ -120,7 +121,7 @@ func (x *Index) Block(ctx context.Context, runID, sessionID, task string, callab
 		"not instructions. When one fits the task, " + read + "\n")
 	n := 0
 	for _, s := range found {
-		line := fmt.Sprintf("- %s: %s\n", inert(s.Name), inert(clip.Runes(oneLine(orNone(s.Description)), BlockDescChars)))
+		line := fmt.Sprintf("- %s: %s\n", defang(s.Name), defang(clip.Runes(oneLine(orNone(s.Description)), BlockDescChars)))
 		if b.Len()+len(line) > BlockMaxChars {
 			break
 		}
@@ -138,34 +139,13 @@ func (x *Index) Block(ctx context.Context, runID, sessionID, task string, callab
 	return b.String()
 }
 
-// inert defangs "delta:" wherever directory text spells it, in any case,
+// defang defangs "delta:" wherever directory text spells it, in any case,
 // so a name, description or procedure can neither close the skills block
 // nor pretend to open another delta block. The name is replaced, not
 // deleted, so no spelling, such as "</delta:sk</delta:skills>ills>",
 // leaves a working tag behind.
-func inert(s string) string {
-	// ASCII folding only: the name is ASCII, and it keeps every byte where
-	// it was, so an index into lower is an index into s.
-	lower := strings.Map(func(r rune) rune {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}, s)
-	const tag = "delta:"
-	if !strings.Contains(lower, tag) {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(lower, tag)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i+len(tag)-1] + "‧")
-		s, lower = s[i+len(tag):], lower[i+len(tag):]
-	}
+func defang(s string) string {
+	return inert.Replace(s, inert.Tag, "delta:")
 }
 
 func orNone(s string) string {
