@@ -131,15 +131,9 @@ func (s *Scheduler) held(ctx context.Context, r store.ScheduleRow) (bool, error)
 func (s *Scheduler) taskStatus(ctx context.Context, owner, id string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.o.DaemonURL, "/")+"/v1/tasks/"+url.PathEscape(id), nil)
+	req, err := s.daemonRequest(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id), owner, nil)
 	if err != nil {
 		return "", fmt.Errorf("build task status request: %w", err)
-	}
-	if s.o.DaemonToken != "" {
-		req.Header.Set("Authorization", "Bearer "+s.o.DaemonToken)
-	}
-	if owner != "" {
-		req.Header.Set(schedule.HeaderUser, owner)
 	}
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
@@ -199,22 +193,32 @@ func (s *Scheduler) post(ctx context.Context, r store.ScheduleRow, f store.Firin
 	}
 }
 
-// send posts body to the daemon as owner and returns the task id, or an
-// error and whether trying again later may succeed.
-func (s *Scheduler) send(ctx context.Context, owner string, body []byte) (taskID string, retry bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, fireTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.o.DaemonURL, "/")+"/v1/tasks", bytes.NewReader(body))
+// daemonRequest is a request to the daemon's path as owner, with the
+// daemon token when one is set.
+func (s *Scheduler) daemonRequest(ctx context.Context, method, path, owner string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s.o.DaemonURL, "/")+path, body)
 	if err != nil {
-		return "", false, fmt.Errorf("build task request: %w", err)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
 	if s.o.DaemonToken != "" {
 		req.Header.Set("Authorization", "Bearer "+s.o.DaemonToken)
 	}
 	if owner != "" {
 		req.Header.Set(schedule.HeaderUser, owner)
 	}
+	return req, nil
+}
+
+// send posts body to the daemon as owner and returns the task id, or an
+// error and whether trying again later may succeed.
+func (s *Scheduler) send(ctx context.Context, owner string, body []byte) (taskID string, retry bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, fireTimeout)
+	defer cancel()
+	req, err := s.daemonRequest(ctx, http.MethodPost, "/v1/tasks", owner, bytes.NewReader(body))
+	if err != nil {
+		return "", false, fmt.Errorf("build task request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
 		return "", true, fmt.Errorf("post task: %w", err)
