@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -201,7 +200,7 @@ func TestExitKillsLeftovers(t *testing.T) {
 // workspace with no one to hear its answer. The test runs itself as the
 // daemon: a child test process that calls the tool and is then killed.
 func TestCLIDiesWithTheDaemon(t *testing.T) {
-	if dir := os.Getenv("DELTA_CODE_TEST_DAEMON"); dir != "" {
+	if dir := os.Getenv(tooltest.EnvDaemonDir); dir != "" {
 		ws, err := workspace.Open(filepath.Join(dir, "ws"))
 		if err != nil {
 			t.Fatal(err)
@@ -209,34 +208,5 @@ func TestCLIDiesWithTheDaemon(t *testing.T) {
 		_, _ = run(context.Background(), t, code.New(ws, code.Config{CLI: filepath.Join(dir, "cli")}), `{"prompt":"x"}`)
 		return
 	}
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	if err := os.WriteFile(filepath.Join(dir, "cli"), []byte("#!/bin/sh\necho $$ > "+pidFile+".tmp; mv "+pidFile+".tmp "+pidFile+"; exec sleep 300\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	daemon := exec.Command(os.Args[0], "-test.run=^TestCLIDiesWithTheDaemon$")
-	daemon.Env = append(os.Environ(), "DELTA_CODE_TEST_DAEMON="+dir)
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-	}
-	if pid == 0 {
-		_ = daemon.Process.Kill()
-		_ = daemon.Wait()
-		t.Fatal("the CLI never started")
-	}
-	_ = daemon.Process.Kill() // SIGKILL: no deferred cleanup runs
-	_ = daemon.Wait()
-	for deadline := time.Now().Add(5 * time.Second); tooltest.Alive(pid) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if tooltest.Alive(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatalf("the CLI (pid %d) outlived the daemon that started it", pid)
-	}
+	tooltest.DiesWithDaemon(t, "TestCLIDiesWithTheDaemon", "cli")
 }

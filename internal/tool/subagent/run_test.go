@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -189,39 +187,10 @@ func waitDead(t *testing.T, procs []int) {
 // daemon that is killed outright, so it cannot go on spending or writing
 // the workspace unaccounted. The test runs itself as the daemon.
 func TestChildDiesWithTheDaemon(t *testing.T) {
-	if dir := os.Getenv("DELTA_SUBAGENT_TEST_DAEMON"); dir != "" {
+	if dir := os.Getenv(tooltest.EnvDaemonDir); dir != "" {
 		var ch charges
 		_, _ = call(context.Background(), t, newTool(filepath.Join(dir, "delta"), dir, 1000, 1, &ch), "work")
 		return
 	}
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	if err := os.WriteFile(filepath.Join(dir, "delta"), []byte("#!/bin/sh\necho $$ > "+pidFile+".tmp; mv "+pidFile+".tmp "+pidFile+"; exec sleep 300\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	daemon := exec.Command(os.Args[0], "-test.run=^TestChildDiesWithTheDaemon$")
-	daemon.Env = append(os.Environ(), "DELTA_SUBAGENT_TEST_DAEMON="+dir)
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-	}
-	if pid == 0 {
-		_ = daemon.Process.Kill()
-		_ = daemon.Wait()
-		t.Fatal("the child never started")
-	}
-	_ = daemon.Process.Kill() // SIGKILL: no deferred cleanup runs
-	_ = daemon.Wait()
-	for deadline := time.Now().Add(5 * time.Second); tooltest.Alive(pid) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if tooltest.Alive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatalf("the child (pid %d) outlived the daemon that started it", pid)
-	}
+	tooltest.DiesWithDaemon(t, "TestChildDiesWithTheDaemon", "delta")
 }
