@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -180,6 +182,173 @@ func TestNextReplyWaitsForTheCommitAhead(t *testing.T) {
 				if ev.Name == event.ToolCall || ev.Name == event.Checkpoint || ev.Name == event.ModelCall {
 					t.Fatalf("event %s of a step that never committed: %s", ev.Name, raw)
 				}
+			}
+		})
+	}
+}
+
+// TestReadOnlyStepsCommitTogetherBehindASlowCommit holds the database's
+// write lock from a second connection while the first read-only step
+// commits in the background, and answers the next two calls with read-only
+// calls too: the loop runs them without waiting for the disk, and their
+// steps join the commit queue behind the first. Released, the queue lands
+// in order; made to fail instead, nothing of any of the three steps is
+// stored and the run stops with none recorded.
+func TestReadOnlyStepsCommitTogetherBehindASlowCommit(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "released", true: "commit fails"}[fail], func(t *testing.T) {
+			var (
+				mu       sync.Mutex
+				db       *sql.DB
+				blocker  *sql.Tx
+				calls    int
+				stepsMid = -1 // runs.steps as the third call is made
+				echoed   atomic.Int32
+				failures []string
+			)
+			fatal := func(s string) {
+				mu.Lock()
+				failures = append(failures, s)
+				mu.Unlock()
+			}
+			echo := tool.Func("echo", "echo text", true, func(_ context.Context, _ tool.Call, a echoArgs) (tool.Result, error) {
+				echoed.Add(1)
+				return tool.Text("echoed " + a.Text), nil
+			})
+			echoCall := func(id string) model.Response {
+				return model.Response{ToolCalls: []model.ToolCall{{ID: id, Name: "echo", Arguments: []byte(`{"text":"` + id + `"}`)}}}
+			}
+			p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
+				mu.Lock()
+				calls++
+				n := calls
+				mu.Unlock()
+				// A model that takes a few milliseconds to answer, as a
+				// remote one does: its steps commit ahead.
+				time.Sleep(2 * time.Millisecond)
+				switch n {
+				case 1:
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						fatal("begin blocker: " + err.Error())
+						return model.Response{}, err
+					}
+					if _, err := tx.Exec(`UPDATE runs SET seq = seq WHERE 0`); err != nil {
+						fatal("lock: " + err.Error())
+					}
+					blocker = tx
+					return echoCall("call_1"), nil
+				case 2:
+					return echoCall("call_2"), nil
+				case 3:
+					// Reached only if the loop did not wait for step 1.
+					if err := blocker.QueryRow(`SELECT steps FROM runs`).Scan(&stepsMid); err != nil {
+						fatal("read steps: " + err.Error())
+					}
+					if fail {
+						if _, err := blocker.Exec(`CREATE TRIGGER fail_step BEFORE INSERT ON messages WHEN NEW.tool_calls LIKE '%"call_1"%'
+							BEGIN SELECT RAISE(ABORT, 'injected commit failure'); END`); err != nil {
+							fatal("inject: " + err.Error())
+						}
+					}
+					if err := blocker.Commit(); err != nil {
+						fatal("release: " + err.Error())
+					}
+					return echoCall("call_3"), nil
+				}
+				return model.Response{Text: "all echoed"}, nil
+			})
+			h := newHarness(t, p, big, echo)
+			var err error
+			db, err = sql.Open("sqlite", "file:"+filepath.Join(h.dir, "delta.db")+"?_pragma=busy_timeout(20000)&_txlock=immediate")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+
+			r := submitAndWait(t, h.svc, engine.Submission{Request: userRequest("go")})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(failures) > 0 {
+				t.Fatalf("scripted provider: %v", failures)
+			}
+			if stepsMid != 0 {
+				t.Fatalf("the third call was made with %d steps committed, want 0 (the first step's commit held)", stepsMid)
+			}
+			got, err := h.st.Run(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := h.st.Messages(context.Background(), r.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			journal, err := h.st.Journal(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := h.st.Events(context.Background(), store.EventFilter{RunID: r.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fail {
+				if got.Status != store.StatusFailed || got.Steps != 0 || !strings.Contains(got.Error, "injected commit failure") {
+					t.Fatalf("run %s with %d steps (error %q), want failed with 0 and the commit's error", got.Status, got.Steps, got.Error)
+				}
+				if strings.Contains(string(got.Result), "all echoed") {
+					t.Fatalf("a reply after the failed commit reached the result: %s", got.Result)
+				}
+				for _, m := range msgs {
+					if m.Role != model.RoleUser {
+						t.Fatalf("a message of a step queued behind the failed commit was stored: %+v", m)
+					}
+				}
+				if len(journal) != 0 {
+					t.Fatalf("journal %+v, want empty: no intent committed", journal)
+				}
+				for _, ev := range stored {
+					if ev.Name == event.ToolCall || ev.Name == event.Checkpoint || ev.Name == event.ModelCall || ev.Name == event.ToolResult {
+						t.Fatalf("event %s of a step that never committed: %s", ev.Name, ev.Data)
+					}
+				}
+				return
+			}
+			if got.Status != store.StatusDone || got.Steps != 4 || calls != 4 {
+				t.Fatalf("run %s with %d steps after %d calls (error %q), want done with 4 after 4", got.Status, got.Steps, calls, got.Error)
+			}
+			if n := echoed.Load(); n != 3 {
+				t.Fatalf("echo ran %d times, want 3", n)
+			}
+			var order []string
+			for _, m := range msgs {
+				switch {
+				case m.Role == model.RoleAssistant && len(m.ToolCalls) == 1:
+					order = append(order, "ask "+m.ToolCalls[0].ID)
+				case m.Role == model.RoleTool:
+					order = append(order, "answer "+m.ToolCallID)
+				}
+			}
+			want := []string{"ask call_1", "answer call_1", "ask call_2", "answer call_2", "ask call_3", "answer call_3"}
+			if strings.Join(order, ", ") != strings.Join(want, ", ") {
+				t.Fatalf("stored conversation %v, want %v", order, want)
+			}
+			for _, id := range []string{"call_1", "call_2", "call_3"} {
+				if e, ok := journal[id]; !ok || !e.Done || e.Result != "echoed "+id {
+					t.Fatalf("journal of %s: %+v, want done with its echo", id, e)
+				}
+			}
+			var steps []int
+			for _, ev := range stored {
+				if ev.Name == event.Checkpoint {
+					var d struct{ Steps int }
+					if err := json.Unmarshal(ev.Data, &d); err != nil {
+						t.Fatal(err)
+					}
+					steps = append(steps, d.Steps)
+				}
+			}
+			if fmt.Sprint(steps) != "[1 2 3 4]" {
+				t.Fatalf("checkpoint events in id order count steps %v, want [1 2 3 4]", steps)
 			}
 		})
 	}

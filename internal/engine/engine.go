@@ -549,9 +549,9 @@ type execution struct {
 	prep        *prepared
 	compactions int
 	dialWarned  bool // the dial was found too small for the fixed parts
-	// pending is the step committing in the background (ahead.go), nil
-	// when none is.
-	pending *inflight
+	// ahead holds the batches of steps committing in the background, in
+	// order (ahead.go); empty when none is.
+	ahead []*inflight
 	// commits feeds the goroutine that commits ahead (ahead.go), started
 	// at the first such commit; nil before.
 	commits chan func()
@@ -702,10 +702,14 @@ func (x *execution) turns(ctx context.Context) (string, error) {
 		x.prepareAhead(ctx, est, func() int { return x.fixedTokens(ctx, system, specs, modelName) })
 		x.lastEst = est
 		resp, err := x.callModel(ctx, req)
-		// Nothing of this reply is acted on before the previous step's
-		// commit is durable; when it failed, the reply is dropped unread.
-		if serr := x.settle(ctx); serr != nil {
-			return x.lastText, serr
+		// Nothing of this reply is acted on before the steps committing
+		// ahead of it are durable, unless it only asks for read-only calls
+		// (ahead.go): its step then joins their commit queue. When a commit
+		// failed, the reply is dropped unread.
+		if err != nil || !x.aheadable(resp) {
+			if serr := x.settle(ctx); serr != nil {
+				return x.lastText, serr
+			}
 		}
 		if errors.Is(err, model.ErrContextOverflow) {
 			// The provider refused the prompt as too long: one forced

@@ -60,28 +60,64 @@ type Step struct {
 // through database/sql and the driver, and the rows of one INSERT land on
 // the same pages anyway.
 func (s *Store) CommitStep(ctx context.Context, st Step) ([]event.Event, error) {
-	var written []bool
+	return s.CommitSteps(ctx, []Step{st})
+}
+
+// CommitSteps writes consecutive steps of one run in one transaction, each
+// as CommitStep writes it and in order, all or none, and returns their
+// events in order. A run that commits in the background gathers the steps
+// that came while its previous commit ran (engine, ahead.go): one
+// transaction for them costs the WAL each changed page once, not once a
+// step.
+func (s *Store) CommitSteps(ctx context.Context, steps []Step) ([]event.Event, error) {
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	runID := steps[0].RunID
+	for _, st := range steps[1:] {
+		if st.RunID != runID {
+			return nil, fmt.Errorf("checkpoint steps of run %s: a step of run %s among them", runID, st.RunID)
+		}
+	}
+	written := make([][]bool, len(steps))
 	var err error
 	if s.pg {
 		// The run's row is locked and read as the transaction opens, in
-		// its first round trip: the step's writes then all travel with
+		// its first round trip: the steps' writes then all travel with
 		// the commit, two round trips in all.
-		err = s.groupRunTx(ctx, st.RunID, func(tx *sql.Tx, r Run) error {
-			var err error
-			written, err = s.commitStep(ctx, tx, st, &r)
-			return err
+		err = s.groupRunTx(ctx, runID, func(tx *sql.Tx, r Run) error {
+			for i, st := range steps {
+				var err error
+				if written[i], err = s.commitStep(ctx, tx, st, &r); err != nil {
+					return err
+				}
+				r.Steps++
+			}
+			return nil
 		})
 	} else {
 		err = s.groupTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			written, err = s.commitStep(ctx, tx, st, nil)
-			return err
+			for i, st := range steps {
+				var err error
+				if written[i], err = s.commitStep(ctx, tx, st, nil); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint step of run %s: %w", st.RunID, err)
+		if len(steps) > 1 {
+			return nil, fmt.Errorf("checkpoint %d steps of run %s: %w", len(steps), runID, err)
+		}
+		return nil, fmt.Errorf("checkpoint step of run %s: %w", runID, err)
 	}
-	return append(writtenEvents(st.Results, written), st.Events...), nil
+	var evs []event.Event
+	for i, st := range steps {
+		evs = append(evs, writtenEvents(st.Results, written[i])...)
+		evs = append(evs, st.Events...)
+	}
+	return evs, nil
 }
 
 // commitStep is CommitStep's writes in tx; it reports which held results
