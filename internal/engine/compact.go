@@ -142,6 +142,34 @@ func tailBudget(compactAt, fixed int, forced bool) int {
 	return max(t, 0)
 }
 
+// minTailTokens is the smallest verbatim tail a usable dial leaves room
+// for: a tool turn or two with their results re-capped.
+const minTailTokens = 1024
+
+// SmallestDial is the smallest dial, in steps of 250 tokens, at which
+// compaction has room to work for a run offered the tools names: the
+// spine, their schemas, the compaction envelope, the reply's reserve and
+// the summary's room leave a tail of at least minTailTokens. Under it
+// every request is the fixed parts and nothing compaction can shrink, so
+// the daemon refuses such a dial at boot rather than run one that never
+// compacts. A long request, per-turn blocks and tools activated later add
+// to the fixed parts; the loop warns when those fill the dial.
+func (e *Engine) SmallestDial(names []string) int {
+	var specs []model.ToolSpec
+	for _, n := range names {
+		if t, ok := e.o.Tools.Get(n); ok {
+			specs = append(specs, t.Spec())
+		}
+	}
+	env := envelope("", "")
+	fixed := bytesToTokens(estimateFixedBytes(e.o.Prompt.System(e.o.Prompt.ReadSelf(), specs), specs) + messageBytes(&env))
+	dial := 250
+	for tailBudget(dial, fixed+outputReserve(dial), false) < minTailTokens {
+		dial += 250
+	}
+	return dial
+}
+
 // cut is where a compaction splits history: history[:at] is summarized,
 // history[at:] kept. recap, when non-zero, is the size each kept tool
 // result is cut to so the tail fits.

@@ -229,3 +229,13 @@ func TestDialBelowTheTail(t *testing.T) {
 	}
 	t.Logf("tail budget at dial 20000: %v tokens; %d compactions, %d of them prepared ahead", evs[0]["tail_budget_tokens"], len(evs), prepared(evs))
 }
+
+// TestSmallDialCompacts: a dial under what the fixed reply reserve and
+// summary room used to take with the default tools (about 15,000 tokens)
+// compacts and keeps every request under it, instead of sending the whole
+// conversation until the model refused it.
+func TestSmallDialCompacts(t *testing.T) {
+	l, _, evs := runLongTask(t, 13000, 150)
+	l.check(t)
+	t.Logf("tail budget at dial 13000: %v tokens; %d compactions", evs[0]["tail_budget_tokens"], len(evs))
+}
