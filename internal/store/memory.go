@@ -192,9 +192,13 @@ type MemoryView struct {
 }
 
 // VisibleMemories returns the rows a run with identity v may recall: the
-// agent's rows (and legacy rows with no agent), the current user's private
-// rows, and the rows of the run's task type. Another user's rows and org rows
-// are never among them, nor rows unused since v.Since, nor held rows. Only
+// agent's rows, the current user's private rows, and the rows of the run's
+// task type, each the agent's own (and legacy rows with no agent). A
+// task type is shared across the agent's threads and users, not across the
+// agents of a namespace: local memory is scoped by the agent ID, so agent
+// B does not recall what agent A learned about a job. Another user's rows,
+// another agent's rows and org rows are never among them, nor rows unused
+// since v.Since, nor held rows. Only
 // what recall ranks and shows is read: ID, Scope, Kind, Content, Aliases,
 // Confidence, Untrusted, Runs, Uses and Confirmed (the rest stay zero).
 func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, error) {
@@ -207,7 +211,7 @@ func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, er
 	}
 	if v.TaskType != "" {
 		variant |= 2
-		args = append(args, v.Namespace, v.TaskType, since)
+		args = append(args, v.Namespace, v.AgentID, v.TaskType, since)
 	}
 	q := recallQueries[variant]
 	st := s.rstmts.get(q) //nolint:sqlclosecheck // cached: Store.Close closes it
@@ -264,7 +268,7 @@ var recallQueries = func() (qs [4]string) {
 			q += " UNION ALL " + cols(1) + " WHERE namespace = ? AND scope = 'user' AND agent_id IN (?, '') AND user_id = ?" + live
 		}
 		if variant&2 != 0 {
-			q += " UNION ALL " + cols(2) + " WHERE namespace = ? AND scope = 'task_type' AND task_type = ?" + live
+			q += " UNION ALL " + cols(2) + " WHERE namespace = ? AND scope = 'task_type' AND agent_id IN (?, '') AND task_type = ?" + live
 		}
 		qs[variant] = q
 	}
