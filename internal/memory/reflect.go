@@ -237,9 +237,9 @@ func (r *Reflector) reflect(ctx context.Context, runID string) error {
 
 func rubricOf(id Identity) string {
 	if id.Correction {
-		return "correction"
+		return store.RubricCorrection
 	}
-	return "task"
+	return store.RubricTask
 }
 
 const taskRubric = `You distil at most one reusable lesson from a completed agent run, for later runs of the same kind of work.

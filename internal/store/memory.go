@@ -28,6 +28,13 @@ const (
 	MemoryScopeOrg      = "org"
 )
 
+// RubricCorrection is the rubric of a lesson learned from a trusted
+// human-review disposition; other lessons carry RubricTask.
+const (
+	RubricTask       = "task"
+	RubricCorrection = "correction"
+)
+
 // MemoryCap is how many evictable rows one identity keeps: past it the
 // least confident, longest unused rows are dropped.
 const MemoryCap = 200
@@ -159,9 +166,16 @@ func (s *Store) putMemory(ctx context.Context, tx *sql.Tx, w MemoryWrite) (Memor
 		if n, _ := res.RowsAffected(); n == 1 {
 			put.NewRun = true
 			// untrusted * ? is AND of two 0/1 flags, in SQL both backends speak.
-			if _, err := s.exec(ctx, tx, `UPDATE memories SET runs = runs + 1, confidence = MAX(confidence, ?), rubric = ?,
+			// The rubric is the confirming run's unless the row's is the
+			// correction rubric: a lesson a human review produced stays
+			// one when a plain run repeats it (its confidence, kept at the
+			// larger, still carries the correction's floor, and a
+			// promotion's brief names it post-review); each run's own
+			// rubric is in the provenance.
+			if _, err := s.exec(ctx, tx, `UPDATE memories SET runs = runs + 1, confidence = MAX(confidence, ?),
+				rubric = CASE WHEN rubric = ? THEN rubric ELSE ? END,
 				untrusted = untrusted * ?, confirmed_at = ?, used_at = MAX(used_at, ?) WHERE id = ?`,
-				w.Confidence, w.Rubric, w.Untrusted, at, at, id); err != nil {
+				w.Confidence, RubricCorrection, w.Rubric, w.Untrusted, at, at, id); err != nil {
 				return put, err
 			}
 		}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -52,5 +53,52 @@ func TestTaskTypeMemoryStaysWithItsAgent(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s (user %q) recalls %v, want %v", tt.agent, tt.user, got, tt.want)
 		}
+	}
+}
+
+// TestConfirmingKeepsACorrectionRubric: a lesson a human-review correction
+// produced keeps the correction rubric when a plain run confirms it later
+// (what the row says produced it, and what a promotion's brief reports),
+// and a plain lesson a correction confirms becomes one; each run's own
+// rubric stays in the provenance.
+func TestConfirmingKeepsACorrectionRubric(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		rubrics []string
+		want    string
+	}{
+		{"task then correction", []string{"task", "correction"}, "correction"},
+		{"correction then task", []string{"correction", "task"}, "correction"},
+		{"correction, task, task", []string{"correction", "task", "task"}, "correction"},
+		{"task then task", []string{"task", "task"}, "task"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := open(t)
+			ctx, now := context.Background(), time.Now()
+			var put store.MemoryPut
+			for i, r := range tt.rubrics {
+				var err error
+				put, err = s.PutMemory(ctx, store.MemoryWrite{
+					Key:  store.MemoryKey{Namespace: "ns", AgentID: "ag", Scope: store.MemoryScopeTaskType, TaskType: "jd-generation"},
+					Kind: "pitfall", Content: "Lead with scope.", Norm: "lead with scope.", Confidence: 0.8, Rubric: r,
+					RunID: fmt.Sprint("run_", i), At: now.Add(time.Duration(i) * time.Second),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if put.Memory.Runs != len(tt.rubrics) || put.Memory.Rubric != tt.want {
+				t.Fatalf("row after %v: %d runs, rubric %q; want %d runs, rubric %q", tt.rubrics, put.Memory.Runs, put.Memory.Rubric, len(tt.rubrics), tt.want)
+			}
+			prov, err := s.MemoryProvenance(ctx, put.Memory.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range prov {
+				if p.Rubric != tt.rubrics[i] {
+					t.Errorf("provenance %d: rubric %q, want %q", i, p.Rubric, tt.rubrics[i])
+				}
+			}
+		})
 	}
 }
