@@ -48,7 +48,7 @@ func Vars() []VarDoc {
 		{"DELTA_TOOL_TIMEOUT_MS", ms(DefaultToolTimeout), "Timeout of one ordinary tool call in ms; 0 = none."},
 		{"DELTA_TOOL_RESULT_MAX_BYTES", strconv.Itoa(DefaultToolResultMaxBytes), "Tool result size kept inline; larger results spill to a file."},
 		{"DELTA_TOOL_ARG_MAX_BYTES", "0", "Ceiling on a successful call's stored arguments (largest values shrunk first; the journal keeps them whole); 0 = off, 4096 recommended."},
-		{"DELTA_COMPACT_AT_TOKENS", strconv.Itoa(DefaultCompactAtTokens), "Context dial in tokens: a larger request (estimated from its serialized bytes) or a previous prompt past it compacts older history first; at least 4000."},
+		{"DELTA_COMPACT_AT_TOKENS", strconv.Itoa(DefaultCompactAtTokens), "Context dial in tokens: a larger request (estimated from its serialized bytes) or a previous prompt past it compacts older history first; the reply's reserve (4096) and the summary's room (4096) each shrink to an eighth of a dial under 32768; at least 4000, and a dial the system prompt and the offered tools' schemas leave no room under refuses to boot, naming the smallest that works."},
 		{"DELTA_VISION_MODELS", "", "Regular expression of model IDs that receive verified images inline (up to 4, each under 3.4 MB); empty = none; invalid refuses boot."},
 		{"DELTA_FETCH_ALLOW_PRIVATE", "off", "web_fetch may reach loopback and private addresses (development only)."},
 		{"EXA_API_KEY", "", "Exa key for web_search; without it the tool is listed as unusable."},

@@ -269,6 +269,15 @@ func build(ctx context.Context, cfg config.Config, dbPath string, withMCP bool, 
 		CaptureCalls: cfg.CaptureCalls, Logger: logger,
 		Reflect: p.memory.reflect, Reflected: p.memory.reflected, Leases: leases,
 	})
+	// A dial the spine and the offered tools' schemas already fill never
+	// compacts: every request would go whole until the provider refuses
+	// it. Such a dial refuses to boot, naming the value that works.
+	if resident := tools.resident(); cfg.CompactAtTokens < eng.SmallestDial(resident) {
+		return nil, fmt.Errorf("configuration: %w", &config.FieldError{
+			Var: "DELTA_COMPACT_AT_TOKENS", Value: strconv.Itoa(cfg.CompactAtTokens),
+			Err: fmt.Errorf("%w: the system prompt and the schemas of the %d tools offered leave compaction no room under it; set at least %d, or offer fewer tools (DELTA_ALLOWED_TOOLS)",
+				config.ErrInvalid, len(resident), eng.SmallestDial(resident))})
+	}
 	explorer.bind(eng)
 	p.queue = queue.New(st, eng.ExecuteHead, cfg.MaxConcurrency, logger)
 	if holder != "" {

@@ -44,7 +44,8 @@ const (
 	// summaryBytes bounds the note together with its anchor appendix.
 	summaryBytes = 4096
 	// summaryReserve is what the envelope's summary may take in the
-	// window (note, appendix, ledgers), in bytes, for sizing the tail.
+	// window (note, appendix, ledgers), in bytes, at a dial large enough
+	// to spare it; see summaryRoom.
 	summaryReserve = summaryBytes + ledgerBytes
 	// transcriptToolChars and transcriptMsgChars bound one message in the
 	// transcript the summarizer reads.
@@ -114,15 +115,59 @@ func pinnedRequest(raw json.RawMessage) string {
 	return strings.Join(parts, "\n\n")
 }
 
+// summaryRoom is what the summary may take in the window at a dial of
+// compactAt tokens, in bytes: summaryReserve, but never more than an
+// eighth of the dial. A fixed 12 KiB (4096 tokens) would fill a small dial
+// on its own, and compaction would never run. The note with its appendix
+// (noteRoom) and the ledgers (ledgerRoom) keep their shares of it.
+func summaryRoom(compactAt int) int {
+	return min(summaryReserve, compactAt/8*estimateBytesPerToken)
+}
+
+// noteRoom is the bytes the summary's note and anchor appendix may take.
+func noteRoom(compactAt int) int { return summaryRoom(compactAt) * summaryBytes / summaryReserve }
+
+// ledgerRoom is the bytes the summary's ledgers may take.
+func ledgerRoom(compactAt int) int { return summaryRoom(compactAt) - noteRoom(compactAt) }
+
 // tailBudget is the verbatim tail's size in tokens for a dial and the
-// window's fixed part (everything but history and summary).
+// window's fixed part (everything but history and summary, the reply's
+// reserve included).
 func tailBudget(compactAt, fixed int, forced bool) int {
-	free := compactAt - fixed - bytesToTokens(summaryReserve)
+	free := compactAt - fixed - bytesToTokens(summaryRoom(compactAt))
 	t := min(DefaultTailTokens, free*3/4)
 	if forced {
 		t /= 2
 	}
 	return max(t, 0)
+}
+
+// minTailTokens is the smallest verbatim tail a usable dial leaves room
+// for: a tool turn or two with their results re-capped.
+const minTailTokens = 1024
+
+// SmallestDial is the smallest dial, in steps of 250 tokens, at which
+// compaction has room to work for a run offered the tools names: the
+// spine, their schemas, the compaction envelope, the reply's reserve and
+// the summary's room leave a tail of at least minTailTokens. Under it
+// every request is the fixed parts and nothing compaction can shrink, so
+// the daemon refuses such a dial at boot rather than run one that never
+// compacts. A long request, per-turn blocks and tools activated later add
+// to the fixed parts; the loop warns when those fill the dial.
+func (e *Engine) SmallestDial(names []string) int {
+	var specs []model.ToolSpec
+	for _, n := range names {
+		if t, ok := e.o.Tools.Get(n); ok {
+			specs = append(specs, t.Spec())
+		}
+	}
+	env := envelope("", "")
+	fixed := bytesToTokens(estimateFixedBytes(e.o.Prompt.System(e.o.Prompt.ReadSelf(), specs), specs) + messageBytes(&env))
+	dial := 250
+	for tailBudget(dial, fixed+outputReserve(dial), false) < minTailTokens {
+		dial += 250
+	}
+	return dial
 }
 
 // cut is where a compaction splits history: history[:at] is summarized,
@@ -320,7 +365,7 @@ func (x *execution) makeDraft(ctx context.Context, history []model.Message, c cu
 	covered := history[:c.at]
 	d := draft{at: c.at, recap: c.recap, prior: prior}
 	d.anchors = harvestAnchors(covered, priorAnchors)
-	d.led = buildLedgers(covered, prior)
+	d.led = buildLedgers(covered, prior, ledgerRoom(x.compactAt()))
 	input := transcript(covered, summaryInputChars-len(prior))
 	d.input = len(prior) + len(input)
 	d.note, d.usage, d.served, d.retried, d.err = x.summarize(ctx, prior, input, d.anchors)
@@ -485,13 +530,14 @@ func (x *execution) compact(ctx context.Context, reason string, fixed, before in
 	note := clipWords(d.note, summaryWords)
 	// The appendix may take up to a third of the budget; the note gives
 	// way to it, because an anchor is worth more per byte than prose.
-	room := summaryBytes - len(note)
-	if room < summaryBytes/3 {
-		room = summaryBytes / 3
+	limit := noteRoom(x.compactAt())
+	room := limit - len(note)
+	if room < limit/3 {
+		room = limit / 3
 	}
 	ar := audit(d.anchors, note, room)
-	if len(note)+len(ar.appendix) > summaryBytes {
-		note = clipBytes(note, summaryBytes-len(ar.appendix))
+	if len(note)+len(ar.appendix) > limit {
+		note = clipBytes(note, limit-len(ar.appendix))
 		ar = audit(d.anchors, note, room)
 	}
 	summary := note + ar.appendix + d.led.text

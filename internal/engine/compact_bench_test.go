@@ -31,7 +31,7 @@ func BenchmarkCompactionCPU(b *testing.B) {
 		c := chooseCut(h, tailBudget(DefaultCompactAt, fixed, false))
 		covered, kept := h[:c.at], recapped(h[c.at:], c.recap)
 		anchors := harvestAnchors(covered, nil)
-		led := buildLedgers(covered, "")
+		led := buildLedgers(covered, "", ledgerBytes)
 		input := transcript(covered, summaryInputChars)
 		ar := audit(anchors, clipWords(note, summaryWords), summaryBytes/3)
 		env := envelope("Reconcile the invoices.", note+ar.appendix+led.text)

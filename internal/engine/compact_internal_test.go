@@ -90,11 +90,13 @@ func TestChooseCutNeverOrphansAResult(t *testing.T) {
 
 // The tail is a flat 24,000 tokens wherever the dial leaves room for it
 // and a quarter of the free room to grow into; under a tighter dial it is
-// three quarters of the free room.
+// three quarters of the free room, the summary's room being 4096 tokens
+// or, under a dial of 32768, an eighth of the dial.
 func TestTailBudgetRule(t *testing.T) {
 	fixed := 3000
 	for _, tt := range []struct{ dial, want int }{
-		{120000, 24000}, {60000, 24000}, {40000, 24000}, {30000, (30000 - 3000 - 4096) * 3 / 4}, {16000, (16000 - 3000 - 4096) * 3 / 4}, {7000, 0},
+		{120000, 24000}, {60000, 24000}, {40000, 24000}, {32768, (32768 - 3000 - 4096) * 3 / 4},
+		{30000, (30000 - 3000 - 3750) * 3 / 4}, {16000, (16000 - 3000 - 2000) * 3 / 4}, {4000, (4000 - 3000 - 500) * 3 / 4}, {3400, 0},
 	} {
 		if got := tailBudget(tt.dial, fixed, false); got != tt.want {
 			t.Errorf("tailBudget(%d) = %d, want %d", tt.dial, got, tt.want)
@@ -206,7 +208,7 @@ func TestLedgersDedupeNewestFirstAndCarryForward(t *testing.T) {
 		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call("3", "grep", `{"q":"beta"}`), call("4", "github__search", `{"q":"b"}`)}},
 		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call("5", "grep", `{"q":"alpha"}`)}},
 	}
-	l := buildLedgers(h, "")
+	l := buildLedgers(h, "", ledgerBytes)
 	want := "- grep {\"q\":\"alpha\"}\n- grep {\"q\":\"beta\"}\n- github__search ×2"
 	if !strings.Contains(l.text, want) || !strings.Contains(l.text, ".delta/spill/r1.c1.txt") || !strings.HasSuffix(l.text, recallLine) {
 		t.Fatalf("ledgers:\n%s", l.text)
@@ -215,7 +217,7 @@ func TestLedgersDedupeNewestFirstAndCarryForward(t *testing.T) {
 		t.Fatalf("ledger sizes %+v", l)
 	}
 	next := buildLedgers([]model.Message{{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call("6", "grep", `{"q":"gamma"}`), call("7", "github__search", `{}`)}}},
-		"A note."+l.text)
+		"A note."+l.text, ledgerBytes)
 	if !strings.Contains(next.text, "- grep {\"q\":\"gamma\"}\n- grep {\"q\":\"alpha\"}\n- grep {\"q\":\"beta\"}\n- github__search ×3") ||
 		!strings.Contains(next.text, ".delta/spill/r1.c1.txt") {
 		t.Fatalf("the next generation lost the earlier ledger:\n%s", next.text)
@@ -271,7 +273,7 @@ func TestIncrementalEstimateMatchesFullMeasure(t *testing.T) {
 	check := func(step string) {
 		t.Helper()
 		req, est := x.assemble(context.Background(), []string{"spine"}, specs, "m", true)
-		if full := estimateTokens(req); est != full {
+		if full := estimateTokens(req, x.compactAt()); est != full {
 			t.Fatalf("%s: incremental estimate %d, full measure %d", step, est, full)
 		}
 	}
@@ -316,11 +318,18 @@ func TestLedgersFitTheirReserve(t *testing.T) {
 			call(fmt.Sprint("m", i), fmt.Sprintf("%s__tool%d", strings.Repeat("s", 90), i), `{}`)}},
 			model.Message{Role: model.RoleTool, ToolCallID: fmt.Sprint("b", i), Content: fmt.Sprintf("saved at .delta/spill/%s%d.txt", strings.Repeat("r", 150), i)})
 	}
-	l := buildLedgers(h, "")
+	l := buildLedgers(h, "", ledgerBytes)
 	if len(l.text) > ledgerBytes {
 		t.Fatalf("ledgers are %d bytes, over their reserve of %d:\n%s", len(l.text), ledgerBytes, l.text)
 	}
 	if l.spills == 0 || l.calls == 0 || l.mcps == 0 || !strings.Contains(l.text, strings.Repeat("r", 150)) {
 		t.Fatalf("a section was starved or a spill path cut: %+v\n%s", l, l.text)
+	}
+	// Under a small dial the ledgers shrink with the summary's room.
+	for _, dial := range []int{4000, 8000, 16000, 32768, DefaultCompactAt} {
+		room := ledgerRoom(dial)
+		if l := buildLedgers(h, "", room); len(l.text) > room {
+			t.Errorf("dial %d: ledgers are %d bytes, over their room of %d", dial, len(l.text), room)
+		}
 	}
 }

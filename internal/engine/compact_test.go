@@ -25,6 +25,7 @@ import (
 type longRun struct {
 	mu        sync.Mutex
 	turns     int
+	dial      int // the engine's dial, for the usage it reports (0 = the default)
 	main      []model.Request
 	summaries []model.Request
 	// summarize answers a summary call (nil = a short note).
@@ -51,7 +52,11 @@ func (l *longRun) provider() model.ProviderFunc {
 		if n == l.overflowAt {
 			return model.Response{}, l.overflow
 		}
-		usage := model.Usage{InputTokens: int64(engine.EstimateTokens(req)), OutputTokens: 20}
+		dial := l.dial
+		if dial == 0 {
+			dial = engine.DefaultCompactAt
+		}
+		usage := model.Usage{InputTokens: int64(engine.EstimateTokensAt(req, dial)), OutputTokens: 20}
 		if n > l.turns {
 			return model.Response{Model: req.Model, Text: "all pages fetched", Usage: usage}, nil
 		}
@@ -103,7 +108,7 @@ func checkWellFormed(t *testing.T, i int, req model.Request) {
 
 func TestCompactionKeepsEveryRequestUnderTheDial(t *testing.T) {
 	const dial = 12000
-	l := &longRun{turns: 60}
+	l := &longRun{turns: 60, dial: dial}
 	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
 		func(o *engine.Options) { o.CompactAt = dial }, fetchTool(1500))
 	r, resp := h.run(t, "fetch every page of the Quillfeather archive")
@@ -114,7 +119,7 @@ func TestCompactionKeepsEveryRequestUnderTheDial(t *testing.T) {
 		t.Fatal("no compaction in a run that outgrew the dial")
 	}
 	for i, req := range l.main {
-		if est := engine.EstimateTokens(req); est > dial {
+		if est := engine.EstimateTokensAt(req, dial); est > dial {
 			t.Fatalf("request %d estimated at %d tokens, over the dial of %d", i+1, est, dial)
 		}
 		checkWellFormed(t, i+1, req)
@@ -134,7 +139,7 @@ func TestCompactionKeepsEveryRequestUnderTheDial(t *testing.T) {
 	}
 	var mainIn int64
 	for _, req := range l.main {
-		mainIn += int64(engine.EstimateTokens(req))
+		mainIn += int64(engine.EstimateTokensAt(req, dial))
 	}
 	if want := mainIn + int64(1000*len(l.summaries)); r.Usage.InputTokens != want {
 		t.Fatalf("input tokens = %d, want %d (main calls plus %d summaries)", r.Usage.InputTokens, want, len(l.summaries))
@@ -403,7 +408,7 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 	release, arrived := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	inFlight, overlapped, released, summaries := 0, false, false, 0
-	l := &longRun{turns: 40}
+	l := &longRun{turns: 40, dial: dial}
 	base := l.provider()
 	p := model.ProviderFunc(func(ctx context.Context, req model.Request, s model.Stream) (model.Response, error) {
 		if engine.IsSummaryCall(req.System) {
@@ -430,7 +435,7 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 		// before it: it waits for the summary to arrive (a bail-out again),
 		// so the overlap does not hang on which goroutine runs first.
 		mu.Lock()
-		wait := !released && 5*engine.EstimateTokens(req) > 4*dial
+		wait := !released && 5*engine.EstimateTokensAt(req, dial) > 4*dial
 		mu.Unlock()
 		if wait {
 			select {
@@ -462,7 +467,7 @@ func TestSummaryIsPreparedAheadOfTheDial(t *testing.T) {
 		t.Fatalf("the first compaction %v did not apply the summary made ahead", evs)
 	}
 	for i, req := range l.main {
-		if est := engine.EstimateTokens(req); est > dial {
+		if est := engine.EstimateTokensAt(req, dial); est > dial {
 			t.Fatalf("request %d estimated at %d tokens, over the dial", i+1, est)
 		}
 		checkWellFormed(t, i+1, req)
@@ -490,9 +495,9 @@ func TestDialSmallerThanTheFixedPartsDoesNotCompactEveryTurn(t *testing.T) {
 // store holds — the summary in force, only the active messages, each kept
 // result as re-capped — and pins the new run's request.
 func TestCompactedWindowIsRebuiltFromTheStore(t *testing.T) {
-	l := &longRun{turns: 30}
+	l := &longRun{turns: 30, dial: 8000}
 	h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
-		func(o *engine.Options) { o.CompactAt = 14000 }, fetchTool(3000))
+		func(o *engine.Options) { o.CompactAt = 8000 }, fetchTool(3000))
 	first, _ := h.run(t, "first ask: fetch the Brontë ledgers")
 	if len(compactionEvents(t, h, first.ID)) == 0 {
 		t.Fatal("the first run never compacted")
@@ -545,5 +550,32 @@ func TestCompactedWindowIsRebuiltFromTheStore(t *testing.T) {
 		if hist[i].Role != before[i].Role || hist[i].Content != before[i].Content || hist[i].ToolCallID != before[i].ToolCallID {
 			t.Fatalf("message %d differs after the restart:\n%+v\nwas\n%+v", i, hist[i], before[i])
 		}
+	}
+}
+
+// TestCompactionWorksAtSmallDials: a long run of sizeable tool results at
+// the smallest dial the configuration accepts, and at other small dials,
+// compacts and sends no request estimated past the dial, instead of
+// sending the whole conversation because the fixed reserves filled it.
+func TestCompactionWorksAtSmallDials(t *testing.T) {
+	for _, dial := range []int{4000, 6000, 8000, 12000} {
+		t.Run(fmt.Sprint(dial), func(t *testing.T) {
+			l := &longRun{turns: 40, dial: dial}
+			h := newHarnessWith(t, l.provider(), engine.Budget{Steps: 200, Tokens: 1 << 40, CostUSD: 1000},
+				func(o *engine.Options) { o.CompactAt = dial }, fetchTool(1500))
+			r, resp := h.run(t, "fetch every page of the Quillfeather archive")
+			if r.Status != store.StatusDone || resp.OutputText != "all pages fetched" {
+				t.Fatalf("run %s (%s): %q", r.Status, r.Error, resp.OutputText)
+			}
+			if len(l.summaries) == 0 || len(compactionEvents(t, h, r.ID)) == 0 {
+				t.Fatalf("no compaction at a dial of %d in a run that outgrew it", dial)
+			}
+			for i, req := range l.main {
+				if est := engine.EstimateTokensAt(req, dial); est > dial {
+					t.Fatalf("request %d estimated at %d tokens, over the dial of %d", i+1, est, dial)
+				}
+				checkWellFormed(t, i+1, req)
+			}
+		})
 	}
 }

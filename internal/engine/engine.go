@@ -862,7 +862,7 @@ func (x *execution) assemble(ctx context.Context, system []string, specs []model
 		msgs = e.o.Attach(ctx, modelName, msgs)
 		otherBytes += messagesBytes(msgs[min(before, len(msgs)):])
 	}
-	est := bytesToTokens(estimateFixedBytes(system, specs)+histBytes+otherBytes) + imagesOf(msgs)*estimateImageTokens + estimateOutputReserve
+	est := bytesToTokens(estimateFixedBytes(system, specs)+histBytes+otherBytes) + imagesOf(msgs)*estimateImageTokens + outputReserve(x.compactAt())
 	return model.Request{System: system, Messages: msgs, Tools: specs, ReasoningEffort: x.req.ReasoningEffort, Memo: &x.memo}, est
 }
 

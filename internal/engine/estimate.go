@@ -16,11 +16,13 @@ import "github.com/deltaharness/delta/internal/model"
 // stay under the model's window. An attached image is a fixed reserve
 // (estimateImageTokens, the size a high-detail image of about a megapixel
 // takes on the common wires), never its base64 length, which says nothing
-// about its cost. The reply's room (estimateOutputReserve) is added
-// because it comes out of the same window.
+// about its cost. The reply's room (outputReserve) is added because it
+// comes out of the same window.
 const (
 	estimateBytesPerToken = 3
 	estimateImageTokens   = 1600
+	// estimateOutputReserve is the reply's room at a dial of at least
+	// eight times it; see outputReserve.
 	estimateOutputReserve = 4096
 	// Per-item framing the wires add around each message, tool and system
 	// block (role, type and key names, content-block arrays, cache
@@ -32,11 +34,18 @@ const (
 
 // estimateTokens is the estimated size of a fully assembled request — the
 // system spine, the tool schemas, every message (history and per-turn
-// blocks), attached images and the output reserve — in tokens.
-func estimateTokens(req model.Request) int {
+// blocks), attached images and the output reserve at dial — in tokens.
+func estimateTokens(req model.Request, dial int) int {
 	return bytesToTokens(estimateFixedBytes(req.System, req.Tools)+messagesBytes(req.Messages)) +
-		imagesOf(req.Messages)*estimateImageTokens + estimateOutputReserve
+		imagesOf(req.Messages)*estimateImageTokens + outputReserve(dial)
 }
+
+// outputReserve is the reply's room inside a dial of compactAt tokens:
+// estimateOutputReserve, but never more than an eighth of the dial. A
+// fixed 4096 would take the whole of a 4000-token dial and half of an
+// 8000 one, leaving compaction no room to work in, and a model served
+// under so small a dial writes replies to match.
+func outputReserve(compactAt int) int { return min(estimateOutputReserve, compactAt/8) }
 
 // estimateFixedBytes is the serialized size of the system spine and the
 // tool schemas.

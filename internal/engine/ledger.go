@@ -22,7 +22,10 @@ import (
 // running again what it already ran.
 
 // Bounds of the ledgers: at their fullest they fit ledgerBytes, the room
-// the window reserves for them beside the note.
+// the window reserves for them beside the note at a large dial; under a
+// smaller one the byte shares shrink in proportion to the room left
+// (ledgerRoom), while the headings and the closing lines (ledgerFrame)
+// stay whole.
 // Each section has a count and a byte share; a spill path is listed whole
 // (a cut path cannot be read back), so its section stops early instead.
 const (
@@ -35,6 +38,7 @@ const (
 	ledgerCallShare  = 4200
 	ledgerMCPShare   = 1100
 	ledgerBytes      = 8192 // the shares, the headings, the "… more" lines and the recall line
+	ledgerFrame      = ledgerBytes - ledgerSpillShare - ledgerCallShare - ledgerMCPShare
 )
 
 // recallLine closes every summary.
@@ -59,8 +63,12 @@ const (
 
 // buildLedgers builds the ledgers of msgs, carrying forward the entries of
 // the previous summary's ledgers (prior) after the new ones: a summary
-// covers every turn before its tail, not only the ones it replaced.
-func buildLedgers(msgs []model.Message, prior string) ledgers {
+// covers every turn before its tail, not only the ones it replaced. They
+// fit room bytes (ledgerBytes at most).
+func buildLedgers(msgs []model.Message, prior string, room int) ledgers {
+	share := func(full int) int {
+		return full * max(min(room, ledgerBytes)-ledgerFrame, 0) / (ledgerBytes - ledgerFrame)
+	}
 	var l ledgers
 	var spills []string
 	seenSpill := map[string]bool{}
@@ -126,11 +134,11 @@ func buildLedgers(msgs []model.Message, prior string) ledgers {
 	}
 	if len(spills) > 0 {
 		b.WriteString(spillHeading)
-		l.spills = section(spills, ledgerSpills, ledgerSpillShare, "under .delta/spill")
+		l.spills = section(spills, ledgerSpills, share(ledgerSpillShare), "under .delta/spill")
 	}
 	if len(calls) > 0 || len(mcp) > 0 {
 		b.WriteString(callsHeading)
-		l.calls = section(calls, ledgerCalls, ledgerCallShare, "distinct calls")
+		l.calls = section(calls, ledgerCalls, share(ledgerCallShare), "distinct calls")
 		names := make([]string, 0, len(mcp))
 		for n := range mcp {
 			names = append(names, n)
@@ -145,7 +153,7 @@ func buildLedgers(msgs []model.Message, prior string) ledgers {
 		for i, n := range names {
 			lines[i] = fmt.Sprintf("%s ×%d", clip.Bytes(n, ledgerNameMax), mcp[n])
 		}
-		l.mcps = section(lines, ledgerMCP, ledgerMCPShare, "MCP tools")
+		l.mcps = section(lines, ledgerMCP, share(ledgerMCPShare), "MCP tools")
 	}
 	b.WriteString("\n\n" + recallLine)
 	l.text = b.String()

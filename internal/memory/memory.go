@@ -119,9 +119,9 @@ func Govern(a Artifact, id Identity, runID string) Decision {
 	if scope == store.MemoryScopeUser {
 		key.UserID = id.UserID
 	}
-	rubric := "task"
+	rubric := store.RubricTask
 	if id.Correction {
-		rubric = "correction"
+		rubric = store.RubricCorrection
 	}
 	var aliases []string
 	for _, al := range a.Aliases {

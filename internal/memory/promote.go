@@ -37,7 +37,7 @@ func Recurs(m store.Memory, rubric string, newRun bool, minRuns int) bool {
 	if !newRun || m.Scope == store.MemoryScopeUser || m.Held() {
 		return false
 	}
-	return m.Runs >= max(minRuns, 1) || rubric == "correction"
+	return m.Runs >= max(minRuns, 1) || rubric == store.RubricCorrection
 }
 
 // PromotionKey is the idempotency key of a lesson's promotion: one per
@@ -353,7 +353,7 @@ func Summary(row store.Promotion) string {
 // Brief says where a promoted lesson came from.
 func Brief(row store.Promotion) string {
 	kind := "Post-task"
-	if row.Rubric == "correction" {
+	if row.Rubric == store.RubricCorrection {
 		kind = "Post-review"
 	}
 	b := fmt.Sprintf("%s reflection: a %s learned in %d distinct run(s)", kind, row.Kind, row.Runs)

@@ -28,6 +28,13 @@ const (
 	MemoryScopeOrg      = "org"
 )
 
+// RubricCorrection is the rubric of a lesson learned from a trusted
+// human-review disposition; other lessons carry RubricTask.
+const (
+	RubricTask       = "task"
+	RubricCorrection = "correction"
+)
+
 // MemoryCap is how many evictable rows one identity keeps: past it the
 // least confident, longest unused rows are dropped.
 const MemoryCap = 200
@@ -159,9 +166,16 @@ func (s *Store) putMemory(ctx context.Context, tx *sql.Tx, w MemoryWrite) (Memor
 		if n, _ := res.RowsAffected(); n == 1 {
 			put.NewRun = true
 			// untrusted * ? is AND of two 0/1 flags, in SQL both backends speak.
-			if _, err := s.exec(ctx, tx, `UPDATE memories SET runs = runs + 1, confidence = MAX(confidence, ?), rubric = ?,
+			// The rubric is the confirming run's unless the row's is the
+			// correction rubric: a lesson a human review produced stays
+			// one when a plain run repeats it (its confidence, kept at the
+			// larger, still carries the correction's floor, and a
+			// promotion's brief names it post-review); each run's own
+			// rubric is in the provenance.
+			if _, err := s.exec(ctx, tx, `UPDATE memories SET runs = runs + 1, confidence = MAX(confidence, ?),
+				rubric = CASE WHEN rubric = ? THEN rubric ELSE ? END,
 				untrusted = untrusted * ?, confirmed_at = ?, used_at = MAX(used_at, ?) WHERE id = ?`,
-				w.Confidence, w.Rubric, w.Untrusted, at, at, id); err != nil {
+				w.Confidence, RubricCorrection, w.Rubric, w.Untrusted, at, at, id); err != nil {
 				return put, err
 			}
 		}
@@ -192,9 +206,13 @@ type MemoryView struct {
 }
 
 // VisibleMemories returns the rows a run with identity v may recall: the
-// agent's rows (and legacy rows with no agent), the current user's private
-// rows, and the rows of the run's task type. Another user's rows and org rows
-// are never among them, nor rows unused since v.Since, nor held rows. Only
+// agent's rows, the current user's private rows, and the rows of the run's
+// task type, each the agent's own (and legacy rows with no agent). A
+// task type is shared across the agent's threads and users, not across the
+// agents of a namespace: local memory is scoped by the agent ID, so agent
+// B does not recall what agent A learned about a job. Another user's rows,
+// another agent's rows and org rows are never among them, nor rows unused
+// since v.Since, nor held rows. Only
 // what recall ranks and shows is read: ID, Scope, Kind, Content, Aliases,
 // Confidence, Untrusted, Runs, Uses and Confirmed (the rest stay zero).
 func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, error) {
@@ -207,7 +225,7 @@ func (s *Store) VisibleMemories(ctx context.Context, v MemoryView) ([]Memory, er
 	}
 	if v.TaskType != "" {
 		variant |= 2
-		args = append(args, v.Namespace, v.TaskType, since)
+		args = append(args, v.Namespace, v.AgentID, v.TaskType, since)
 	}
 	q := recallQueries[variant]
 	st := s.rstmts.get(q) //nolint:sqlclosecheck // cached: Store.Close closes it
@@ -264,7 +282,7 @@ var recallQueries = func() (qs [4]string) {
 			q += " UNION ALL " + cols(1) + " WHERE namespace = ? AND scope = 'user' AND agent_id IN (?, '') AND user_id = ?" + live
 		}
 		if variant&2 != 0 {
-			q += " UNION ALL " + cols(2) + " WHERE namespace = ? AND scope = 'task_type' AND task_type = ?" + live
+			q += " UNION ALL " + cols(2) + " WHERE namespace = ? AND scope = 'task_type' AND agent_id IN (?, '') AND task_type = ?" + live
 		}
 		qs[variant] = q
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/deltaharness/delta/internal/model/modeltest"
 )
 
-// Tokens the engine reserves for the reply inside the dial: a request's
-// body, at three bytes a token, must leave this much of the dial free.
-const outputReserve = 4096
+// outputReserve is the tokens the engine reserves for the reply inside a
+// dial: 4096, or an eighth of a smaller dial. A request's body, at three
+// bytes a token, must leave this much of the dial free.
+func outputReserve(dial int) int { return min(4096, dial/8) }
 
 // longTask scripts a threaded session: a first run about other work, then
 // a run of turns tool turns. It checks every request as it arrives — the
@@ -49,7 +50,7 @@ func (l *longTask) script(req modeltest.ChatRequest) modeltest.Reply {
 	l.main++
 	if tokens := len(req.Raw) / 3; tokens > l.largest {
 		l.largest = tokens
-		if tokens+outputReserve > l.dial && l.over == "" {
+		if tokens+outputReserve(l.dial) > l.dial && l.over == "" {
 			l.over = fmt.Sprintf("call %d: %d tokens", l.main, tokens)
 		}
 	}
@@ -179,7 +180,7 @@ func (l *longTask) check(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t.Logf("dial %d: %d main calls, %d summaries, largest request %d tokens (+%d reserve)", l.dial, l.main, l.summaries, l.largest, outputReserve)
+	t.Logf("dial %d: %d main calls, %d summaries, largest request %d tokens (+%d reserve)", l.dial, l.main, l.summaries, l.largest, outputReserve(l.dial))
 	if l.main != l.turns+1 {
 		t.Fatalf("%d main calls, want %d", l.main, l.turns+1)
 	}
@@ -187,7 +188,7 @@ func (l *longTask) check(t *testing.T) {
 		t.Fatalf("%d summaries and %d compacted requests in a run that outgrew its dial", l.summaries, l.compacted)
 	}
 	if l.over != "" {
-		t.Fatalf("a request passed the dial of %d with its %d-token reserve: %s", l.dial, outputReserve, l.over)
+		t.Fatalf("a request passed the dial of %d with its %d-token reserve: %s", l.dial, outputReserve(l.dial), l.over)
 	}
 	if l.wrongPin != "" {
 		t.Fatalf("an envelope pinned another request than this run's:\n%s", l.wrongPin)
@@ -227,4 +228,14 @@ func TestDialBelowTheTail(t *testing.T) {
 		}
 	}
 	t.Logf("tail budget at dial 20000: %v tokens; %d compactions, %d of them prepared ahead", evs[0]["tail_budget_tokens"], len(evs), prepared(evs))
+}
+
+// TestSmallDialCompacts: a dial under what the fixed reply reserve and
+// summary room used to take with the default tools (about 15,000 tokens)
+// compacts and keeps every request under it, instead of sending the whole
+// conversation until the model refused it.
+func TestSmallDialCompacts(t *testing.T) {
+	l, _, evs := runLongTask(t, 13000, 150)
+	l.check(t)
+	t.Logf("tail budget at dial 13000: %v tokens; %d compactions", evs[0]["tail_budget_tokens"], len(evs))
 }
