@@ -21,18 +21,7 @@ import (
 // start naming the variable.
 func TestEntrypointOnPostgres(t *testing.T) {
 	requireDaemon(t)
-	cluster, err := pgtest.Start()
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	dbURL, err := cluster.NewDatabase(context.Background(), "entry")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL := postgresDatabase(t, "entry")
 	dbURL = strings.Replace(dbURL, "postgres@", "postgres:hunter2secret@", 1) // trust auth ignores it
 	ws := filepath.Join(t.TempDir(), "workspace")
 	port := testPort(t)
@@ -64,4 +53,24 @@ func TestEntrypointOnPostgres(t *testing.T) {
 	if strings.Contains(r.stderr, "hunter2secret") {
 		t.Errorf("the refusal shows the password: %s", r.stderr)
 	}
+}
+
+// postgresDatabase starts a throwaway PostgreSQL cluster, stopped when the
+// test ends, and returns the URL of a new empty database name on it; the
+// test skips where the server binaries are not installed.
+func postgresDatabase(t *testing.T, name string) string {
+	t.Helper()
+	cluster, err := pgtest.Start()
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	dbURL, err := cluster.NewDatabase(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
 }

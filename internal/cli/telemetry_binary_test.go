@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltaharness/delta/internal/collector/pgtest"
 	"github.com/deltaharness/delta/internal/model/modeltest"
 	"github.com/deltaharness/delta/internal/store"
 	"github.com/deltaharness/delta/test/daemontest"
@@ -165,19 +163,8 @@ func (p *holdProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // agent_events exactly once.
 func TestTelemetryEveryEventExactlyOnce(t *testing.T) {
 	requireDaemon(t)
-	cluster, err := pgtest.Start()
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
 	ctx := context.Background()
-	dbURL, err := cluster.NewDatabase(ctx, "telemetry")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL := postgresDatabase(t, "telemetry")
 	fake := modeltest.Serve(t, modeltest.DemoScript())
 
 	const token = "collector-secret-token"

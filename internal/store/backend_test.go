@@ -129,6 +129,15 @@ func testDatabase(t testing.TB, template string) string {
 	return testPG.URL(name)
 }
 
+// PostgresOnly skips a test in the SQLite pass; why says what about
+// PostgreSQL it is testing.
+func PostgresOnly(t testing.TB, why string) {
+	t.Helper()
+	if testPG == nil {
+		t.Skip("PostgreSQL only: " + why)
+	}
+}
+
 // SQLiteOnly skips a test in the PostgreSQL pass; why says what about
 // SQLite it is testing.
 func SQLiteOnly(t testing.TB, why string) {

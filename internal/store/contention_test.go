@@ -72,9 +72,7 @@ func TestDeltaCarriersOrderOnlyTheirRuns(t *testing.T) {
 // it. The busy lease is renewed as soon as the write ends, and the count
 // covers both.
 func TestHeartbeatRenewsFreeLeasesBesideABusyOne(t *testing.T) {
-	if TestingBackend() != "postgres" {
-		t.Skip("one SQLite writer: no row is locked beside the heartbeat")
-	}
+	PostgresOnly(t, "one SQLite writer: no row is locked beside the heartbeat")
 	ctx := context.Background()
 	s := openTesting(t)
 	t0 := time.Now()

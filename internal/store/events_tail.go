@@ -164,14 +164,10 @@ func (t *EventTail) Close(ctx context.Context) error {
 	}
 	t.st.relay.CompareAndSwap(t, nil)
 	t.cancel()
-	done := make(chan struct{})
-	go func() { t.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("close event tail: %w", ctx.Err())
+	if err := waitGoroutines(ctx, &t.wg); err != nil {
+		return fmt.Errorf("close event tail: %w", err)
 	}
+	return nil
 }
 
 // Nudge makes the tail read the table now, up to the highest id the

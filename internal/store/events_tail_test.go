@@ -70,9 +70,7 @@ func openTail(t *testing.T, s *store.Store, dsn, holder string, c *collector) *s
 // order, each once, with none missing against the table; events committed
 // before the tail opened are not handed on.
 func TestEventTailFollowsTwoWritersInIDOrder(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("the event tail follows a shared PostgreSQL database; one SQLite process publishes its own events")
-	}
+	store.PostgresOnly(t, "the event tail follows a shared PostgreSQL database; one SQLite process publishes its own events")
 	ctx := context.Background()
 	a, dsn := open(t)
 	b := openAgain(t, dsn)
@@ -146,9 +144,7 @@ func TestEventTailFollowsTwoWritersInIDOrder(t *testing.T) {
 // into notifications under PostgreSQL's payload limit and arrives whole
 // and in order; a delta too large for any notification is dropped.
 func TestEventTailRelaysDeltasToOtherWorkers(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("deltas cross workers through PostgreSQL notifications")
-	}
+	store.PostgresOnly(t, "deltas cross workers through PostgreSQL notifications")
 	s, dsn := open(t)
 	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
 	ca, cb := newCollector(), newCollector()
@@ -194,9 +190,7 @@ func TestEventTailRelaysDeltasToOtherWorkers(t *testing.T) {
 //
 //	go test -run '^$' -bench EventTailRemoteLatency ./internal/store/
 func BenchmarkEventTailRemoteLatency(b *testing.B) {
-	if store.TestingBackend() != "postgres" {
-		b.Skip("the event tail follows a shared PostgreSQL database")
-	}
+	store.PostgresOnly(b, "the event tail follows a shared PostgreSQL database")
 	ctx := context.Background()
 	dsn := store.TestingDSN(b)
 	handles := make([]*store.Store, 2)
@@ -235,9 +229,7 @@ func BenchmarkEventTailRemoteLatency(b *testing.B) {
 // new rows without handing them on; once someone follows, what commits
 // after is handed on from there.
 func TestEventTailSkipsWhileNoOneFollows(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("the event tail follows a shared PostgreSQL database")
-	}
+	store.PostgresOnly(t, "the event tail follows a shared PostgreSQL database")
 	ctx := context.Background()
 	s, dsn := open(t)
 	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
@@ -294,9 +286,7 @@ func TestEventTailSkipsWhileNoOneFollows(t *testing.T) {
 // terminated by the server; events committed while it was gone, and after,
 // are handed on once each, in id order.
 func TestEventTailSurvivesALostConnection(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("the event tail follows a shared PostgreSQL database")
-	}
+	store.PostgresOnly(t, "the event tail follows a shared PostgreSQL database")
 	ctx := context.Background()
 	s, dsn := open(t)
 	newRun(t, s, store.NewRun{ID: "r1", SessionID: "s1"})
@@ -341,9 +331,7 @@ func TestEventTailSurvivesALostConnection(t *testing.T) {
 // ends; a sender that took the relay before its connection would wait
 // forever on commits that hold the connections and wait for the relay.
 func TestDeltaRelayNeverDeadlocksACommit(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("the delta relay runs between PostgreSQL workers")
-	}
+	store.PostgresOnly(t, "the delta relay runs between PostgreSQL workers")
 	ctx := context.Background()
 	_, dsn := open(t)
 	sep := "?"

@@ -87,14 +87,7 @@ func (l *RunListener) Close(ctx context.Context) error {
 		return nil
 	}
 	l.cancel()
-	done := make(chan struct{})
-	go func() { l.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return waitGoroutines(ctx, &l.wg)
 }
 
 func (l *RunListener) wake() {

@@ -14,9 +14,7 @@ import (
 // when another store queues a run (at the insert's commit) and when a
 // session lease is given up, and not before a queued run commits.
 func TestRunListenerWakesOnQueueAndRelease(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("LISTEN/NOTIFY is PostgreSQL's; one SQLite process has nothing to wake")
-	}
+	store.PostgresOnly(t, "LISTEN/NOTIFY is PostgreSQL's; one SQLite process has nothing to wake")
 	ctx := context.Background()
 	s, dsn := open(t)
 	l := store.NewRunListener(dsn, nil)
@@ -55,9 +53,7 @@ func TestRunListenerWakesOnQueueAndRelease(t *testing.T) {
 // reaches a listener on the database as the run's id, at the request's
 // commit; a request for a run that is already terminal sends nothing.
 func TestRunListenerHandsOnCancels(t *testing.T) {
-	if store.TestingBackend() != "postgres" {
-		t.Skip("LISTEN/NOTIFY is PostgreSQL's; on SQLite the one daemon cancels its own runs")
-	}
+	store.PostgresOnly(t, "LISTEN/NOTIFY is PostgreSQL's; on SQLite the one daemon cancels its own runs")
 	ctx := context.Background()
 	s, dsn := open(t)
 	other := openAgain(t, dsn)

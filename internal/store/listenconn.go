@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,5 +75,19 @@ func (l *pgListener) run(ctx context.Context, conn *pgx.Conn) {
 		}
 		conn = c
 		l.lost()
+	}
+}
+
+// waitGoroutines waits until wg's goroutines are done, or until ctx ends,
+// whose error it returns: the Close of the run listener and of the event
+// tail, once they have cancelled their goroutines.
+func waitGoroutines(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

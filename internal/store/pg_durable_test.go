@@ -20,9 +20,7 @@ import (
 // filled WAL page only every 10 s), so a commit that nobody waits for stays
 // unflushed while the test looks.
 func TestPGWritesReturnOnDisk(t *testing.T) {
-	if testPG == nil {
-		t.Skip("PostgreSQL only: when a commit reaches the disk")
-	}
+	PostgresOnly(t, "when a commit reaches the disk")
 	c, err := pgtest.StartDurableWith("wal_writer_delay=10s")
 	if err != nil {
 		t.Fatal(err)

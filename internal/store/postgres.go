@@ -210,17 +210,11 @@ func migratePG(ctx context.Context, cfg *pgx.ConnConfig, name string) error {
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("open store %s: read schema version: %w", name, err)
 	}
-	latest := 0
-	if len(ms) > 0 {
-		latest = ms[len(ms)-1].version
+	pending, err := migrationsAfter(name, current, ms)
+	if err != nil {
+		return err
 	}
-	if current > latest {
-		return fmt.Errorf("open store %s: schema version %d, this binary knows %d: %w", name, current, latest, ErrSchemaNewer)
-	}
-	for _, m := range ms {
-		if m.version <= current {
-			continue
-		}
+	for _, m := range pending {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.sql); err != nil { // no arguments: the simple protocol, several statements
 				return err

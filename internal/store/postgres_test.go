@@ -17,14 +17,6 @@ import (
 	"github.com/deltaharness/delta/internal/model"
 )
 
-// postgresOnly skips a test in the SQLite pass.
-func postgresOnly(t *testing.T) {
-	t.Helper()
-	if testPG == nil {
-		t.Skip("PostgreSQL only: runs in the PostgreSQL pass")
-	}
-}
-
 // TestMigrationSequencesMatch: both backends' migrations carry the same
 // numbers, 1 to SchemaVersion without gaps, so one schema version means
 // the same tables on either.
@@ -56,7 +48,7 @@ func TestMigrationSequencesMatch(t *testing.T) {
 }
 
 func TestPostgresMigratesAndRefusesNewerSchema(t *testing.T) {
-	postgresOnly(t)
+	PostgresOnly(t, "runs in the PostgreSQL pass")
 	ctx := context.Background()
 	dsn := strings.Replace(TestingEmptyDSN(t), "postgres@", "postgres:hunter2secret@", 1) // trust auth ignores it
 	s, err := Open(ctx, dsn)
@@ -93,7 +85,7 @@ func TestPostgresMigratesAndRefusesNewerSchema(t *testing.T) {
 // recall migration become searchable when it runs, and rewriting a
 // message's tool calls re-indexes it.
 func TestPostgresRecallBackfillsAndFollowsRewrites(t *testing.T) {
-	postgresOnly(t)
+	PostgresOnly(t, "runs in the PostgreSQL pass")
 	ctx := context.Background()
 	dsn := TestingEmptyDSN(t)
 	ms, err := pgMigrations()
@@ -160,7 +152,7 @@ func TestPostgresRecallBackfillsAndFollowsRewrites(t *testing.T) {
 // event stream does. Every event appears exactly once and in id order: no
 // id commits after a reader has passed it.
 func TestPostgresEventIDsCommitInOrder(t *testing.T) {
-	postgresOnly(t)
+	PostgresOnly(t, "runs in the PostgreSQL pass")
 	ctx := context.Background()
 	dsn := TestingDSN(t)
 	var workers []*Store
@@ -320,7 +312,7 @@ func TestPGPoolConfig(t *testing.T) {
 // server) and its event tail connects on the same URL; a bad value fails
 // Open with the parameter named and the password kept out.
 func TestPostgresPoolMaxConns(t *testing.T) {
-	postgresOnly(t)
+	PostgresOnly(t, "runs in the PostgreSQL pass")
 	ctx := context.Background()
 	base := TestingDSN(t)
 	def, err := Open(ctx, base)
@@ -366,7 +358,7 @@ func TestPostgresPoolMaxConns(t *testing.T) {
 // (?password=…, as libpq and pgx take it) is hidden wherever the store names
 // its database: the name the daemon logs at boot, and a refusal's error.
 func TestPostgresQueryPasswordHidden(t *testing.T) {
-	postgresOnly(t)
+	PostgresOnly(t, "runs in the PostgreSQL pass")
 	ctx := context.Background()
 	dsn := TestingEmptyDSN(t) + "&password=hunter2secret" // trust auth ignores it
 	s, err := Open(ctx, dsn)

@@ -192,6 +192,14 @@ func (s *Store) recallMatch(ctx context.Context, q RecallQuery, match string, fl
 	if err != nil {
 		return hits, fmt.Errorf("recall in %s: %w", sessionID, err)
 	}
+	return appendRecallHits(rows, sessionID, limit, hits, seen, phrase)
+}
+
+// appendRecallHits appends to hits, up to limit in all, the messages rows
+// holds (id, run, role, name, tool call id, content, tool calls, created
+// at: the columns both backends' probes select), skipping and then marking
+// those in seen, each flagged phrase; it closes rows.
+func appendRecallHits(rows *sql.Rows, sessionID string, limit int, hits []RecallHit, seen map[int64]bool, phrase bool) ([]RecallHit, error) {
 	defer rows.Close()
 	for len(hits) < limit && rows.Next() {
 		var h RecallHit

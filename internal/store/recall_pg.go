@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
-	"time"
 )
 
 // Recall on PostgreSQL: the same rules as Recall over a tsvector column of
@@ -125,26 +123,5 @@ func (s *Store) recallMatchPG(ctx context.Context, q RecallQuery, parts []string
 	if err != nil {
 		return hits, fmt.Errorf("recall in %s: %w", q.SessionID, err)
 	}
-	defer rows.Close()
-	for len(hits) < limit && rows.Next() {
-		var h RecallHit
-		var calls string
-		var ms int64
-		if err := rows.Scan(&h.ID, &h.RunID, &h.Role, &h.Name, &h.ToolCallID, &h.Content, &calls, &ms); err != nil {
-			return hits, fmt.Errorf("recall in %s: %w", q.SessionID, err)
-		}
-		if seen[h.ID] {
-			continue
-		}
-		if calls != "" {
-			if err := json.Unmarshal([]byte(calls), &h.ToolCalls); err != nil {
-				return hits, fmt.Errorf("recall in %s: tool calls of message %d: %w", q.SessionID, h.ID, err)
-			}
-		}
-		h.Phrase = phrase
-		h.Time = time.UnixMilli(ms).UTC()
-		seen[h.ID] = true
-		hits = append(hits, h)
-	}
-	return hits, rows.Err()
+	return appendRecallHits(rows, q.SessionID, limit, hits, seen, phrase)
 }

@@ -97,10 +97,7 @@ func TestResumeRunsStartSeesLaterChanges(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
 	for _, id := range []string{"c1", "f1"} {
-		newRun(t, s, store.NewRun{ID: id, SessionID: "s_" + id})
-		if _, _, err := s.Start(ctx, id, nil); err != nil {
-			t.Fatal(err)
-		}
+		session(t, s, id, "s_"+id, nil)
 	}
 	if _, err := s.ResumeRuns(ctx, []string{"c1", "f1"}); err != nil {
 		t.Fatal(err)

@@ -128,14 +128,22 @@ func (s *Store) scanRow(ctx context.Context, tx *sql.Tx, query string, args []an
 // readRow runs a one-row read on the reader pool through a statement
 // prepared at its first use.
 func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.readStmt(ctx, query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.r.QueryRowContext(ctx, query, args...)
+}
+
+// readStmt is the reader pool's prepared statement for query, preparing
+// the wanted ones first when it has none yet; nil while query is not
+// prepared, for the caller to run it unprepared.
+func (s *Store) readStmt(ctx context.Context, query string) *sql.Stmt {
 	st := s.rstmts.get(query) //nolint:sqlclosecheck // cached: Store.Close closes it
 	if st == nil {
 		s.rstmts.prepareWanted(ctx, s.r)
-		if st = s.rstmts.get(query); st == nil { //nolint:sqlclosecheck // cached: Store.Close closes it
-			return s.r.QueryRowContext(ctx, query, args...)
-		}
+		st = s.rstmts.get(query) //nolint:sqlclosecheck // cached: Store.Close closes it
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st
 }
 
 // txRow is a one-row read inside tx through the writer's prepared
@@ -161,12 +169,8 @@ func (r txReader) QueryRowContext(ctx context.Context, query string, args ...any
 
 // readRows is readRow for a read of many rows.
 func (s *Store) readRows(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st := s.rstmts.get(query) //nolint:sqlclosecheck // cached: Store.Close closes it
-	if st == nil {
-		s.rstmts.prepareWanted(ctx, s.r)
-		if st = s.rstmts.get(query); st == nil { //nolint:sqlclosecheck // cached: Store.Close closes it
-			return s.r.QueryContext(ctx, query, args...)
-		}
+	if st := s.readStmt(ctx, query); st != nil { //nolint:sqlclosecheck // cached: Store.Close closes it
+		return st.QueryContext(ctx, args...)
 	}
-	return st.QueryContext(ctx, args...)
+	return s.r.QueryContext(ctx, query, args...)
 }

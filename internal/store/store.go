@@ -276,17 +276,11 @@ func migrateDB(ctx context.Context, w *sql.DB, path string, ms []migration) erro
 	if err := w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
 		return fmt.Errorf("open store %s: read schema version: %w", path, err)
 	}
-	latest := 0
-	if len(ms) > 0 {
-		latest = ms[len(ms)-1].version
+	pending, err := migrationsAfter(path, current, ms)
+	if err != nil {
+		return err
 	}
-	if current > latest {
-		return fmt.Errorf("open store %s: schema version %d, this binary knows %d: %w", path, current, latest, ErrSchemaNewer)
-	}
-	for _, m := range ms {
-		if m.version <= current {
-			continue
-		}
+	for _, m := range pending {
 		err := txOn(ctx, w, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return err
@@ -299,6 +293,27 @@ func migrateDB(ctx context.Context, w *sql.DB, path string, ms []migration) erro
 		}
 	}
 	return nil
+}
+
+// migrationsAfter returns the migrations of ms (in version order) newer
+// than a database's schema version current, the ones to apply; it refuses
+// with ErrSchemaNewer a database that a newer binary has migrated further
+// than ms goes. Both backends' migrations ask it.
+func migrationsAfter(name string, current int, ms []migration) ([]migration, error) {
+	latest := 0
+	if len(ms) > 0 {
+		latest = ms[len(ms)-1].version
+	}
+	if current > latest {
+		return nil, fmt.Errorf("open store %s: schema version %d, this binary knows %d: %w", name, current, latest, ErrSchemaNewer)
+	}
+	var pending []migration
+	for _, m := range ms {
+		if m.version > current {
+			pending = append(pending, m)
+		}
+	}
+	return pending, nil
 }
 
 // tx runs fn in one immediate write transaction.

@@ -84,7 +84,7 @@ func rewrite(t testing.TB, path string, stmts ...string) {
 	}
 }
 
-func newRun(t *testing.T, s *store.Store, nr store.NewRun) store.Run {
+func newRun(t testing.TB, s *store.Store, nr store.NewRun) store.Run {
 	t.Helper()
 	if nr.Request == nil {
 		nr.Request = json.RawMessage(`{}`)
@@ -96,15 +96,24 @@ func newRun(t *testing.T, s *store.Store, nr store.NewRun) store.Run {
 	return r
 }
 
+// session creates run runID in session sessionID and starts it with msgs
+// as the history its execution begins with.
+func session(t testing.TB, s *store.Store, runID, sessionID string, msgs []model.Message) {
+	t.Helper()
+	newRun(t, s, store.NewRun{ID: runID, SessionID: sessionID})
+	if _, _, err := s.Start(context.Background(), runID, msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startRun creates run id in session sid and starts it with one user
 // message, as a run's first execution does.
 func startRun(t *testing.T, s *store.Store, id, sid, text string) {
 	t.Helper()
-	newRun(t, s, store.NewRun{ID: id, SessionID: sid})
-	if _, _, err := s.Start(context.Background(), id, []model.Message{{Role: model.RoleUser, Content: text}}); err != nil {
-		t.Fatal(err)
-	}
+	session(t, s, id, sid, []model.Message{user(text)})
 }
+
+func user(text string) model.Message { return model.Message{Role: model.RoleUser, Content: text} }
 
 func TestContinuationRules(t *testing.T) {
 	ctx := context.Background()
@@ -235,10 +244,7 @@ func TestSweepKeepsJournalOfLiveRuns(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t)
 	for _, id := range []string{"live", "over"} {
-		newRun(t, s, store.NewRun{ID: id, SessionID: "s_" + id})
-		if _, _, err := s.Start(ctx, id, nil); err != nil {
-			t.Fatal(err)
-		}
+		session(t, s, id, "s_"+id, nil)
 		if _, err := s.CommitStep(ctx, store.Step{RunID: id, SessionID: "s_" + id, Model: "m",
 			Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c", Name: "t", Arguments: json.RawMessage(`{}`)}}},
 			Intents: []store.Intent{{CallID: "c", Name: "t", Args: json.RawMessage(`{}`)}}}); err != nil {

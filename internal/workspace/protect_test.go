@@ -20,10 +20,7 @@ func TestCheckWritable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tests := []struct {
-		rel     string
-		wantErr error
-	}{
+	checkPaths(t, "CheckWritable", root.CheckWritable, []pathCase{
 		{"POLICY.md", ErrProtected},
 		{"./POLICY.md", ErrProtected},
 		{"a/../POLICY.md", ErrProtected},
@@ -66,21 +63,7 @@ func TestCheckWritable(t *testing.T) {
 		{"a.txt", nil},
 		{"dir", nil},
 		{"inlink", nil},
-	}
-	for _, tt := range tests {
-		t.Run(strings.ReplaceAll(tt.rel, "/", "|"), func(t *testing.T) {
-			err := root.CheckWritable(tt.rel)
-			if tt.wantErr == nil {
-				if err != nil {
-					t.Fatalf("CheckWritable(%q) = %v, want nil", tt.rel, err)
-				}
-				return
-			}
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("CheckWritable(%q) = %v, want %v", tt.rel, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 func TestCheckWritableExplains(t *testing.T) {
@@ -102,10 +85,7 @@ func TestCheckReadable(t *testing.T) {
 	if err := os.Symlink("../.env", filepath.Join(ws, "dir", "config.txt")); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		rel     string
-		wantErr error
-	}{
+	checkPaths(t, "CheckReadable", root.CheckReadable, []pathCase{
 		{".env", ErrProtected},
 		{".ENV", ErrProtected},
 		{".env.local", ErrProtected},
@@ -126,21 +106,7 @@ func TestCheckReadable(t *testing.T) {
 		{"my.env", nil},
 		{"a.txt", nil},
 		{"dir", nil},
-	}
-	for _, tt := range tests {
-		t.Run(strings.ReplaceAll(tt.rel, "/", "|"), func(t *testing.T) {
-			err := root.CheckReadable(tt.rel)
-			if tt.wantErr == nil {
-				if err != nil {
-					t.Fatalf("CheckReadable(%q) = %v, want nil", tt.rel, err)
-				}
-				return
-			}
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("CheckReadable(%q) = %v, want %v", tt.rel, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 func TestSecretFile(t *testing.T) {
@@ -150,5 +116,32 @@ func TestSecretFile(t *testing.T) {
 		if got := SecretFile(p); got != want {
 			t.Errorf("SecretFile(%q) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// pathCase is one path a check is asked about and the error it must
+// answer, nil for a path it allows.
+type pathCase struct {
+	rel     string
+	wantErr error
+}
+
+// checkPaths runs check (the method name names in failures) on each case's
+// path, one subtest a path.
+func checkPaths(t *testing.T, name string, check func(rel string) error, cases []pathCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(strings.ReplaceAll(tt.rel, "/", "|"), func(t *testing.T) {
+			err := check(tt.rel)
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("%s(%q) = %v, want nil", name, tt.rel, err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("%s(%q) = %v, want %v", name, tt.rel, err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -17,18 +17,9 @@ import (
 // a run, every run terminal with exactly one run.finished.
 func TestRandomKill(t *testing.T) {
 	d, acked, kills := killAtRandom(t, 200, func(n int64) string { return fmt.Sprintf("Write brief-%d.md about the otter survey.", n) })
-	d.start()
-	runs := waitAllTerminal(t, d, d.openDB(), 60*time.Second)
+	_, runs := settleAfterKills(t, d, acked)
 	var done, interrupted int
-	for _, id := range acked {
-		if runs[id] == nil {
-			t.Fatalf("acknowledged task %s lost", id)
-		}
-	}
 	for id, f := range runs {
-		if f.finished != 1 {
-			t.Fatalf("run %s (%s): %d run.finished events, want 1", id, f.status, f.finished)
-		}
 		if f.toolResults > 1 || f.journal > 1 {
 			t.Fatalf("run %s: %d tool.result events, %d journal rows: write_file ran more than once", id, f.toolResults, f.journal)
 		}
@@ -38,6 +29,28 @@ func TestRandomKill(t *testing.T) {
 		interrupted += f.interrupted
 	}
 	t.Logf("%d kills, %d acknowledged, %d runs, %d done, %d interrupted write_file calls settled", kills, len(acked), len(runs), done, interrupted)
+}
+
+// settleAfterKills starts d once more after killAtRandom and waits until
+// every run is terminal; it fails the test when an acknowledged task has
+// no run or a run has other than one run.finished. It returns d's
+// database and the runs' facts.
+func settleAfterKills(t *testing.T, d *daemon, acked []string) (*sql.DB, map[string]*runFacts) {
+	t.Helper()
+	d.start()
+	db := d.openDB()
+	runs := waitAllTerminal(t, d, db, 60*time.Second)
+	for _, id := range acked {
+		if runs[id] == nil {
+			t.Fatalf("acknowledged task %s lost", id)
+		}
+	}
+	for id, f := range runs {
+		if f.finished != 1 {
+			t.Fatalf("run %s (%s): %d run.finished events, want 1", id, f.status, f.finished)
+		}
+	}
+	return db, runs
 }
 
 // killAtRandom submits tasks written by prompt from six clients while the
@@ -95,19 +108,7 @@ func TestRandomKillReadThenWrite(t *testing.T) {
 	d, acked, kills := killAtRandom(t, 120, func(n int64) string {
 		return fmt.Sprintf("List the files, then write brief-%d.md about the otter survey.", n)
 	})
-	d.start()
-	db := d.openDB()
-	runs := waitAllTerminal(t, d, db, 60*time.Second)
-	for _, id := range acked {
-		if runs[id] == nil {
-			t.Fatalf("acknowledged task %s lost", id)
-		}
-	}
-	for id, f := range runs {
-		if f.finished != 1 {
-			t.Fatalf("run %s (%s): %d run.finished events, want 1", id, f.status, f.finished)
-		}
-	}
+	db, runs := settleAfterKills(t, d, acked)
 	perCall := map[string]int{}
 	each(t, db, `SELECT run_id, coalesce(json_extract(data, '$.call_id'), '') FROM events WHERE name = 'tool.result'`, func(rows *sql.Rows) error {
 		var run, call string

@@ -24,6 +24,17 @@ func isChild(req modeltest.ChatRequest) bool {
 	return false
 }
 
+// childCalls is the model calls of reqs that a subagent made (isChild).
+func childCalls(reqs []modeltest.ChatRequest) []modeltest.ChatRequest {
+	var children []modeltest.ChatRequest
+	for _, req := range reqs {
+		if isChild(req) {
+			children = append(children, req)
+		}
+	}
+	return children
+}
+
 // subagentScript: the parent delegates once, then repeats the child's answer;
 // the child answers plainly. Usage is fixed so the totals can be checked.
 func subagentScript(req modeltest.ChatRequest) modeltest.Reply {
@@ -68,12 +79,8 @@ func TestSubagentThroughDeltaRun(t *testing.T) {
 		t.Errorf("the child's answer did not come back as the tool result; stdout:\n%s", out)
 	}
 
-	var children int
-	for _, req := range fake.Requests() {
-		if !isChild(req) {
-			continue
-		}
-		children++
+	children := childCalls(fake.Requests())
+	for _, req := range children {
 		for _, tl := range req.Tools {
 			if tl.Name == "spawn_subagent" {
 				t.Errorf("the child was offered spawn_subagent: nesting must stop at one level")
@@ -92,8 +99,8 @@ func TestSubagentThroughDeltaRun(t *testing.T) {
 			}
 		}
 	}
-	if children != 1 {
-		t.Errorf("child model calls = %d, want 1", children)
+	if len(children) != 1 {
+		t.Errorf("child model calls = %d, want 1", len(children))
 	}
 }
 
@@ -170,20 +177,16 @@ func runOK(t *testing.T, cmd *exec.Cmd) ([]byte, string) {
 func TestSubagentKeepsTheParentsToolAllowlist(t *testing.T) {
 	fake := startScript(t, subagentScript)
 	runOK(t, deltaRun(t, fake, "delegate the question", "DELTA_ALLOWED_TOOLS=read_file,spawn_subagent"))
-	var children int
-	for _, req := range fake.Requests() {
-		if !isChild(req) {
-			continue
-		}
-		children++
+	children := childCalls(fake.Requests())
+	for _, req := range children {
 		for _, tl := range req.Tools {
 			if tl.Name != "read_file" {
 				t.Errorf("the child was offered %s, which the parent's DELTA_ALLOWED_TOOLS=read_file,spawn_subagent leaves out", tl.Name)
 			}
 		}
 	}
-	if children != 1 {
-		t.Errorf("child model calls = %d, want 1", children)
+	if len(children) != 1 {
+		t.Errorf("child model calls = %d, want 1", len(children))
 	}
 }
 

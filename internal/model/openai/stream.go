@@ -191,15 +191,7 @@ func (a *accumulator) chunk(c *chunk) {
 			continue // we never ask for n > 1
 		}
 		d := &ch.Delta
-		if r := reasoningOf(d.Reasoning, d.ReasoningContent); r != "" && a.s.OnReasoning != nil {
-			a.s.OnReasoning(r)
-		}
-		if d.Content != "" {
-			a.text.WriteString(d.Content)
-			if a.s.OnText != nil {
-				a.s.OnText(d.Content)
-			}
-		}
+		a.textOf(d)
 		for j := range d.ToolCalls {
 			tc := &d.ToolCalls[j]
 			b := a.byIndex[tc.Index]
@@ -221,6 +213,21 @@ func (a *accumulator) chunk(c *chunk) {
 		if ch.FinishReason != "" {
 			a.finish = ch.FinishReason
 			a.finished = true
+		}
+	}
+}
+
+// textOf takes a choice's text: its reasoning goes to OnReasoning, its
+// content onto the answer and to OnText. A streamed chunk and a whole
+// completion carry both the same way.
+func (a *accumulator) textOf(d *chunkDelta) {
+	if r := reasoningOf(d.Reasoning, d.ReasoningContent); r != "" && a.s.OnReasoning != nil {
+		a.s.OnReasoning(r)
+	}
+	if d.Content != "" {
+		a.text.WriteString(d.Content)
+		if a.s.OnText != nil {
+			a.s.OnText(d.Content)
 		}
 	}
 }
@@ -287,15 +294,7 @@ func (a *accumulator) fromCompletion(c *chunk) {
 			continue
 		}
 		m := &ch.Delta
-		if r := reasoningOf(m.Reasoning, m.ReasoningContent); r != "" && a.s.OnReasoning != nil {
-			a.s.OnReasoning(r)
-		}
-		if m.Content != "" {
-			a.text.WriteString(m.Content)
-			if a.s.OnText != nil {
-				a.s.OnText(m.Content)
-			}
-		}
+		a.textOf(m)
 		for i, tc := range m.ToolCalls {
 			b := &callBuilder{index: int64(i), id: tc.ID, name: tc.Function.Name}
 			b.args.WriteString(tc.Function.Arguments)
