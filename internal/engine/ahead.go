@@ -85,12 +85,7 @@ func (p *inflight) take() []store.Step {
 // failed reports whether the batch has finished with an error, without
 // waiting for it.
 func (p *inflight) failed() bool {
-	select {
-	case <-p.done:
-		return p.err != nil
-	default:
-		return false
-	}
+	return isClosed(p.done) && p.err != nil
 }
 
 // aheadable reports whether resp's step may commit in the background: it

@@ -72,13 +72,10 @@ func TestNextReplyWaitsForTheCommitAhead(t *testing.T) {
 					// a remote one does: its step commits ahead.
 					time.Sleep(2 * time.Millisecond)
 					// Take the write lock before the step's commit starts.
-					tx, err := db.BeginTx(ctx, nil)
+					tx, err := holdWriteLock(ctx, db)
 					if err != nil {
-						fatal("begin blocker: " + err.Error())
+						fatal(err.Error())
 						return model.Response{}, err
-					}
-					if _, err := tx.Exec(`UPDATE runs SET seq = seq WHERE 0`); err != nil {
-						fatal("lock: " + err.Error())
 					}
 					blocker = tx
 					return model.Response{ToolCalls: []model.ToolCall{{ID: "call_1", Name: "echo", Arguments: []byte(`{"text":"hi"}`)}}}, nil
@@ -98,12 +95,7 @@ func TestNextReplyWaitsForTheCommitAhead(t *testing.T) {
 				return model.Response{Text: "LEAKED third call"}, nil
 			})
 			h := newHarness(t, p, big, echoedTool(), launch)
-			var err error
-			db, err = sql.Open("sqlite", "file:"+filepath.Join(h.dir, "delta.db")+"?_pragma=busy_timeout(5000)&_txlock=immediate")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
+			db = secondConnection(t, h.dir, 5*time.Second)
 			var published []event.Event
 			var pubMu sync.Mutex
 			sub := h.opts.Broker.Subscribe(1024, nil)
@@ -228,13 +220,10 @@ func TestReadOnlyStepsCommitTogetherBehindASlowCommit(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 				switch n {
 				case 1:
-					tx, err := db.BeginTx(ctx, nil)
+					tx, err := holdWriteLock(ctx, db)
 					if err != nil {
-						fatal("begin blocker: " + err.Error())
+						fatal(err.Error())
 						return model.Response{}, err
-					}
-					if _, err := tx.Exec(`UPDATE runs SET seq = seq WHERE 0`); err != nil {
-						fatal("lock: " + err.Error())
 					}
 					blocker = tx
 					return echoCall("call_1"), nil
@@ -259,12 +248,7 @@ func TestReadOnlyStepsCommitTogetherBehindASlowCommit(t *testing.T) {
 				return model.Response{Text: "all echoed"}, nil
 			})
 			h := newHarness(t, p, big, echo)
-			var err error
-			db, err = sql.Open("sqlite", "file:"+filepath.Join(h.dir, "delta.db")+"?_pragma=busy_timeout(20000)&_txlock=immediate")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
+			db = secondConnection(t, h.dir, 20*time.Second)
 
 			r := submitAndWait(t, h.svc, engine.Submission{Request: userRequest("go")})
 			mu.Lock()
@@ -352,4 +336,30 @@ func TestReadOnlyStepsCommitTogetherBehindASlowCommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// secondConnection opens the harness's database file on a connection of
+// its own, whose writes wait up to busy for the engine's.
+func secondConnection(t *testing.T, dir string, busy time.Duration) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_txlock=immediate", filepath.Join(dir, "delta.db"), busy.Milliseconds()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// holdWriteLock begins a transaction on db that holds the database's write
+// lock until it ends: every commit of the engine waits behind it.
+func holdWriteLock(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin blocker: %w", err)
+	}
+	if _, err := tx.Exec(`UPDATE runs SET seq = seq WHERE 0`); err != nil {
+		_ = tx.Rollback()
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	return tx, nil
 }
